@@ -1,0 +1,171 @@
+package contract
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+var printer = message.NewPrinter(language.English)
+
+// compiled holds every input schema, compiled once.
+var compiled = sync.OnceValues(func() (map[WorkflowType]*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	out := make(map[WorkflowType]*jsonschema.Schema)
+	for _, t := range WorkflowTypes() {
+		raw, err := schemaFiles.ReadFile(SchemaPath(t))
+		if err != nil {
+			return nil, fmt.Errorf("read schema of %s: %w", t, err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("parse schema of %s: %w", t, err)
+		}
+		url := "mem:///" + string(t) + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, fmt.Errorf("add schema of %s: %w", t, err)
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("compile schema of %s: %w", t, err)
+		}
+		out[t] = sch
+	}
+	return out, nil
+})
+
+// SchemaPath is where the input schema of t lives in the embedded schemas.
+func SchemaPath(t WorkflowType) string { return "schemas/" + string(t) + ".json" }
+
+// Schema returns the raw input schema of t.
+func Schema(t WorkflowType) ([]byte, error) { return schemaFiles.ReadFile(SchemaPath(t)) }
+
+// Validate checks raw, a workflow's initial_data, against the input schema of t. It returns the
+// input with every default applied and every integer in canonical form, ready for json.Unmarshal
+// into the workflow's Input, or a *ValidationError naming each broken field and rule. An empty or
+// null raw is an empty object.
+func Validate(t WorkflowType, raw []byte) (json.RawMessage, error) {
+	schemas, err := compiled()
+	if err != nil {
+		return nil, err
+	}
+	sch, ok := schemas[t]
+	if !ok {
+		return nil, Invalid("workflow_type", "enum", "unknown workflow type %q", t)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		raw = []byte("{}")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, Invalid("initial_data", "type", "must be one JSON object: %v", err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		ve, ok := err.(*jsonschema.ValidationError)
+		if !ok {
+			return nil, fmt.Errorf("validate %s input: %w", t, err)
+		}
+		return nil, &ValidationError{Violations: violations(ve)}
+	}
+	obj := inst.(map[string]any) // the schema requires an object
+	for name, prop := range sch.Properties {
+		if _, present := obj[name]; !present && prop.Default != nil {
+			obj[name] = *prop.Default
+		}
+	}
+	canonicalize(obj)
+	return json.Marshal(obj)
+}
+
+// violations flattens a validation error tree into its leaves, one per broken rule.
+func violations(root *jsonschema.ValidationError) []Violation {
+	var out []Violation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		kw := e.ErrorKind.KeywordPath()
+		rule := "schema"
+		if len(kw) > 0 {
+			rule = kw[0]
+		}
+		field := strings.Join(e.InstanceLocation, ".")
+		msg := e.ErrorKind.LocalizedString(printer)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, name := range k.Missing {
+				out = append(out, Violation{Field: join(field, name), Rule: rule, Message: "is required"})
+			}
+			return
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				out = append(out, Violation{Field: join(field, name), Rule: rule, Message: "is not a known field"})
+			}
+			return
+		}
+		if field == "" {
+			field = "initial_data"
+		}
+		out = append(out, Violation{Field: field, Rule: rule, Message: msg})
+	}
+	walk(root)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return slices.Compact(out)
+}
+
+func join(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}
+
+// canonicalize rewrites every integral json.Number (1.0, 1e2) as a plain integer so that the
+// workflows' json.Unmarshal into int64 fields accepts what the schema accepted.
+func canonicalize(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if n, ok := e.(json.Number); ok {
+				x[k] = canonicalNumber(n)
+				continue
+			}
+			canonicalize(e)
+		}
+	case []any:
+		for i, e := range x {
+			if n, ok := e.(json.Number); ok {
+				x[i] = canonicalNumber(n)
+				continue
+			}
+			canonicalize(e)
+		}
+	}
+}
+
+func canonicalNumber(n json.Number) json.Number {
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok || !r.IsInt() {
+		return n
+	}
+	return json.Number(r.Num().String())
+}

@@ -1,0 +1,138 @@
+// Package message decodes what stalesweep receives from outside: the body of a manual start
+// request and the Pub/Sub messages its functions are triggered by. Decoders never panic, read
+// at most a bounded number of bytes, and reject bad input with a *contract.ValidationError that
+// names the field and the rule.
+package message
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+)
+
+// MaxBodyBytes bounds a start request or a message's data.
+const MaxBodyBytes = 1 << 20
+
+// Start asks for one workflow run: the seeds' `POST /api/workflows/start` body, and the data of
+// a message on the sweeps topic.
+type Start struct {
+	WorkflowType contract.WorkflowType `json:"workflow_type"`
+	InitialData  json.RawMessage       `json:"initial_data,omitempty"`
+}
+
+// DecodeStart reads a Start from r, refusing more than MaxBodyBytes, unknown fields, and
+// anything but one JSON object.
+func DecodeStart(r io.Reader) (Start, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
+	if err != nil {
+		return Start{}, fmt.Errorf("read request: %w", err)
+	}
+	return ParseStart(raw)
+}
+
+// ParseStart is DecodeStart on bytes already read.
+func ParseStart(raw []byte) (Start, error) {
+	if len(raw) > MaxBodyBytes {
+		return Start{}, contract.Invalid("body", "maxLength", "is larger than %d bytes", MaxBodyBytes)
+	}
+	var s Start
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Start{}, jsonError(err)
+	}
+	if dec.More() {
+		return Start{}, contract.Invalid("body", "type", "must hold exactly one JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Start{}, contract.Invalid("body", "type", "must hold exactly one JSON object")
+	}
+	if s.WorkflowType == "" {
+		return Start{}, contract.Invalid("workflow_type", "required", "is required")
+	}
+	if !s.WorkflowType.Known() {
+		return Start{}, contract.Invalid("workflow_type", "enum", "unknown workflow type %q", s.WorkflowType)
+	}
+	if t := bytes.TrimSpace(s.InitialData); len(t) > 0 && t[0] != '{' && !bytes.Equal(t, []byte("null")) {
+		return Start{}, contract.Invalid("initial_data", "type", "must be a JSON object")
+	}
+	return s, nil
+}
+
+// jsonError turns a decoding error into a validation error naming the field where it can.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return contract.Invalid(field, "type", "must be a %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+	case errors.As(err, &se):
+		return contract.Invalid("body", "type", "is not valid JSON: %v (at byte %d)", err, se.Offset)
+	case errors.Is(err, io.EOF):
+		return contract.Invalid("body", "required", "is empty")
+	}
+	const prefix = "json: unknown field "
+	if msg := err.Error(); len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		return contract.Invalid(msg[len(prefix)+1:len(msg)-1], "additionalProperties", "is not a known field")
+	}
+	return contract.Invalid("body", "type", "is not valid JSON: %v", err)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "struct", "map":
+		return "object"
+	case "slice":
+		return "array"
+	default:
+		return k
+	}
+}
+
+// PubSub is a Pub/Sub message as Eventarc and push subscriptions deliver it.
+type PubSub struct {
+	Data        []byte            `json:"data"` // base64 on the wire
+	Attributes  map[string]string `json:"attributes"`
+	MessageID   string            `json:"messageId"`
+	PublishTime time.Time         `json:"publishTime"`
+}
+
+// pushBody is the body of a google.cloud.pubsub.topic.v1.messagePublished event, and of a raw
+// push request (which adds subscription).
+type pushBody struct {
+	Message      *PubSub `json:"message"`
+	Subscription string  `json:"subscription"`
+}
+
+// ParsePubSub reads the message out of a messagePublished event's data or a raw push body.
+func ParsePubSub(raw []byte) (PubSub, error) {
+	if len(raw) > 2*MaxBodyBytes { // base64 grows data by a third
+		return PubSub{}, contract.Invalid("message", "maxLength", "is larger than %d bytes", 2*MaxBodyBytes)
+	}
+	var b pushBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return PubSub{}, contract.Invalid(te.Field, "type", "has the wrong type: %v", err)
+		}
+		return PubSub{}, contract.Invalid("message", "type", "is not a Pub/Sub message: %v", err)
+	}
+	if b.Message == nil {
+		return PubSub{}, contract.Invalid("message", "required", "is required")
+	}
+	if len(b.Message.Data) > MaxBodyBytes {
+		return PubSub{}, contract.Invalid("message.data", "maxLength", "is larger than %d bytes", MaxBodyBytes)
+	}
+	return *b.Message, nil
+}

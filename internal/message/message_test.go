@@ -1,0 +1,103 @@
+package message
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+)
+
+func violation(t *testing.T, err error) contract.Violation {
+	t.Helper()
+	var ve *contract.ValidationError
+	if !errors.As(err, &ve) || len(ve.Violations) == 0 {
+		t.Fatalf("err = %v, want a *contract.ValidationError", err)
+	}
+	return ve.Violations[0]
+}
+
+func TestParseStart(t *testing.T) {
+	s, err := ParseStart([]byte(`{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"organization_uuid": "x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.WorkflowType != contract.ExecutionSyncCloudRun || string(s.InitialData) != `{"organization_uuid": "x"}` {
+		t.Errorf("parsed %+v", s)
+	}
+	if _, err := ParseStart([]byte(`{"workflow_type": "runner.execution-sync-stale-cloud-run"}`)); err != nil {
+		t.Errorf("initial_data may be absent: %v", err)
+	}
+}
+
+func TestParseStartRejections(t *testing.T) {
+	tests := []struct{ name, body, field, rule string }{
+		{"empty", ``, "body", "required"},
+		{"not json", `{"workflow_type":`, "body", "type"},
+		{"array", `[]`, "body", "type"},
+		{"missing type", `{"initial_data": {}}`, "workflow_type", "required"},
+		{"unknown type", `{"workflow_type": "nope"}`, "workflow_type", "enum"},
+		{"type not a string", `{"workflow_type": 3}`, "workflow_type", "type"},
+		{"unknown field", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "data": {}}`, "data", "additionalProperties"},
+		{"initial_data an array", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": [1]}`, "initial_data", "type"},
+		{"initial_data a string", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": "x"}`, "initial_data", "type"},
+		{"two objects", `{"workflow_type": "runner.execution-sync-stale-cloud-run"} {}`, "body", "type"},
+		{"oversized", `{"workflow_type": "` + strings.Repeat("x", MaxBodyBytes) + `"}`, "body", "maxLength"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseStart([]byte(tt.body))
+			v := violation(t, err)
+			if v.Field != tt.field || v.Rule != tt.rule {
+				t.Errorf("violation = %+v, want %s/%s", v, tt.field, tt.rule)
+			}
+		})
+	}
+}
+
+func TestDecodeStartReadsNoMoreThanTheLimit(t *testing.T) {
+	r := &countingReader{r: strings.NewReader(`{"workflow_type":"` + strings.Repeat("x", 4*MaxBodyBytes) + `"}`)}
+	_, err := DecodeStart(r)
+	if v := violation(t, err); v.Rule != "maxLength" {
+		t.Errorf("violation = %+v", v)
+	}
+	if r.n > MaxBodyBytes+1 {
+		t.Errorf("read %d bytes of an oversized body, want at most %d", r.n, MaxBodyBytes+1)
+	}
+}
+
+type countingReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func TestParsePubSub(t *testing.T) {
+	data := base64.StdEncoding.EncodeToString([]byte(`{"workflow_type": "x"}`))
+	m, err := ParsePubSub([]byte(`{"message": {"data": "` + data + `", "attributes": {"trigger": "schedule"}, "messageId": "42",
+		"publishTime": "2026-11-29T08:00:00Z"}, "subscription": "projects/p/subscriptions/s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Data) != `{"workflow_type": "x"}` || m.Attributes["trigger"] != "schedule" || m.MessageID != "42" || m.PublishTime.IsZero() {
+		t.Errorf("parsed %+v", m)
+	}
+	for _, tt := range []struct{ body, field string }{
+		{`{}`, "message"},
+		{`not json`, "message"},
+		{`{"message": {"data": "***"}}`, "message"},
+		{`{"message": {"data": 5}}`, "message.data"},
+		{`{"message": {"attributes": [1]}}`, "message.attributes"},
+	} {
+		_, err := ParsePubSub([]byte(tt.body))
+		if v := violation(t, err); v.Field != tt.field {
+			t.Errorf("ParsePubSub(%s): field %s, want %s", tt.body, v.Field, tt.field)
+		}
+	}
+}
