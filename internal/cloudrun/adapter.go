@@ -1,0 +1,128 @@
+// Package cloudrun is the Cloud Run executor adapter: it asks the Cloud Run Admin API v2
+// Executions service about one execution and reduces the answer to an executor.Snapshot.
+//
+// What holds:
+//   - Every call has its own timeout (the generated client sets none for GetExecution).
+//   - Only Unavailable is retried, with jittered exponential backoff, a bounded number of times.
+//     DeadlineExceeded is not retried: the call's own budget is spent, and the next run will ask
+//     again. Every other error is returned with its gRPC code intact for status.Code.
+//   - NotFound is not an error: it is a Snapshot with VerdictUnknown. Cloud Run keeps about 1,000
+//     executions per job for about 7 days, so an old row's execution is usually aged out, not
+//     failed.
+package cloudrun
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"time"
+
+	"cloud.google.com/go/run/apiv2/runpb"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/executor"
+)
+
+// ExecutionGetter is the one call the adapter needs; *run.ExecutionsClient has it as is.
+type ExecutionGetter interface {
+	GetExecution(ctx context.Context, req *runpb.GetExecutionRequest, opts ...gax.CallOption) (*runpb.Execution, error)
+}
+
+// Defaults of Config.
+const (
+	CallTimeoutDefault = 10 * time.Second       // per GetExecution call
+	MaxAttemptsDefault = 3                      // calls per execution, retrying Unavailable only
+	BackoffDefault     = 200 * time.Millisecond // first retry's backoff ceiling; doubles per retry
+)
+
+// Config bounds the adapter's calls. Zero values take the defaults.
+type Config struct {
+	CallTimeout time.Duration
+	MaxAttempts int
+	Backoff     time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.CallTimeout = cmp.Or(c.CallTimeout, CallTimeoutDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
+	c.Backoff = cmp.Or(c.Backoff, BackoffDefault)
+	return c
+}
+
+// Adapter observes Cloud Run executions.
+type Adapter struct {
+	client ExecutionGetter
+	cfg    Config
+}
+
+// New returns an adapter calling client.
+func New(client ExecutionGetter, cfg Config) *Adapter {
+	return &Adapter{client: client, cfg: cfg.withDefaults()}
+}
+
+// RefKey is the provider_ref key that holds the execution's full resource name.
+const RefKey = "execution"
+
+var executionName = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/jobs/[^/]+/executions/[^/]+$`)
+
+// Name returns the execution resource name a row's provider_ref names, and whether it is one.
+func Name(ref map[string]any) (string, bool) {
+	name, _ := ref[RefKey].(string)
+	return name, executionName.MatchString(name)
+}
+
+// ValidRef reports whether a row's provider_ref names a Cloud Run execution.
+func (a *Adapter) ValidRef(ref map[string]any) bool {
+	_, ok := Name(ref)
+	return ok
+}
+
+// Observe asks Cloud Run about the execution ref names.
+func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error) {
+	name, ok := Name(ref)
+	if !ok {
+		return executor.Snapshot{}, status.Errorf(codes.InvalidArgument, "provider_ref.%s %q is not an execution name", RefKey, name)
+	}
+	req := &runpb.GetExecutionRequest{Name: name}
+	backoff := a.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		e, err := a.client.GetExecution(callCtx, req)
+		cancel()
+		switch code := status.Code(err); {
+		case err == nil:
+			return Classify(e), nil
+		case code == codes.NotFound:
+			return executor.Snapshot{
+				Verdict:  executor.VerdictUnknown,
+				Evidence: map[string]any{"source": "cloud_run", "execution": name, "error": "NotFound"},
+			}, nil
+		case code == codes.Unavailable && attempt < a.cfg.MaxAttempts && ctx.Err() == nil:
+			if err := sleep(ctx, rand.N(backoff)+1); err != nil {
+				return executor.Snapshot{}, fmt.Errorf("get execution %s: %w", name, err)
+			}
+			backoff *= 2
+		default:
+			if ctx.Err() != nil {
+				return executor.Snapshot{}, fmt.Errorf("get execution %s: %w", name, ctx.Err())
+			}
+			return executor.Snapshot{}, fmt.Errorf("get execution %s (attempt %d): %w", name, attempt, err)
+		}
+	}
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,48 @@
+// Package executor is the vocabulary the executor adapters (Cloud Run, Kubernetes) and the
+// execution-sync workflow share: what an executor says about one execution, reduced to a typed
+// verdict plus the evidence that justified it.
+//
+// An adapter returns a Snapshot for an execution the executor knows, a Snapshot with
+// VerdictUnknown when the executor does not know it (NotFound), and an error carrying a gRPC
+// status code for everything else: Unavailable, DeadlineExceeded and Internal are transient;
+// ResourceExhausted means "stop calling for now"; PermissionDenied and Unauthenticated mean the
+// sweeper is misconfigured. Adapters for non-gRPC executors translate their failures into these
+// codes so the workflow has one vocabulary.
+package executor
+
+import "time"
+
+// Verdict is what an executor says about an execution.
+type Verdict string
+
+// The verdicts. Running covers every non-terminal state (pending, reconciling, cancelling,
+// finishing); Unknown is an execution the executor does not know (NotFound).
+const (
+	VerdictRunning   Verdict = "running"
+	VerdictSucceeded Verdict = "succeeded"
+	VerdictFailed    Verdict = "failed"
+	VerdictCancelled Verdict = "cancelled"
+	VerdictUnknown   Verdict = "unknown"
+)
+
+// Terminal reports whether v settles an execution for good.
+func (v Verdict) Terminal() bool {
+	return v == VerdictSucceeded || v == VerdictFailed || v == VerdictCancelled
+}
+
+// Snapshot is one observation of one execution.
+type Snapshot struct {
+	Verdict Verdict
+	// FinishedAt is when the execution finished, from the executor's own record; zero when it is
+	// not terminal or the executor gave no time.
+	FinishedAt time.Time
+	// Reason says why, in the executor's words (a condition reason or message); empty for a plain
+	// success or a running execution.
+	Reason string
+	// Pending, for a running execution whose outcome is already known (a Kubernetes Job that met
+	// its success or failure criteria while its pods terminate), is that outcome; empty otherwise.
+	Pending Verdict
+	// Evidence is the executor's snapshot as stored in a settlement: conditions, task counts,
+	// etag, log URI. Values are Firestore-storable (strings, int64, bool, time.Time, maps, slices).
+	Evidence map[string]any
+}
