@@ -1,0 +1,209 @@
+// Package fsspy watches a Firestore client's gRPC traffic: which documents it read, which it
+// wrote (and which fields), and which queries it ran. Tests use it to count settlement writes,
+// to prove a run never touched another tenant's documents, and to hold every query to a declared
+// index; the benchmarks use it to count reads and writes per row.
+//
+// It is a pair of client interceptors, so it sees exactly what went over the wire, against the
+// emulator or production alike.
+package fsspy
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc"
+)
+
+// Write is one document write in a committed request.
+type Write struct {
+	Document string   // full resource name
+	Fields   []string // update mask field paths; empty for a whole-document set or delete
+	Delete   bool
+}
+
+// Spy records Firestore traffic. The zero value is not usable; use New.
+type Spy struct {
+	mu      sync.Mutex
+	reads   []string
+	writes  []Write
+	queries []*firestorepb.StructuredQuery
+	commits int
+}
+
+// New returns an empty spy.
+func New() *Spy { return &Spy{} }
+
+// DialOptions returns the interceptors to dial Firestore with (ledger.Options.DialOptions).
+func (s *Spy) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(s.unary),
+		grpc.WithChainStreamInterceptor(s.stream),
+	}
+}
+
+func (s *Spy) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err != nil {
+		return err
+	}
+	if c, ok := req.(*firestorepb.CommitRequest); ok {
+		s.mu.Lock()
+		s.commits++
+		for _, w := range c.GetWrites() {
+			s.writes = append(s.writes, writeOf(w))
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func writeOf(w *firestorepb.Write) Write {
+	if d := w.GetDelete(); d != "" {
+		return Write{Document: d, Delete: true}
+	}
+	out := Write{Document: w.GetUpdate().GetName()}
+	if m := w.GetUpdateMask(); m != nil {
+		out.Fields = append(out.Fields, m.GetFieldPaths()...)
+	}
+	return out
+}
+
+func (s *Spy) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &watched{ClientStream: cs, spy: s}, nil
+}
+
+type watched struct {
+	grpc.ClientStream
+	spy *Spy
+}
+
+func (w *watched) SendMsg(m any) error {
+	if q, ok := m.(*firestorepb.RunQueryRequest); ok && q.GetStructuredQuery() != nil {
+		w.spy.mu.Lock()
+		w.spy.queries = append(w.spy.queries, q.GetStructuredQuery())
+		w.spy.mu.Unlock()
+	}
+	return w.ClientStream.SendMsg(m)
+}
+
+func (w *watched) RecvMsg(m any) error {
+	err := w.ClientStream.RecvMsg(m)
+	if err != nil {
+		return err
+	}
+	var name string
+	switch r := m.(type) {
+	case *firestorepb.BatchGetDocumentsResponse:
+		name = r.GetFound().GetName()
+	case *firestorepb.RunQueryResponse:
+		name = r.GetDocument().GetName()
+	}
+	if name != "" {
+		w.spy.mu.Lock()
+		w.spy.reads = append(w.spy.reads, name)
+		w.spy.mu.Unlock()
+	}
+	return nil
+}
+
+// Reads returns the names of every document read, queries included, in order.
+func (s *Spy) Reads() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.reads...)
+}
+
+// Writes returns every committed write, in order.
+func (s *Spy) Writes() []Write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Write(nil), s.writes...)
+}
+
+// Queries returns every structured query run, in order.
+func (s *Spy) Queries() []*firestorepb.StructuredQuery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*firestorepb.StructuredQuery(nil), s.queries...)
+}
+
+// Commits returns how many commits succeeded.
+func (s *Spy) Commits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commits
+}
+
+// Reset forgets everything recorded.
+func (s *Spy) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads, s.writes, s.queries, s.commits = nil, nil, nil, 0
+}
+
+// WritesTouching counts the writes whose update mask includes field (or a path under it).
+func (s *Spy) WritesTouching(field string) map[string]int {
+	out := map[string]int{}
+	for _, w := range s.Writes() {
+		for _, f := range w.Fields {
+			if f == field || strings.HasPrefix(f, field+".") {
+				out[w.Document]++
+				break
+			}
+		}
+	}
+	return out
+}
+
+// DocID returns the last segment of a document resource name.
+func DocID(name string) string {
+	return name[strings.LastIndexByte(name, '/')+1:]
+}
+
+// QueryShape is what a query needs of an index: its collection, its equality fields, and the
+// field it orders or ranges on.
+type QueryShape struct {
+	Collection string
+	Equality   []string
+	OrderBy    string
+}
+
+// Shape extracts a structured query's shape.
+func Shape(q *firestorepb.StructuredQuery) QueryShape {
+	var sh QueryShape
+	if from := q.GetFrom(); len(from) > 0 {
+		sh.Collection = from[0].GetCollectionId()
+	}
+	var walk func(f *firestorepb.StructuredQuery_Filter)
+	walk = func(f *firestorepb.StructuredQuery_Filter) {
+		switch {
+		case f.GetCompositeFilter() != nil:
+			for _, sub := range f.GetCompositeFilter().GetFilters() {
+				walk(sub)
+			}
+		case f.GetFieldFilter() != nil:
+			ff := f.GetFieldFilter()
+			if ff.GetOp() == firestorepb.StructuredQuery_FieldFilter_EQUAL {
+				sh.Equality = append(sh.Equality, ff.GetField().GetFieldPath())
+			} else if sh.OrderBy == "" {
+				sh.OrderBy = ff.GetField().GetFieldPath()
+			}
+		}
+	}
+	if q.GetWhere() != nil {
+		walk(q.GetWhere())
+	}
+	for _, o := range q.GetOrderBy() {
+		if p := o.GetField().GetFieldPath(); p != "__name__" {
+			sh.OrderBy = p
+			break
+		}
+	}
+	return sh
+}

@@ -1,0 +1,316 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ExecutionsCollection holds one document per runner execution, keyed by its uuid.
+const ExecutionsCollection = "runner_executions"
+
+// Providers a row's provider field may name.
+const (
+	ProviderCloudRun   = "cloud_run"
+	ProviderKubernetes = "kubernetes"
+)
+
+// Row statuses; pending and running are active.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Settlement outcomes.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+	OutcomeLost      = "lost"
+	OutcomeAbandoned = "abandoned"
+)
+
+// Execution is a runner_executions document. Runners write everything but Sync and Settlement;
+// stalesweep writes those, and the status fields when it settles the row.
+type Execution struct {
+	UUID             string         `firestore:"-"`
+	OrganizationUUID string         `firestore:"organization_uuid"`
+	RunnerGroupUUID  string         `firestore:"runner_group_uuid,omitempty"`
+	Provider         string         `firestore:"provider"`
+	ProviderRef      map[string]any `firestore:"provider_ref,omitempty"`
+	Status           string         `firestore:"status"`
+	Active           bool           `firestore:"active"`
+	ObservedAt       time.Time      `firestore:"observed_at"`
+	Outcome          string         `firestore:"outcome,omitempty"`
+	CompletedAt      time.Time      `firestore:"completed_at,omitempty"`
+	FailureReason    string         `firestore:"failure_reason,omitempty"`
+	Sync             SyncState      `firestore:"sync,omitempty"`
+	Settlement       *Settlement    `firestore:"settlement,omitempty"`
+
+	// Malformed is set, instead of the fields above, when a scanned document could not be
+	// decoded (a writer put a value of the wrong type in it).
+	Malformed string `firestore:"-"`
+}
+
+// SyncState is stalesweep's own bookkeeping on a row.
+type SyncState struct {
+	LastSyncedAt   time.Time `firestore:"last_synced_at,omitempty"`
+	LastVerdict    string    `firestore:"last_verdict,omitempty"`
+	Attempts       int64     `firestore:"attempts,omitempty"`
+	UnknownSince   time.Time `firestore:"unknown_since,omitempty"`
+	PendingOutcome string    `firestore:"pending_outcome,omitempty"`
+	LastError      string    `firestore:"last_error,omitempty"`
+	LastErrorAt    time.Time `firestore:"last_error_at,omitempty"`
+}
+
+// Settlement is written once, when stalesweep settles a row.
+type Settlement struct {
+	At              time.Time      `firestore:"at"`
+	WorkflowRunUUID string         `firestore:"workflow_run_uuid"`
+	Reason          string         `firestore:"reason"`
+	Evidence        map[string]any `firestore:"evidence"`
+}
+
+// ExecutionStore reads and settles runner_executions.
+type ExecutionStore struct {
+	client *firestore.Client
+	cfg    TxConfig
+}
+
+// Defaults of TxConfig.
+const (
+	TxTimeoutDefault     = 10 * time.Second
+	TxMaxAttemptsDefault = 3
+)
+
+// TxConfig bounds each settlement transaction. Zero values take the defaults.
+type TxConfig struct {
+	Timeout     time.Duration // the whole transaction, all attempts
+	MaxAttempts int           // Firestore retries only Aborted (contention)
+}
+
+func (c TxConfig) withDefaults() TxConfig {
+	c.Timeout = cmp.Or(c.Timeout, TxTimeoutDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, TxMaxAttemptsDefault)
+	return c
+}
+
+// NewExecutionStore returns a store on client.
+func NewExecutionStore(client *firestore.Client, cfg TxConfig) *ExecutionStore {
+	return &ExecutionStore{client: client, cfg: cfg.withDefaults()}
+}
+
+func (s *ExecutionStore) ref(uuid string) *firestore.DocumentRef {
+	return s.client.Collection(ExecutionsCollection).Doc(uuid)
+}
+
+// Put writes a whole row, as a runner would. Tests and the demo use it.
+func (s *ExecutionStore) Put(ctx context.Context, e Execution) error {
+	if _, err := s.ref(e.UUID).Set(ctx, e); err != nil {
+		return fmt.Errorf("put execution %s: %w", e.UUID, err)
+	}
+	return nil
+}
+
+// Get reads one row.
+func (s *ExecutionStore) Get(ctx context.Context, uuid string) (Execution, error) {
+	snap, err := s.ref(uuid).Get(ctx)
+	if err != nil {
+		return Execution{}, fmt.Errorf("get execution %s: %w", uuid, err)
+	}
+	return decodeExecution(snap)
+}
+
+// ScanQuery selects stale active rows.
+type ScanQuery struct {
+	OrganizationUUID string
+	Provider         string
+	Horizon          time.Time // rows observed at or before it are stale
+	PageSize         int
+	After            *Cursor // resume after this row; nil starts from the oldest
+}
+
+// Cursor is where a scan stopped: the last row's observed_at and id.
+type Cursor struct {
+	ObservedAt time.Time
+	UUID       string
+}
+
+// Scan returns one page of stale active rows of one organization and provider, oldest observed
+// first (ties by id), and the cursor after the last row. Rows that cannot be decoded come back
+// with Malformed set, so one bad writer cannot stop the scan.
+func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *Cursor, error) {
+	if q.PageSize <= 0 {
+		return nil, nil, fmt.Errorf("scan executions: page size %d must be positive", q.PageSize)
+	}
+	query := s.client.Collection(ExecutionsCollection).
+		Where("organization_uuid", "==", q.OrganizationUUID).
+		Where("provider", "==", q.Provider).
+		Where("active", "==", true).
+		Where("observed_at", "<=", q.Horizon).
+		OrderBy("observed_at", firestore.Asc).
+		OrderBy(firestore.DocumentID, firestore.Asc).
+		Limit(q.PageSize)
+	if q.After != nil {
+		query = query.StartAfter(q.After.ObservedAt, s.ref(q.After.UUID))
+	}
+	snaps, err := query.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("scan executions of organization %s: %w", q.OrganizationUUID, err)
+	}
+	rows := make([]Execution, 0, len(snaps))
+	var cur *Cursor
+	for _, snap := range snaps {
+		row, err := decodeExecution(snap)
+		if err != nil {
+			row = Execution{UUID: snap.Ref.ID, Malformed: err.Error()}
+		}
+		rows = append(rows, row)
+		// The cursor needs the stored observed_at even when the rest would not decode.
+		if v, err := snap.DataAt("observed_at"); err == nil {
+			if t, ok := v.(time.Time); ok {
+				cur = &Cursor{ObservedAt: t, UUID: snap.Ref.ID}
+			}
+		}
+	}
+	return rows, cur, nil
+}
+
+func decodeExecution(snap *firestore.DocumentSnapshot) (Execution, error) {
+	var e Execution
+	if err := snap.DataTo(&e); err != nil {
+		return Execution{}, fmt.Errorf("decode execution %s: %w", snap.Ref.ID, err)
+	}
+	e.UUID = snap.Ref.ID
+	return e, nil
+}
+
+// ChangeKind says what a settlement transaction writes.
+type ChangeKind string
+
+// The changes. None writes nothing.
+const (
+	ChangeNone    ChangeKind = "none"    // the row is not in the state the decision was made on
+	ChangeSettle  ChangeKind = "settle"  // the execution is over: status, outcome, settlement
+	ChangeRefresh ChangeKind = "refresh" // still running: observed_at and sync
+	ChangeUnknown ChangeKind = "unknown" // the executor does not know it: sync.unknown_since
+	ChangeError   ChangeKind = "error"   // the executor call failed: sync.last_error
+)
+
+// ExecutionChange is a decision about one row, in terms of what to write.
+type ExecutionChange struct {
+	Kind ChangeKind
+	// Why says, for None, why nothing is written (e.g. "not_active", "observed_at_moved").
+	Why string
+	At  time.Time // the decision's now: last_synced_at, observed_at on refresh, settlement.at
+
+	Verdict string // sync.last_verdict
+
+	// Settle.
+	Status        string
+	Outcome       string
+	CompletedAt   time.Time
+	FailureReason string
+	Settlement    *Settlement
+
+	// Unknown: when the executor first stopped knowing the execution.
+	UnknownSince time.Time
+	// Refresh: an outcome the executor already knows while the execution finishes.
+	PendingOutcome string
+	// Error: what the failed call said.
+	Error string
+}
+
+// Apply settles or syncs one row in one transaction: it re-reads the row, passes it to decide,
+// and writes the change decide returns. decide may run once per attempt and must be pure. Apply
+// returns the change that was committed; a row that no longer exists is ChangeNone "row_missing".
+func (s *ExecutionStore) Apply(ctx context.Context, uuid string, decide func(Execution) ExecutionChange) (ExecutionChange, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	ref := s.ref(uuid)
+	var applied ExecutionChange
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			applied = ExecutionChange{Kind: ChangeNone, Why: "row_missing"}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		row, err := decodeExecution(snap)
+		if err != nil {
+			return err
+		}
+		applied = decide(row)
+		if updates := applied.updates(row); len(updates) > 0 {
+			return tx.Update(ref, updates)
+		}
+		return nil
+	}, firestore.MaxAttempts(s.cfg.MaxAttempts))
+	if err != nil {
+		return ExecutionChange{}, fmt.Errorf("apply change to execution %s: %w", uuid, err)
+	}
+	return applied, nil
+}
+
+// updates turns a change into field writes on row.
+func (c ExecutionChange) updates(row Execution) []firestore.Update {
+	attempts := firestore.Update{Path: "sync.attempts", Value: row.Sync.Attempts + 1}
+	switch c.Kind {
+	case ChangeSettle:
+		u := []firestore.Update{
+			{Path: "status", Value: c.Status},
+			{Path: "active", Value: false},
+			{Path: "outcome", Value: c.Outcome},
+			{Path: "completed_at", Value: c.CompletedAt},
+			{Path: "settlement", Value: c.Settlement},
+			{Path: "sync.last_synced_at", Value: c.At},
+			{Path: "sync.last_verdict", Value: c.Verdict},
+			{Path: "sync.unknown_since", Value: firestore.Delete},
+			{Path: "sync.pending_outcome", Value: firestore.Delete},
+			attempts,
+		}
+		if c.FailureReason != "" {
+			u = append(u, firestore.Update{Path: "failure_reason", Value: c.FailureReason})
+		}
+		return u
+	case ChangeRefresh:
+		u := []firestore.Update{
+			{Path: "observed_at", Value: c.At},
+			{Path: "sync.last_synced_at", Value: c.At},
+			{Path: "sync.last_verdict", Value: c.Verdict},
+			{Path: "sync.unknown_since", Value: firestore.Delete},
+			attempts,
+		}
+		if c.PendingOutcome != "" {
+			u = append(u, firestore.Update{Path: "sync.pending_outcome", Value: c.PendingOutcome})
+		} else {
+			u = append(u, firestore.Update{Path: "sync.pending_outcome", Value: firestore.Delete})
+		}
+		return u
+	case ChangeUnknown:
+		return []firestore.Update{
+			{Path: "sync.last_synced_at", Value: c.At},
+			{Path: "sync.last_verdict", Value: c.Verdict},
+			{Path: "sync.unknown_since", Value: c.UnknownSince},
+			attempts,
+		}
+	case ChangeError:
+		return []firestore.Update{
+			{Path: "sync.last_error", Value: c.Error},
+			{Path: "sync.last_error_at", Value: c.At},
+			attempts,
+		}
+	default:
+		return nil
+	}
+}

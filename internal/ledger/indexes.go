@@ -1,0 +1,112 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Order is an index field's direction.
+type Order string
+
+// Index field directions, named as firestore.indexes.json names them.
+const (
+	Ascending  Order = "ASCENDING"
+	Descending Order = "DESCENDING"
+)
+
+// IndexField is one field of a composite index.
+type IndexField struct {
+	Path  string
+	Order Order
+}
+
+// Index is a composite index on one collection group, in collection scope.
+type Index struct {
+	Collection string
+	Fields     []IndexField
+	// Query says which query needs it, for the docs and the generated files.
+	Query string
+}
+
+// Indexes is the one list of the composite indexes stalesweep's queries need. It is the source
+// of firestore.indexes.json and of the Terraform module's indexes; the tests hold every query
+// the code runs to an entry here.
+func Indexes() []Index {
+	return []Index{
+		{
+			Collection: ExecutionsCollection,
+			Query:      "stale active executions of one organization and provider, oldest observed first",
+			Fields: []IndexField{
+				{"organization_uuid", Ascending},
+				{"provider", Ascending},
+				{"active", Ascending},
+				{"observed_at", Ascending},
+			},
+		},
+	}
+}
+
+// IndexFor returns the index that serves a query on collection with equality filters on eq (in
+// any order) and an inequality or order on orderBy, or false when Indexes lists none.
+func IndexFor(collection string, eq []string, orderBy string) (Index, bool) {
+	for _, ix := range Indexes() {
+		if ix.Collection != collection || len(ix.Fields) != len(eq)+1 {
+			continue
+		}
+		last := ix.Fields[len(ix.Fields)-1]
+		if last.Path != orderBy {
+			continue
+		}
+		got := make([]string, 0, len(eq))
+		for _, f := range ix.Fields[:len(ix.Fields)-1] {
+			got = append(got, f.Path)
+		}
+		want := slices.Clone(eq)
+		slices.Sort(got)
+		slices.Sort(want)
+		if slices.Equal(got, want) {
+			return ix, true
+		}
+	}
+	return Index{}, false
+}
+
+// FirebaseIndexesJSON renders Indexes in the Firebase CLI's firestore.indexes.json format.
+func FirebaseIndexesJSON() ([]byte, error) {
+	type field struct {
+		FieldPath string `json:"fieldPath"`
+		Order     Order  `json:"order"`
+	}
+	type index struct {
+		CollectionGroup string  `json:"collectionGroup"`
+		QueryScope      string  `json:"queryScope"`
+		Fields          []field `json:"fields"`
+	}
+	doc := struct {
+		Indexes        []index `json:"indexes"`
+		FieldOverrides []any   `json:"fieldOverrides"`
+	}{FieldOverrides: []any{}}
+	for _, ix := range Indexes() {
+		out := index{CollectionGroup: ix.Collection, QueryScope: "COLLECTION"}
+		for _, f := range ix.Fields {
+			out.Fields = append(out.Fields, field{FieldPath: f.Path, Order: f.Order})
+		}
+		doc.Indexes = append(doc.Indexes, out)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render indexes: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// String renders an index for messages: "runner_executions(organization_uuid ASC, ...)".
+func (ix Index) String() string {
+	parts := make([]string, len(ix.Fields))
+	for i, f := range ix.Fields {
+		parts[i] = f.Path + " " + strings.TrimSuffix(string(f.Order), "ENDING")
+	}
+	return ix.Collection + "(" + strings.Join(parts, ", ") + ")"
+}

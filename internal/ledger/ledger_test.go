@@ -1,0 +1,241 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+func TestScanSelectsStaleActiveRowsOfOneOrganizationAndProviderOldestFirst(t *testing.T) {
+	t.Parallel()
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	ctx := context.Background()
+	put := func(id, org, provider string, active bool, observed time.Time) {
+		t.Helper()
+		err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, Active: active, Status: "running",
+			ObservedAt: observed, ProviderRef: map[string]any{"execution": "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a3", "org", ledger.ProviderCloudRun, true, t0.Add(-3*time.Minute))
+	put("a1", "org", ledger.ProviderCloudRun, true, t0.Add(-9*time.Minute))
+	put("a2b", "org", ledger.ProviderCloudRun, true, t0.Add(-5*time.Minute))
+	put("a2a", "org", ledger.ProviderCloudRun, true, t0.Add(-5*time.Minute)) // same time: id breaks the tie
+	put("edge", "org", ledger.ProviderCloudRun, true, t0)                    // exactly at the horizon: stale
+	put("fresh", "org", ledger.ProviderCloudRun, true, t0.Add(time.Second))
+	put("done", "org", ledger.ProviderCloudRun, false, t0.Add(-time.Hour))
+	put("k8s", "org", ledger.ProviderKubernetes, true, t0.Add(-time.Hour))
+	put("other", "org2", ledger.ProviderCloudRun, true, t0.Add(-time.Hour))
+	spy.Reset()
+
+	var got []string
+	var after *ledger.Cursor
+	pages := 0
+	for {
+		rows, cur, err := store.Scan(ctx, ledger.ScanQuery{OrganizationUUID: "org", Provider: ledger.ProviderCloudRun, Horizon: t0, PageSize: 2, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range rows {
+			got = append(got, r.UUID)
+		}
+		if len(rows) < 2 {
+			break
+		}
+		after = cur
+	}
+	if want := []string{"a1", "a2a", "a2b", "a3", "edge"}; !slices.Equal(got, want) {
+		t.Errorf("scan = %v, want %v", got, want)
+	}
+	if pages != 3 {
+		t.Errorf("pages = %d, want 3", pages)
+	}
+	if reads := len(spy.Reads()); reads != 5 {
+		t.Errorf("documents read = %d, want 5: the scan must read only what it returns", reads)
+	}
+}
+
+func TestScanMarksUndecodableRowsInsteadOfFailing(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t)
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	ctx := context.Background()
+	_, err := fs.Collection(ledger.ExecutionsCollection).Doc("bad").Set(ctx, map[string]any{
+		"organization_uuid": "org", "provider": "cloud_run", "active": true, "observed_at": t0.Add(-time.Hour),
+		"provider_ref": "not-a-map", "status": 7,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, ledger.Execution{UUID: "good", OrganizationUUID: "org", Provider: "cloud_run", Active: true, ObservedAt: t0.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	rows, cur, err := store.Scan(ctx, ledger.ScanQuery{OrganizationUUID: "org", Provider: "cloud_run", Horizon: t0, PageSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].UUID != "bad" || rows[0].Malformed == "" || rows[1].Malformed != "" {
+		t.Fatalf("rows = %+v", rows)
+	}
+	if cur == nil || cur.UUID != "good" {
+		t.Errorf("cursor = %+v, want after good", cur)
+	}
+}
+
+func TestApplyOnAMissingRowWritesNothing(t *testing.T) {
+	t.Parallel()
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	called := false
+	ch, err := store.Apply(context.Background(), "nope", func(ledger.Execution) ledger.ExecutionChange {
+		called = true
+		return ledger.ExecutionChange{Kind: ledger.ChangeSettle}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if called || ch.Kind != ledger.ChangeNone || ch.Why != "row_missing" {
+		t.Errorf("change = %+v, decide called %t", ch, called)
+	}
+	if len(spy.Writes()) != 0 {
+		t.Errorf("writes = %v", spy.Writes())
+	}
+}
+
+func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
+	t.Parallel()
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	ctx := context.Background()
+	if err := store.Put(ctx, ledger.Execution{UUID: "r", OrganizationUUID: "o", Provider: "cloud_run", Active: true, Status: "running",
+		ObservedAt: t0.Add(-time.Hour), Sync: ledger.SyncState{Attempts: 2, UnknownSince: t0.Add(-time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	spy.Reset()
+	_, err := store.Apply(ctx, "r", func(ledger.Execution) ledger.ExecutionChange {
+		return ledger.ExecutionChange{Kind: ledger.ChangeRefresh, At: t0, Verdict: "running"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Get(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.ObservedAt.Equal(t0) || r.Sync.Attempts != 3 || !r.Sync.UnknownSince.IsZero() || !r.Active || r.Status != "running" {
+		t.Errorf("after refresh: %+v", r)
+	}
+	w := spy.Writes()
+	if len(w) != 1 || slices.Contains(w[0].Fields, "status") || slices.Contains(w[0].Fields, "settlement") {
+		t.Errorf("refresh wrote %+v", w)
+	}
+}
+
+func TestRunRecordTransitions(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t)
+	runs := ledger.NewRunStore(fs)
+	ctx := context.Background()
+	rec := ledger.RunRecord{WorkflowRunUUID: "run-1", WorkflowType: "w", Status: "initiated", InitiatedAt: t0, UpdatedAt: t0,
+		History: []ledger.StateEntry{{State: "initiated", At: t0}}}
+	if err := runs.CreateRun(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.CreateRun(ctx, rec); !errors.Is(err, ledger.ErrRunExists) {
+		t.Errorf("second create: %v, want ErrRunExists", err)
+	}
+	if err := runs.TransitionRun(ctx, "run-1", []string{"reconciling"}, "completed", t0, ledger.RunUpdate{}); !errors.Is(err, ledger.ErrBadTransition) {
+		t.Errorf("skipping a state: %v, want ErrBadTransition", err)
+	}
+	if err := runs.TransitionRun(ctx, "run-1", []string{"initiated"}, "reconciling", t0.Add(time.Second), ledger.RunUpdate{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.TransitionRun(ctx, "run-1", []string{"reconciling"}, "completed", t0.Add(2*time.Second),
+		ledger.RunUpdate{Output: map[string]any{"n": int64(3)}, CompletedAt: t0.Add(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.TransitionRun(ctx, "run-1", []string{"initiated", "reconciling"}, "failed", t0, ledger.RunUpdate{}); !errors.Is(err, ledger.ErrBadTransition) {
+		t.Errorf("leaving a terminal state: %v, want ErrBadTransition", err)
+	}
+	got, err := runs.GetRun(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "completed" || len(got.History) != 3 || got.Output["n"] != int64(3) || !got.CompletedAt.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("record = %+v", got)
+	}
+}
+
+func TestStorableJSONKeepsIntegersIntegers(t *testing.T) {
+	m, err := ledger.StorableJSON([]byte(`{"a": 1, "b": 1.5, "c": [2, {"d": 9007199254740991}], "e": "x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["a"] != int64(1) || m["b"] != 1.5 || m["e"] != "x" {
+		t.Errorf("got %#v", m)
+	}
+	c := m["c"].([]any)
+	if c[0] != int64(2) || c[1].(map[string]any)["d"] != int64(9007199254740991) {
+		t.Errorf("nested = %#v", c)
+	}
+}
+
+func TestFirestoreIndexesJSONIsCurrent(t *testing.T) {
+	want, err := ledger.FirebaseIndexesJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../firestore.indexes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("firestore.indexes.json is not what ledger.Indexes declares; run: go run ./cmd/stalesweep indexes\n%s", want)
+	}
+}
+
+func TestIndexFor(t *testing.T) {
+	eq := []string{"active", "organization_uuid", "provider"}
+	if _, ok := ledger.IndexFor(ledger.ExecutionsCollection, eq, "observed_at"); !ok {
+		t.Error("the scan's index is not found")
+	}
+	for i, c := range []struct {
+		coll, order string
+		eq          []string
+	}{
+		{ledger.ExecutionsCollection, "observed_at", []string{"organization_uuid", "provider"}},
+		{ledger.ExecutionsCollection, "completed_at", eq},
+		{"other", "observed_at", eq},
+	} {
+		if _, ok := ledger.IndexFor(c.coll, c.eq, c.order); ok {
+			t.Errorf("case %d: an index was found for an undeclared query %v", i, c)
+		}
+	}
+	for _, ix := range ledger.Indexes() {
+		if ix.Query == "" || len(ix.Fields) < 2 {
+			t.Errorf("index %s lacks its query or fields", ix)
+		}
+		if got := ix.String(); !strings.HasPrefix(got, ix.Collection+"(") {
+			t.Errorf("index renders as %q", got)
+		}
+	}
+}

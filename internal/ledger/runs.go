@@ -1,0 +1,185 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// RunsCollection holds one document per workflow run, keyed by its workflow_run_uuid.
+const RunsCollection = "sweep_runs"
+
+// RunRecord is a sweep_runs document.
+type RunRecord struct {
+	WorkflowRunUUID string         `firestore:"workflow_run_uuid"`
+	WorkflowType    string         `firestore:"workflow_type"`
+	Status          string         `firestore:"status"`
+	Trigger         string         `firestore:"trigger"`
+	Actor           string         `firestore:"actor,omitempty"`
+	InitialData     map[string]any `firestore:"initial_data"`
+	Output          map[string]any `firestore:"output,omitempty"`
+	Stats           map[string]any `firestore:"stats,omitempty"`
+	InitiatedAt     time.Time      `firestore:"initiated_at"`
+	UpdatedAt       time.Time      `firestore:"updated_at"`
+	CompletedAt     time.Time      `firestore:"completed_at,omitempty"`
+	FailedAt        time.Time      `firestore:"failed_at,omitempty"`
+	Failure         *Failure       `firestore:"failure,omitempty"`
+	// History lists the states the run passed through, with when it entered each.
+	History []StateEntry `firestore:"history"`
+}
+
+// Failure says why a run failed, in the seeds' field names.
+type Failure struct {
+	Reason    string `firestore:"failure_reason" json:"failure_reason"`
+	Type      string `firestore:"failure_type" json:"failure_type"`
+	Step      string `firestore:"failed_step" json:"failed_step"`
+	Layer     string `firestore:"failed_layer" json:"failed_layer"`
+	AtState   string `firestore:"failed_at_state" json:"failed_at_state"`
+	Action    string `firestore:"failed_action" json:"failed_action"`
+	Error     string `firestore:"error" json:"error"`
+	ErrorType string `firestore:"error_type" json:"error_type"`
+}
+
+// StateEntry is one state a run entered.
+type StateEntry struct {
+	State string    `firestore:"state"`
+	At    time.Time `firestore:"at"`
+}
+
+// ErrRunExists is returned by CreateRun when the workflow_run_uuid is taken.
+var ErrRunExists = errors.New("run record exists")
+
+// ErrBadTransition is returned by TransitionRun when the record is not in the expected state.
+var ErrBadTransition = errors.New("run record is not in the expected state")
+
+// RunStore writes workflow run records.
+type RunStore struct {
+	client *firestore.Client
+}
+
+// NewRunStore returns a store on client.
+func NewRunStore(client *firestore.Client) *RunStore { return &RunStore{client: client} }
+
+func (s *RunStore) ref(uuid string) *firestore.DocumentRef {
+	return s.client.Collection(RunsCollection).Doc(uuid)
+}
+
+// CreateRun writes a new record; it fails with ErrRunExists if one has the same uuid.
+func (s *RunStore) CreateRun(ctx context.Context, r RunRecord) error {
+	if _, err := s.ref(r.WorkflowRunUUID).Create(ctx, r); err != nil {
+		if status.Code(err) == codes.AlreadyExists {
+			return fmt.Errorf("create run %s: %w", r.WorkflowRunUUID, ErrRunExists)
+		}
+		return fmt.Errorf("create run %s: %w", r.WorkflowRunUUID, err)
+	}
+	return nil
+}
+
+// GetRun reads a record.
+func (s *RunStore) GetRun(ctx context.Context, uuid string) (RunRecord, error) {
+	snap, err := s.ref(uuid).Get(ctx)
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("get run %s: %w", uuid, err)
+	}
+	var r RunRecord
+	if err := snap.DataTo(&r); err != nil {
+		return RunRecord{}, fmt.Errorf("decode run %s: %w", uuid, err)
+	}
+	return r, nil
+}
+
+// RunUpdate is what a transition writes besides the state.
+type RunUpdate struct {
+	Output      map[string]any
+	Stats       map[string]any
+	CompletedAt time.Time
+	FailedAt    time.Time
+	Failure     *Failure
+}
+
+// TransitionRun moves a record to state `to` at `at`, in a transaction, if its current state
+// is one of from; otherwise it fails with ErrBadTransition and writes nothing.
+func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string, to string, at time.Time, u RunUpdate) error {
+	ref := s.ref(uuid)
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		cur, err := snap.DataAt("status")
+		if err != nil {
+			return err
+		}
+		if st, _ := cur.(string); !slices.Contains(from, st) {
+			return fmt.Errorf("%w: it is %q, want one of %q", ErrBadTransition, st, from)
+		}
+		updates := []firestore.Update{
+			{Path: "status", Value: to},
+			{Path: "updated_at", Value: at},
+			{Path: "history", Value: firestore.ArrayUnion(StateEntry{State: to, At: at})},
+		}
+		if u.Output != nil {
+			updates = append(updates, firestore.Update{Path: "output", Value: u.Output})
+		}
+		if u.Stats != nil {
+			updates = append(updates, firestore.Update{Path: "stats", Value: u.Stats})
+		}
+		if !u.CompletedAt.IsZero() {
+			updates = append(updates, firestore.Update{Path: "completed_at", Value: u.CompletedAt})
+		}
+		if !u.FailedAt.IsZero() {
+			updates = append(updates, firestore.Update{Path: "failed_at", Value: u.FailedAt})
+		}
+		if u.Failure != nil {
+			updates = append(updates, firestore.Update{Path: "failure", Value: u.Failure})
+		}
+		return tx.Update(ref, updates)
+	}, firestore.MaxAttempts(3))
+	if err != nil {
+		return fmt.Errorf("move run %s to %s: %w", uuid, to, err)
+	}
+	return nil
+}
+
+// StorableJSON converts JSON into values Firestore stores faithfully: objects to maps, integers
+// to int64 (not float64), other numbers to float64.
+func StorableJSON(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decode json for storage: %w", err)
+	}
+	return storable(v).(map[string]any), nil
+}
+
+func storable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = storable(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = storable(e)
+		}
+		return x
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	default:
+		return v
+	}
+}
