@@ -1,0 +1,91 @@
+package executionsync
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Seen is the row as the scan saw it: the state a sync's decision is made on.
+type Seen struct {
+	ObservedAt  time.Time
+	ProviderRef map[string]any
+}
+
+// Settlement reasons.
+const (
+	ReasonExecutorTerminal = "executor_terminal"    // the executor reports the execution over
+	ReasonLost             = "executor_lost"        // unknown to the executor past the grace
+	WhyNotActive           = "not_active"           // someone settled the row already
+	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
+	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
+)
+
+// decide is the whole settling rule for one row, given the row as read inside the transaction,
+// the row as the scan saw it, what the executor said, and now. It is pure.
+func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string) ledger.ExecutionChange {
+	if why := moved(row, seen); why != "" {
+		return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
+	}
+	ch := ledger.ExecutionChange{At: now, Verdict: string(snap.Verdict)}
+	switch v := snap.Verdict; {
+	case v.Terminal():
+		ch.Kind = ledger.ChangeSettle
+		ch.Status, ch.Outcome = string(v), string(v) // the verdicts are named as statuses and outcomes
+		ch.CompletedAt = snap.FinishedAt
+		if ch.CompletedAt.IsZero() {
+			ch.CompletedAt = now
+		}
+		if v != executor.VerdictSucceeded {
+			ch.FailureReason = snap.Reason
+		}
+		ch.Settlement = settlement(row, snap, now, runUUID, ReasonExecutorTerminal)
+	case v == executor.VerdictUnknown:
+		since := row.Sync.UnknownSince
+		if since.IsZero() || since.After(now) {
+			since = now
+		}
+		if now.Sub(since) < grace {
+			ch.Kind, ch.UnknownSince = ledger.ChangeUnknown, since
+			return ch
+		}
+		ch.Kind = ledger.ChangeSettle
+		ch.Status, ch.Outcome = ledger.StatusFailed, ledger.OutcomeLost
+		ch.CompletedAt = now
+		ch.FailureReason = fmt.Sprintf("the executor has not known the execution since %s (grace %s)", since.UTC().Format(time.RFC3339), grace)
+		ch.Settlement = settlement(row, snap, now, runUUID, ReasonLost)
+		ch.Settlement.Evidence["unknown_since"] = since
+	default: // running, and anything an adapter cannot place, keeps the row alive
+		ch.Kind = ledger.ChangeRefresh
+		ch.Verdict = string(executor.VerdictRunning)
+		ch.PendingOutcome = string(snap.Pending)
+	}
+	return ch
+}
+
+// moved says why row is no longer the row the scan saw, or "" if it still is.
+func moved(row ledger.Execution, seen Seen) string {
+	switch {
+	case !row.Active:
+		return WhyNotActive
+	case !row.ObservedAt.Equal(seen.ObservedAt):
+		return WhyObservedAtMoved
+	case !reflect.DeepEqual(row.ProviderRef, seen.ProviderRef):
+		return WhyProviderRefChanged
+	}
+	return ""
+}
+
+func settlement(row ledger.Execution, snap executor.Snapshot, now time.Time, runUUID, reason string) *ledger.Settlement {
+	ev := maps.Clone(snap.Evidence)
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	ev["row_observed_at"] = row.ObservedAt
+	ev["verdict"] = string(snap.Verdict)
+	return &ledger.Settlement{At: now, WorkflowRunUUID: runUUID, Reason: reason, Evidence: ev}
+}

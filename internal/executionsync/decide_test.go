@@ -1,0 +1,116 @@
+package executionsync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	observed := now.Add(-10 * time.Minute)
+	finished := now.Add(-12 * time.Minute)
+	grace := 15 * time.Minute
+	ref := map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"}
+	seen := Seen{ObservedAt: observed, ProviderRef: ref}
+	row := func(mod func(*ledger.Execution)) ledger.Execution {
+		r := ledger.Execution{UUID: "r", Active: true, Status: "running", ObservedAt: observed, ProviderRef: map[string]any{"execution": ref["execution"]}}
+		if mod != nil {
+			mod(&r)
+		}
+		return r
+	}
+	snap := func(v executor.Verdict) executor.Snapshot {
+		return executor.Snapshot{Verdict: v, FinishedAt: finished, Reason: "NON_ZERO_EXIT_CODE", Evidence: map[string]any{"etag": "e1"}}
+	}
+
+	tests := []struct {
+		name        string
+		row         ledger.Execution
+		snap        executor.Snapshot
+		wantKind    ledger.ChangeKind
+		wantWhy     string
+		wantOutcome string
+		wantStatus  string
+		wantReason  string
+		wantAt      time.Time // completed_at, or unknown_since
+	}{
+		{name: "succeeded settles succeeded at the executor's time", row: row(nil), snap: snap(executor.VerdictSucceeded),
+			wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: finished},
+		{name: "failed settles failed with the reason", row: row(nil), snap: snap(executor.VerdictFailed),
+			wantKind: ledger.ChangeSettle, wantOutcome: "failed", wantStatus: "failed", wantReason: "NON_ZERO_EXIT_CODE", wantAt: finished},
+		{name: "cancelled settles cancelled", row: row(nil), snap: snap(executor.VerdictCancelled),
+			wantKind: ledger.ChangeSettle, wantOutcome: "cancelled", wantStatus: "cancelled", wantReason: "NON_ZERO_EXIT_CODE", wantAt: finished},
+		{name: "terminal without a finish time completes now", row: row(nil), snap: executor.Snapshot{Verdict: executor.VerdictSucceeded},
+			wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: now},
+		{name: "running refreshes", row: row(nil), snap: snap(executor.VerdictRunning), wantKind: ledger.ChangeRefresh},
+		{name: "an unplaceable verdict keeps the row alive", row: row(nil), snap: executor.Snapshot{Verdict: "weird"}, wantKind: ledger.ChangeRefresh},
+		{name: "first unknown starts the grace now", row: row(nil), snap: snap(executor.VerdictUnknown),
+			wantKind: ledger.ChangeUnknown, wantAt: now},
+		{name: "unknown within the grace keeps its first time", row: row(func(r *ledger.Execution) { r.Sync.UnknownSince = now.Add(-14 * time.Minute) }),
+			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now.Add(-14 * time.Minute)},
+		{name: "unknown for exactly the grace settles lost", row: row(func(r *ledger.Execution) { r.Sync.UnknownSince = now.Add(-grace) }),
+			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "lost", wantStatus: "failed", wantAt: now},
+		{name: "unknown past the grace settles lost", row: row(func(r *ledger.Execution) { r.Sync.UnknownSince = now.Add(-time.Hour) }),
+			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "lost", wantStatus: "failed", wantAt: now},
+		{name: "an unknown_since in the future restarts the grace", row: row(func(r *ledger.Execution) { r.Sync.UnknownSince = now.Add(time.Hour) }),
+			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now},
+		{name: "a settled row is left alone", row: row(func(r *ledger.Execution) { r.Active = false }), snap: snap(executor.VerdictSucceeded),
+			wantKind: ledger.ChangeNone, wantWhy: WhyNotActive},
+		{name: "a row confirmed since the scan is left alone", row: row(func(r *ledger.Execution) { r.ObservedAt = now }),
+			snap: snap(executor.VerdictFailed), wantKind: ledger.ChangeNone, wantWhy: WhyObservedAtMoved},
+		{name: "a row pointing at another execution is left alone", row: row(func(r *ledger.Execution) { r.ProviderRef = map[string]any{"execution": "other"} }),
+			snap: snap(executor.VerdictFailed), wantKind: ledger.ChangeNone, wantWhy: WhyProviderRefChanged},
+		{name: "a row refreshed since the scan is not marked lost", row: row(func(r *ledger.Execution) {
+			r.ObservedAt = now
+			r.Sync.UnknownSince = now.Add(-time.Hour)
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeNone, wantWhy: WhyObservedAtMoved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decide(tt.row, seen, tt.snap, now, grace, "run-1")
+			if got.Kind != tt.wantKind || got.Why != tt.wantWhy {
+				t.Fatalf("change = %s/%q, want %s/%q", got.Kind, got.Why, tt.wantKind, tt.wantWhy)
+			}
+			switch got.Kind {
+			case ledger.ChangeSettle:
+				if got.Outcome != tt.wantOutcome || got.Status != tt.wantStatus || !got.CompletedAt.Equal(tt.wantAt) {
+					t.Errorf("settle = %s/%s at %v, want %s/%s at %v", got.Outcome, got.Status, got.CompletedAt, tt.wantOutcome, tt.wantStatus, tt.wantAt)
+				}
+				if tt.wantOutcome != "lost" && got.FailureReason != tt.wantReason {
+					t.Errorf("failure reason = %q, want %q", got.FailureReason, tt.wantReason)
+				}
+				if tt.wantOutcome == "lost" && got.FailureReason == "" {
+					t.Error("lost without a failure reason")
+				}
+				s := got.Settlement
+				if s == nil || s.WorkflowRunUUID != "run-1" || !s.At.Equal(now) || s.Evidence["row_observed_at"] != observed {
+					t.Errorf("settlement = %+v", s)
+				}
+				if tt.snap.Evidence != nil && tt.wantOutcome != "lost" && s.Evidence["etag"] != "e1" {
+					t.Errorf("settlement lost the executor's evidence: %v", s.Evidence)
+				}
+			case ledger.ChangeUnknown:
+				if !got.UnknownSince.Equal(tt.wantAt) {
+					t.Errorf("unknown since %v, want %v", got.UnknownSince, tt.wantAt)
+				}
+			case ledger.ChangeRefresh:
+				if !got.At.Equal(now) || got.Verdict != "running" {
+					t.Errorf("refresh at %v verdict %s", got.At, got.Verdict)
+				}
+			}
+		})
+	}
+}
+
+func TestDecideDoesNotShareTheSnapshotEvidence(t *testing.T) {
+	ev := map[string]any{"etag": "e1"}
+	now := time.Now()
+	row := ledger.Execution{Active: true, ObservedAt: now}
+	got := decide(row, Seen{ObservedAt: now}, executor.Snapshot{Verdict: executor.VerdictSucceeded, Evidence: ev}, now, time.Minute, "r")
+	if _, leaked := ev["row_observed_at"]; leaked || got.Settlement.Evidence["etag"] != "e1" {
+		t.Errorf("decide wrote into the snapshot's evidence map: %v", ev)
+	}
+}

@@ -1,0 +1,36 @@
+// Package executionsync is the execution-sync workflow (seed 003, runner.execution-sync-stale-
+// cloud-run; the same body serves seed 002 with another executor): find an organization's active
+// runner executions that nobody has confirmed for min_age_seconds, and start one sync per row.
+// A sync asks the executor about the execution and settles or refreshes the row in one
+// transaction.
+//
+// One run:
+//
+//	scan (bounded: limit syncable rows, at most ScanFactor×limit documents read)
+//	  ├─ row without a usable provider_ref → skipped_missing_metadata_count, never sent anywhere
+//	  └─ candidate → Starter.Start (inline pool here; a Pub/Sub publish on the pipeline path)
+//	       sync = Executor.Observe  →  ExecutionStore.Apply(decide)
+//
+// The verdict of a sync (decide, pure):
+//
+//	row no longer active, or observed_at / provider_ref moved since the scan → nothing (raced)
+//	executor: succeeded | failed | cancelled                               → settle with that outcome
+//	executor: running (pending, reconciling, cancelling, finishing)          → refresh observed_at
+//	executor: unknown (NotFound), unknown for less than LostGrace            → record unknown_since
+//	executor: unknown for LostGrace or more                                  → settle "lost"
+//	executor call failed (Unavailable, DeadlineExceeded, Internal, ...)      → record last_error only
+//
+// What holds:
+//   - A row is settled at most once: the settling transaction re-reads it and writes only while
+//     it is still active with the observed_at and provider_ref the scan saw. A second sweep, or
+//     a duplicate sync, finds nothing to do and counts nothing as settled.
+//   - An executor error settles nothing. ResourceExhausted stops executor calls for the rest of
+//     the run (those rows are deferred, counted, and picked up by the next run);
+//     PermissionDenied and Unauthenticated do too, and fail the run, since no later row can do
+//     better until an operator fixes access.
+//   - A run never outlives its budget: syncs not started when it is spent are deferred; a sync
+//     cut short mid-transaction commits nothing.
+//   - Counts add up: candidate_count = started_count + skipped_missing_metadata_count +
+//     failed_start_count. Inline, a sync is "started" once it reached a decision (settled,
+//     refreshed, unknown, or raced); a sync that errored or was deferred is a failed start.
+package executionsync

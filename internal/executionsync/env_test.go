@@ -1,0 +1,245 @@
+package executionsync_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/run/apiv2/runpb"
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+// env is one test's world: its own Firestore project, a Cloud Run fake, a clock, and the
+// workflow wired as the app wires it.
+type env struct {
+	t      *testing.T
+	fs     *firestore.Client
+	spy    *fsspy.Spy
+	store  *ledger.ExecutionStore
+	runs   *ledger.RunStore
+	fake   *cloudrunfake.Server
+	clock  *testenv.Clock
+	engine *workflow.Engine
+	org    string
+	other  string
+}
+
+type options struct {
+	cfg      executionsync.Config
+	cloudRun cloudrun.Config
+	// wrap lets a test stand between the workflow and the adapter.
+	wrap func(executionsync.Executor) executionsync.Executor
+}
+
+func newEnv(t *testing.T, o options) *env {
+	t.Helper()
+	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), other: uuid.NewString()}
+	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
+	fake, err := cloudrunfake.NewServer(cloudrunfake.WithClock(e.clock.Now), cloudrunfake.WithSeed(42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	e.fake = fake
+	client, err := cloudrun.Dial(context.Background(), fake.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+
+	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{})
+	e.runs = ledger.NewRunStore(e.fs)
+	if o.cloudRun.Backoff == 0 {
+		o.cloudRun.Backoff = time.Millisecond
+	}
+	var exec executionsync.Executor = cloudrun.New(client, o.cloudRun)
+	if o.wrap != nil {
+		exec = o.wrap(exec)
+	}
+	cfg := o.cfg
+	cfg.Provider = ledger.ProviderCloudRun
+	cfg = cfg.WithDefaults()
+	log := logging.Discard()
+	syncer := executionsync.NewSyncer(e.store, exec, e.clock.Now, cfg.LostGrace, log)
+	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.engine = workflow.NewEngine(e.runs, e.clock.Now, log, wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	return e
+}
+
+// row describes one seeded runner execution.
+type row struct {
+	org        string
+	provider   string
+	observedAt time.Time
+	ref        any // provider_ref as written; a map, nil, or something malformed
+	active     bool
+	status     string
+	exec       func(name string, at time.Time) *runpb.Execution // nil: Cloud Run does not know it
+}
+
+// put seeds a row and its execution, and returns the row's uuid.
+func (e *env) put(r row) string {
+	e.t.Helper()
+	id := uuid.NewString()
+	name := cloudrunfake.ExecutionName("p", "europe-west1", "job", "exec-"+id[:8])
+	doc := map[string]any{
+		"organization_uuid": firstNonEmpty(r.org, e.org),
+		"runner_group_uuid": "group-1",
+		"provider":          firstNonEmpty(r.provider, ledger.ProviderCloudRun),
+		"status":            firstNonEmpty(r.status, ledger.StatusRunning),
+		"active":            r.active,
+		"observed_at":       r.observedAt,
+	}
+	switch ref := r.ref.(type) {
+	case nil:
+		doc["provider_ref"] = map[string]any{"execution": name}
+	case string:
+		if ref != "absent" {
+			doc["provider_ref"] = ref // malformed: not a map
+		}
+	default:
+		doc["provider_ref"] = ref
+	}
+	if r.exec != nil {
+		if err := e.fake.SetExecution(r.exec(name, r.observedAt.Add(-time.Minute))); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if _, err := e.fs.Collection(ledger.ExecutionsCollection).Doc(id).Set(context.Background(), doc); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// stale is a row of e.org not observed for ten minutes.
+func (e *env) stale(exec func(string, time.Time) *runpb.Execution) string {
+	return e.put(row{observedAt: e.clock.Now().Add(-10 * time.Minute), active: true, exec: exec})
+}
+
+func (e *env) get(id string) ledger.Execution {
+	e.t.Helper()
+	r, err := e.store.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// start runs the workflow for input (organization defaults to e.org).
+func (e *env) start(input map[string]any) workflow.Outcome {
+	e.t.Helper()
+	out, err := e.try(input)
+	if err != nil {
+		e.t.Fatalf("start: %v", err)
+	}
+	return out
+}
+
+func (e *env) try(input map[string]any) (workflow.Outcome, error) {
+	if _, ok := input["organization_uuid"]; !ok {
+		input["organization_uuid"] = e.org
+	}
+	raw, _ := json.Marshal(input)
+	return e.engine.Start(context.Background(), workflow.Request{
+		Type: contract.ExecutionSyncCloudRun, InitialData: raw, Trigger: workflow.TriggerLocal, Actor: "test",
+	})
+}
+
+// outputOf decodes a run's output and stats.
+func outputOf(t *testing.T, out workflow.Outcome) (executionsync.Output, executionsync.Stats) {
+	t.Helper()
+	var o executionsync.Output
+	var s executionsync.Stats
+	b, _ := json.Marshal(out.Output)
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(out.Stats)
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.StartedCount + o.SkippedMissingMetadataCount + o.FailedStartCount; got != o.CandidateCount {
+		t.Errorf("counts do not add up: started %d + skipped %d + failed %d != candidates %d",
+			o.StartedCount, o.SkippedMissingMetadataCount, o.FailedStartCount, o.CandidateCount)
+	}
+	if len(o.StartedRunnerExecutionUUIDs) != o.StartedCount || len(o.FailedRunnerExecutionUUIDs) != o.FailedStartCount {
+		t.Errorf("uuid lists disagree with their counts: %d/%d started, %d/%d failed",
+			len(o.StartedRunnerExecutionUUIDs), o.StartedCount, len(o.FailedRunnerExecutionUUIDs), o.FailedStartCount)
+	}
+	return o, s
+}
+
+// executionWrites counts, per runner execution id, the committed writes that touch field.
+func (e *env) executionWrites(field string) map[string]int {
+	out := map[string]int{}
+	for doc, n := range e.spy.WritesTouching(field) {
+		if strings.Contains(doc, "/"+ledger.ExecutionsCollection+"/") {
+			out[fsspy.DocID(doc)] += n
+		}
+	}
+	return out
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// seedOutputFields reads the output field names of seed 003.
+func seedOutputFields(t *testing.T) map[string]bool {
+	t.Helper()
+	doc, err := os.ReadFile("../contract/testdata/seeds/003_eca0697e95c909d8.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	start, end := strings.Index(s, "Output Schema"), strings.Index(s, "States")
+	fields := map[string]bool{}
+	for _, line := range strings.Split(s[start:end], "\n") {
+		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
+			fields[strings.TrimSpace(name)] = true
+		}
+	}
+	if len(fields) < 10 {
+		t.Fatalf("read only %d output fields from the seed", len(fields))
+	}
+	return fields
+}
+
+func ids(n int, f func() string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = f()
+	}
+	return out
+}
+
+func succeeded(name string, at time.Time) *runpb.Execution { return cloudrunfake.Succeeded(name, at) }
+func failed(name string, at time.Time) *runpb.Execution {
+	return cloudrunfake.Failed(name, at, runpb.Condition_NON_ZERO_EXIT_CODE)
+}
+func cancelled(name string, at time.Time) *runpb.Execution { return cloudrunfake.Cancelled(name, at) }
+func running(name string, at time.Time) *runpb.Execution   { return cloudrunfake.Running(name, at) }

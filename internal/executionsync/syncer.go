@@ -1,0 +1,144 @@
+package executionsync
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Executor is what a sync needs of an executor adapter; *cloudrun.Adapter has it.
+type Executor interface {
+	// ValidRef reports whether a row's provider_ref is one this executor can look up.
+	ValidRef(ref map[string]any) bool
+	// Observe asks the executor about the execution ref names.
+	Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error)
+}
+
+// SyncRequest asks for one row's sync. It carries what the scan saw, so the sync can tell
+// whether the row moved in between.
+type SyncRequest struct {
+	WorkflowRunUUID     string         `json:"workflow_run_uuid"`
+	OrganizationUUID    string         `json:"organization_uuid"`
+	RunnerExecutionUUID string         `json:"runner_execution_uuid"`
+	Provider            string         `json:"provider"`
+	ProviderRef         map[string]any `json:"provider_ref"`
+	ObservedAt          time.Time      `json:"observed_at"`
+}
+
+// SyncOutcome is how one sync ended.
+type SyncOutcome string
+
+// The sync outcomes.
+const (
+	SyncSettled   SyncOutcome = "settled"
+	SyncRefreshed SyncOutcome = "refreshed"
+	SyncUnknown   SyncOutcome = "unknown"
+	SyncRaced     SyncOutcome = "raced"    // the row changed since the scan: nothing written
+	SyncErrored   SyncOutcome = "errored"  // the executor or Firestore failed: nothing settled
+	SyncDeferred  SyncOutcome = "deferred" // not attempted: executor stopped or budget spent
+)
+
+// SyncResult is one sync's end.
+type SyncResult struct {
+	RunnerExecutionUUID string
+	Outcome             SyncOutcome
+	Settled             string // the outcome written, when Outcome is SyncSettled
+	Why                 string // for raced and deferred: why
+	Err                 error  // for errored
+}
+
+// Started reports whether the sync reached a decision (the seed's "started").
+func (r SyncResult) Started() bool {
+	return r.Outcome != SyncErrored && r.Outcome != SyncDeferred
+}
+
+// Syncer syncs one row: one executor call, then one transaction.
+type Syncer struct {
+	store *ledger.ExecutionStore
+	exec  Executor
+	now   func() time.Time
+	grace time.Duration
+	log   *slog.Logger
+}
+
+// NewSyncer returns a syncer. grace is how long a row may stay unknown before it is lost.
+func NewSyncer(store *ledger.ExecutionStore, exec Executor, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
+	return &Syncer{store: store, exec: exec, now: now, grace: grace, log: log}
+}
+
+// Sync observes the row's execution and applies the decision. It returns the executor's error,
+// if any, in the result; it never panics on a bad row.
+func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
+	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
+	log := s.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
+		"runner_execution_uuid", req.RunnerExecutionUUID)
+	seen := Seen{ObservedAt: req.ObservedAt, ProviderRef: req.ProviderRef}
+
+	snap, err := s.exec.Observe(ctx, req.ProviderRef)
+	if err != nil {
+		if ctx.Err() != nil {
+			res.Outcome, res.Why = SyncDeferred, "budget_spent"
+			return res
+		}
+		res.Outcome, res.Err = SyncErrored, err
+		log.Warn("executor call failed; nothing settled", "error", err.Error(), "code", status.Code(err).String())
+		// Record the failure on the row for operators, if the row is still what the scan saw.
+		if _, aerr := s.store.Apply(ctx, req.RunnerExecutionUUID, func(row ledger.Execution) ledger.ExecutionChange {
+			if why := moved(row, seen); why != "" {
+				return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
+			}
+			return ledger.ExecutionChange{Kind: ledger.ChangeError, At: s.now(), Error: status.Code(err).String() + ": " + err.Error()}
+		}); aerr != nil {
+			log.Warn("recording the executor error failed", "error", aerr.Error())
+		}
+		return res
+	}
+
+	ch, err := s.store.Apply(ctx, req.RunnerExecutionUUID, func(row ledger.Execution) ledger.ExecutionChange {
+		return decide(row, seen, snap, s.now(), s.grace, req.WorkflowRunUUID)
+	})
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			res.Outcome, res.Why = SyncDeferred, "budget_spent"
+			return res
+		}
+		res.Outcome, res.Err = SyncErrored, err
+		log.Warn("settling transaction failed; nothing settled", "error", err.Error())
+		return res
+	}
+	switch ch.Kind {
+	case ledger.ChangeSettle:
+		res.Outcome, res.Settled = SyncSettled, ch.Outcome
+		log.Info("runner execution settled", "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
+	case ledger.ChangeRefresh:
+		res.Outcome = SyncRefreshed
+		log.Debug("runner execution still running; observed_at refreshed")
+	case ledger.ChangeUnknown:
+		res.Outcome = SyncUnknown
+		log.Info("runner execution unknown to the executor; waiting out the grace", "unknown_since", ch.UnknownSince)
+	default:
+		res.Outcome, res.Why = SyncRaced, ch.Why
+		log.Debug("runner execution changed since the scan; left alone", "why", ch.Why)
+	}
+	return res
+}
+
+// stopsCalls reports whether an executor error should stop further executor calls in a run.
+func stopsCalls(err error) (string, bool) {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return "resource_exhausted", true
+	case codes.PermissionDenied:
+		return "permission_denied", true
+	case codes.Unauthenticated:
+		return "unauthenticated", true
+	}
+	return "", false
+}

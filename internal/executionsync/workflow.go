@@ -1,0 +1,185 @@
+package executionsync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// EnvelopeCloudRun lists the record fields seed 003's output echoes.
+var EnvelopeCloudRun = []string{
+	"completed_at", "failed_at", "failure_reason", "failure_type", "failed_action",
+	"failed_at_state", "failed_step", "failed_layer", "error", "error_type",
+}
+
+// Workflow is one execution-sync workflow: one provider, one executor.
+type Workflow struct {
+	store   *ledger.ExecutionStore
+	exec    Executor
+	starter Starter
+	cfg     Config
+	now     func() time.Time
+}
+
+// New returns the workflow. cfg is completed with its defaults and validated.
+func New(store *ledger.ExecutionStore, exec Executor, starter Starter, cfg Config, now func() time.Time) (*Workflow, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Workflow{store: store, exec: exec, starter: starter, cfg: cfg, now: now}, nil
+}
+
+// Definition returns the workflow as the engine runs it under type t.
+func (w *Workflow) Definition(t contract.WorkflowType, envelope []string) workflow.Definition {
+	return workflow.Definition{Type: t, States: workflow.Linear, Envelope: envelope, Body: w.body}
+}
+
+func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+	var in Input
+	if err := json.Unmarshal(run.Input, &in); err != nil {
+		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	}
+	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.Logger)
+	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// RunOnce is one run: scan the organization's stale rows, start their syncs, count.
+func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *slog.Logger) (Output, Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	defer cancel()
+	log = log.With("organization_uuid", in.OrganizationUUID)
+	horizon := w.now().Add(-time.Duration(in.MinAgeSeconds) * time.Second)
+	out := Output{
+		OrganizationUUID:            in.OrganizationUUID,
+		Limit:                       in.Limit,
+		MinAgeSeconds:               in.MinAgeSeconds,
+		StartedRunnerExecutionUUIDs: []string{},
+		FailedRunnerExecutionUUIDs:  []string{},
+	}
+	stats := Stats{Settled: map[string]int{}}
+
+	reqs, err := w.scan(ctx, runUUID, in, horizon, &out, &stats)
+	if err != nil {
+		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
+	}
+	if out.SkippedMissingMetadataCount > 0 {
+		log.Warn("active runner executions without a provider reference; they stay active until a writer fixes them",
+			"skipped_missing_metadata_count", out.SkippedMissingMetadataCount, "malformed", stats.Malformed,
+			"runner_execution_uuids", stats.Skipped)
+	}
+
+	var stopErr error
+	for _, r := range w.starter.Start(ctx, reqs) {
+		if r.Started() {
+			out.StartedCount++
+			out.StartedRunnerExecutionUUIDs = append(out.StartedRunnerExecutionUUIDs, r.RunnerExecutionUUID)
+		} else {
+			out.FailedStartCount++
+			out.FailedRunnerExecutionUUIDs = append(out.FailedRunnerExecutionUUIDs, r.RunnerExecutionUUID)
+		}
+		switch r.Outcome {
+		case SyncSettled:
+			stats.Settled[r.Settled]++
+		case SyncRefreshed:
+			stats.Refreshed++
+		case SyncUnknown:
+			stats.Unknown++
+		case SyncRaced:
+			stats.Raced++
+		case SyncDeferred:
+			stats.Deferred++
+			if r.Why == "budget_spent" {
+				stats.OutOfBudget = true
+			}
+		case SyncErrored:
+			stats.Errored++
+			if len(stats.Errors) < w.cfg.MaxErrors {
+				stats.Errors = append(stats.Errors, RowError{
+					RunnerExecutionUUID: r.RunnerExecutionUUID, Code: status.Code(r.Err).String(), Error: r.Err.Error(),
+				})
+			}
+			if why, ok := stopsCalls(r.Err); ok && stats.StoppedBy == "" {
+				stats.StoppedBy = why
+				if why != "resource_exhausted" {
+					stopErr = r.Err
+				}
+			}
+		}
+	}
+	if stats.StoppedBy != "" {
+		log.Warn("executor calls stopped for the rest of the run", "stopped_by", stats.StoppedBy, "deferred", stats.Deferred)
+	}
+	if stopErr != nil {
+		return out, stats, &workflow.StepError{Step: "sync", Layer: "executor", Reason: "executor_" + stats.StoppedBy, Err: stopErr}
+	}
+	return out, stats, nil
+}
+
+// scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
+// has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped
+// for missing metadata.
+func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats) ([]SyncRequest, error) {
+	maxDocs := in.Limit * w.cfg.ScanFactor
+	var reqs []SyncRequest
+	var after *ledger.Cursor
+	for len(reqs) < in.Limit && stats.Scanned < maxDocs {
+		want := min(in.Limit-len(reqs), maxDocs-stats.Scanned)
+		rows, cur, err := w.store.Scan(ctx, ledger.ScanQuery{
+			OrganizationUUID: in.OrganizationUUID,
+			Provider:         w.cfg.Provider,
+			Horizon:          horizon,
+			PageSize:         want,
+			After:            after,
+		})
+		if err != nil {
+			return nil, err
+		}
+		stats.Scanned += len(rows)
+		out.CandidateCount += len(rows)
+		for _, row := range rows {
+			if row.Malformed != "" || !w.exec.ValidRef(row.ProviderRef) {
+				out.SkippedMissingMetadataCount++
+				if row.Malformed != "" {
+					stats.Malformed++
+				}
+				if len(stats.Skipped) < w.cfg.MaxErrors {
+					stats.Skipped = append(stats.Skipped, row.UUID)
+				}
+				continue
+			}
+			reqs = append(reqs, SyncRequest{
+				WorkflowRunUUID:     runUUID,
+				OrganizationUUID:    in.OrganizationUUID,
+				RunnerExecutionUUID: row.UUID,
+				Provider:            w.cfg.Provider,
+				ProviderRef:         row.ProviderRef,
+				ObservedAt:          row.ObservedAt,
+			})
+		}
+		if len(rows) < want {
+			return reqs, nil // no more stale rows
+		}
+		if cur == nil {
+			return nil, errors.New("scan page without a cursor")
+		}
+		after = cur
+	}
+	stats.ScanCapped = len(reqs) < in.Limit
+	return reqs, nil
+}
+
+// String renders stats for a human.
+func (s Stats) String() string {
+	return fmt.Sprintf("settled=%v refreshed=%d unknown=%d raced=%d errored=%d deferred=%d",
+		s.Settled, s.Refreshed, s.Unknown, s.Raced, s.Errored, s.Deferred)
+}

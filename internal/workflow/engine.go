@@ -1,0 +1,325 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Trigger says how a run was started.
+type Trigger string
+
+// The triggers.
+const (
+	TriggerSchedule Trigger = "schedule"
+	TriggerManual   Trigger = "manual"
+	TriggerLocal    Trigger = "local"
+)
+
+// Final run states, shared by every state machine.
+const (
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+)
+
+// State is one state of a workflow's machine and the action that leaves it.
+type State struct {
+	Name   string
+	Action string // the auto-advance action out of this state; empty for the final one
+}
+
+// Linear is the state machine of seeds 002 and 003.
+var Linear = []State{{"initiated", "reconcile"}, {"reconciling", "complete"}, {StateCompleted, ""}}
+
+// Atomic is the state machine of seed 004.
+var Atomic = []State{{"pending", "execute"}, {StateCompleted, ""}}
+
+// Run is what a workflow body gets.
+type Run struct {
+	UUID    string
+	Type    contract.WorkflowType
+	Input   json.RawMessage // validated, defaults applied
+	Trigger Trigger
+	Actor   string
+	Logger  *slog.Logger // carries the run's ids
+}
+
+// Result is what a body returns.
+type Result struct {
+	// Output is the body's own output fields (JSON-marshalable to an object).
+	Output any
+	// Stats are counts the seed's output does not list: what the run did not do, and why. They
+	// go to the run record and the summary log line, never into the output.
+	Stats any
+}
+
+// Body runs one workflow run.
+type Body func(ctx context.Context, run Run) (Result, error)
+
+// Definition is one workflow type as the engine runs it.
+type Definition struct {
+	Type   contract.WorkflowType
+	States []State
+	// Envelope lists the record fields the seed's output echoes (completed_at, failed_at,
+	// the failure fields, status, workflow_run_uuid, ...); no other record field reaches it.
+	Envelope []string
+	Body     Body
+}
+
+// Request asks for one run.
+type Request struct {
+	Type        contract.WorkflowType
+	InitialData json.RawMessage
+	Trigger     Trigger
+	Actor       string
+	// RunUUID names the run; empty means a new random one.
+	RunUUID string
+}
+
+// Outcome is a finished run.
+type Outcome struct {
+	RunUUID string
+	Status  string         // completed or failed
+	Output  map[string]any // the output the seed lists
+	Stats   map[string]any
+	Err     error // why it failed; nil when completed
+}
+
+// Engine starts workflow runs.
+type Engine struct {
+	runs *ledger.RunStore
+	defs map[contract.WorkflowType]Definition
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+// RecordTimeout bounds each write of a run record.
+const RecordTimeout = 15 * time.Second
+
+// NewEngine returns an engine recording runs in runs.
+func NewEngine(runs *ledger.RunStore, now func() time.Time, log *slog.Logger, defs ...Definition) *Engine {
+	e := &Engine{runs: runs, defs: make(map[contract.WorkflowType]Definition), now: now, log: log}
+	for _, d := range defs {
+		e.defs[d.Type] = d
+	}
+	return e
+}
+
+// Definition returns the definition of t.
+func (e *Engine) Definition(t contract.WorkflowType) (Definition, bool) {
+	d, ok := e.defs[t]
+	return d, ok
+}
+
+// Validate checks a request without running it.
+func (e *Engine) Validate(req Request) (Definition, json.RawMessage, error) {
+	def, ok := e.defs[req.Type]
+	if !ok {
+		return Definition{}, nil, contract.Invalid("workflow_type", "enum", "unknown workflow type %q", req.Type)
+	}
+	input, err := contract.Validate(req.Type, req.InitialData)
+	if err != nil {
+		return Definition{}, nil, err
+	}
+	return def, input, nil
+}
+
+// Start runs one workflow run to its end and returns its outcome. It returns an error, and
+// writes nothing, when the request is invalid (*contract.ValidationError) or the record cannot be
+// created; a run that starts and fails returns an Outcome with Status failed and Err set.
+func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
+	def, input, err := e.Validate(req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	stored, err := ledger.StorableJSON(input)
+	if err != nil {
+		return Outcome{}, err
+	}
+	runUUID := req.RunUUID
+	if runUUID == "" {
+		runUUID = uuid.NewString()
+	}
+	log := e.log.With("workflow_type", string(def.Type), "workflow_run_uuid", runUUID, "trigger", string(req.Trigger))
+	initiated := e.now().UTC()
+	rec := ledger.RunRecord{
+		WorkflowRunUUID: runUUID,
+		WorkflowType:    string(def.Type),
+		Status:          def.States[0].Name,
+		Trigger:         string(req.Trigger),
+		Actor:           req.Actor,
+		InitialData:     stored,
+		InitiatedAt:     initiated,
+		UpdatedAt:       initiated,
+		History:         []ledger.StateEntry{{State: def.States[0].Name, At: initiated}},
+	}
+	if err := e.record(ctx, func(ctx context.Context) error { return e.runs.CreateRun(ctx, rec) }); err != nil {
+		return Outcome{}, err
+	}
+
+	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log}
+	env := envelope{rec: rec}
+	state := 0
+	var res Result
+	var bodyErr error
+	for ; state < len(def.States)-2; state++ {
+		next := def.States[state+1].Name
+		if err := e.record(ctx, func(ctx context.Context) error {
+			return e.runs.TransitionRun(ctx, runUUID, []string{def.States[state].Name}, next, e.now().UTC(), ledger.RunUpdate{})
+		}); err != nil {
+			bodyErr = &StepError{Step: "advance", Layer: "firestore", Reason: "record_failed", Err: err}
+			break
+		}
+	}
+	if bodyErr == nil {
+		res, bodyErr = e.runBody(ctx, def.Body, run)
+	}
+
+	output, err := outputMap(res.Output)
+	if err != nil && bodyErr == nil {
+		bodyErr = &StepError{Step: "output", Layer: "workflow", Reason: "output_invalid", Err: err}
+	}
+	stats, _ := outputMap(res.Stats)
+	at := e.now().UTC()
+	upd := ledger.RunUpdate{Stats: stats}
+	out := Outcome{RunUUID: runUUID, Stats: stats}
+	if bodyErr == nil {
+		out.Status = StateCompleted
+		upd.CompletedAt = at
+		env.rec.CompletedAt = at
+	} else {
+		out.Status, out.Err = StateFailed, bodyErr
+		upd.FailedAt = at
+		upd.Failure = failure(bodyErr, def.States[state])
+		env.rec.FailedAt, env.rec.Failure = at, upd.Failure
+	}
+	env.rec.Status = out.Status
+	out.Output = env.merge(output, def.Envelope)
+	upd.Output = out.Output
+	from := []string{def.States[state].Name}
+	if out.Status == StateFailed {
+		from = nonTerminal(def.States)
+	}
+	if err := e.record(ctx, func(ctx context.Context) error {
+		return e.runs.TransitionRun(ctx, runUUID, from, out.Status, at, upd)
+	}); err != nil {
+		log.Error("workflow run record not finished", "error", err.Error(), "status", out.Status)
+		if out.Err == nil {
+			out.Status, out.Err = StateFailed, &StepError{Step: "finish", Layer: "firestore", Reason: "record_failed", Err: err}
+		}
+	}
+	e.summarize(log, out)
+	return out, nil
+}
+
+// runBody runs the body and turns a panic into a failure, so one bad row cannot take the
+// process down with the record left in a non-terminal state.
+func (e *Engine) runBody(ctx context.Context, body Body, run Run) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &StepError{Step: "body", Layer: "workflow", Reason: "panic", Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	return body(ctx, run)
+}
+
+// record runs a record write detached from ctx's cancellation, under its own timeout, so a run
+// whose budget is spent still gets its record written.
+func (e *Engine) record(ctx context.Context, write func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+	defer cancel()
+	return write(ctx)
+}
+
+func (e *Engine) summarize(log *slog.Logger, out Outcome) {
+	attrs := []any{"status", out.Status, "output", out.Output}
+	if out.Stats != nil {
+		attrs = append(attrs, "stats", out.Stats)
+	}
+	if out.Err != nil {
+		log.Error("workflow run failed", append(attrs, "error", out.Err.Error())...)
+		return
+	}
+	log.Info("workflow run completed", attrs...)
+}
+
+func nonTerminal(states []State) []string {
+	out := make([]string, 0, len(states))
+	for _, s := range states {
+		if s.Action != "" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// outputMap marshals v, which must encode as a JSON object (or be nil), into a map whose
+// integers are int64, as Firestore should store them and JSON renders them.
+func outputMap(v any) (map[string]any, error) {
+	if v == nil {
+		return map[string]any{}, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return map[string]any{}, fmt.Errorf("encode output: %w", err)
+	}
+	if string(b) == "null" {
+		return map[string]any{}, nil
+	}
+	m, err := ledger.StorableJSON(b)
+	if err != nil {
+		return map[string]any{}, fmt.Errorf("encode output: not an object: %w", err)
+	}
+	return m, nil
+}
+
+// envelope holds the record fields an output may echo.
+type envelope struct{ rec ledger.RunRecord }
+
+func (env envelope) merge(out map[string]any, fields []string) map[string]any {
+	values := map[string]any{
+		"workflow_run_uuid": env.rec.WorkflowRunUUID,
+		"status":            env.rec.Status,
+		"initiated_at":      timeString(env.rec.InitiatedAt),
+		"completed_at":      timeString(env.rec.CompletedAt),
+		"failed_at":         timeString(env.rec.FailedAt),
+	}
+	if env.rec.Actor != "" {
+		values["actor_uuid"] = env.rec.Actor
+	}
+	if f := env.rec.Failure; f != nil {
+		for k, v := range map[string]string{
+			"failure_reason": f.Reason, "failure_type": f.Type, "failed_step": f.Step, "failed_layer": f.Layer,
+			"failed_at_state": f.AtState, "failed_action": f.Action, "error": f.Error, "error_type": f.ErrorType,
+		} {
+			values[k] = v
+		}
+	}
+	for _, f := range fields {
+		if v, ok := values[f]; ok && v != "" && v != nil {
+			out[f] = v
+		}
+	}
+	return out
+}
+
+func timeString(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// IsValidation reports whether err is a rejected input.
+func IsValidation(err error) bool {
+	var ve *contract.ValidationError
+	return errors.As(err, &ve)
+}

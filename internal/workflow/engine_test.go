@@ -1,0 +1,264 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const org = "0f8fad5b-d9cb-469f-a165-70867728950e"
+
+var validInput = json.RawMessage(`{"organization_uuid": "` + org + `"}`)
+
+type fixture struct {
+	runs  *ledger.RunStore
+	spy   *fsspy.Spy
+	clock *testenv.Clock
+}
+
+func newFixture(t *testing.T) fixture {
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	return fixture{runs: ledger.NewRunStore(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+}
+
+func (f fixture) engine(states []workflow.State, envelope []string, body workflow.Body) *workflow.Engine {
+	return workflow.NewEngine(f.runs, f.clock.Now, logging.Discard(), workflow.Definition{
+		Type: contract.ExecutionSyncCloudRun, States: states, Envelope: envelope, Body: body,
+	})
+}
+
+func (f fixture) history(t *testing.T, uuid string) (ledger.RunRecord, []string) {
+	t.Helper()
+	rec, err := f.runs.GetRun(context.Background(), uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, h := range rec.History {
+		states = append(states, h.State)
+	}
+	return rec, states
+}
+
+func TestLinearRunWalksItsStatesAndRunsTheBodyInReconciling(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var bodyState string
+	var eng *workflow.Engine
+	eng = f.engine(workflow.Linear, []string{"completed_at", "failed_at"}, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+		rec, err := f.runs.GetRun(ctx, run.UUID)
+		if err != nil {
+			return workflow.Result{}, err
+		}
+		bodyState = rec.Status
+		f.clock.Advance(time.Second)
+		return workflow.Result{Output: map[string]any{"n": 7}, Stats: map[string]any{"raced": 2}}, nil
+	})
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerManual, Actor: "ops@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bodyState != "reconciling" {
+		t.Errorf("body ran in state %q, want reconciling", bodyState)
+	}
+	if out.Status != "completed" || out.Output["n"] != int64(7) || out.Output["completed_at"] != "2026-11-29T09:00:01Z" {
+		t.Errorf("outcome = %+v", out)
+	}
+	if _, ok := out.Output["failed_at"]; ok {
+		t.Error("a completed run's output carries failed_at")
+	}
+	rec, states := f.history(t, out.RunUUID)
+	if !slices.Equal(states, []string{"initiated", "reconciling", "completed"}) || rec.Trigger != "manual" || rec.Actor != "ops@example.com" {
+		t.Errorf("record: states %v trigger %s actor %s", states, rec.Trigger, rec.Actor)
+	}
+	if rec.Stats["raced"] != int64(2) || rec.Output["n"] != int64(7) || rec.InitialData["organization_uuid"] != org {
+		t.Errorf("record: stats %v output %v initial data %v", rec.Stats, rec.Output, rec.InitialData)
+	}
+}
+
+func TestAtomicRunGoesFromPendingToCompleted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var bodyState string
+	eng := f.engine(workflow.Atomic, []string{"status", "workflow_run_uuid", "initiated_at"}, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+		rec, _ := f.runs.GetRun(ctx, run.UUID)
+		bodyState = rec.Status
+		return workflow.Result{}, nil
+	})
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerSchedule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, states := f.history(t, out.RunUUID)
+	if bodyState != "pending" || !slices.Equal(states, []string{"pending", "completed"}) {
+		t.Errorf("body in %q, states %v", bodyState, states)
+	}
+	if out.Output["status"] != "completed" || out.Output["workflow_run_uuid"] != out.RunUUID || out.Output["initiated_at"] == nil {
+		t.Errorf("envelope fields = %v", out.Output)
+	}
+}
+
+func TestFailedRunRecordsTheFailureFields(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cause := status.Error(codes.Unavailable, "firestore unavailable")
+	eng := f.engine(workflow.Linear, []string{"failed_at", "completed_at", "failure_reason", "failure_type", "failed_step", "failed_layer",
+		"failed_at_state", "failed_action", "error", "error_type"}, func(context.Context, workflow.Run) (workflow.Result, error) {
+		return workflow.Result{Output: map[string]any{"candidate_count": 3}},
+			&workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: cause}
+	})
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"failure_reason": "scan_failed", "failure_type": "transient", "failed_step": "scan", "failed_layer": "firestore",
+		"failed_at_state": "reconciling", "failed_action": "complete", "error_type": "Unavailable", "candidate_count": int64(3),
+		"failed_at": "2026-11-29T09:00:00Z",
+	}
+	for k, v := range want {
+		if out.Output[k] != v {
+			t.Errorf("output[%s] = %v, want %v", k, out.Output[k], v)
+		}
+	}
+	if out.Status != "failed" || !errors.Is(out.Err, cause) {
+		t.Errorf("status %s err %v", out.Status, out.Err)
+	}
+	if _, ok := out.Output["completed_at"]; ok {
+		t.Error("a failed run's output carries completed_at")
+	}
+	rec, states := f.history(t, out.RunUUID)
+	if rec.Failure == nil || rec.Failure.Reason != "scan_failed" || rec.FailedAt.IsZero() || !slices.Equal(states, []string{"initiated", "reconciling", "failed"}) {
+		t.Errorf("record = %+v, states %v", rec, states)
+	}
+}
+
+func TestEnvelopeAddsOnlyTheFieldsTheSeedLists(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	eng := f.engine(workflow.Linear, nil, func(context.Context, workflow.Run) (workflow.Result, error) {
+		return workflow.Result{Output: map[string]any{"swept": 0}}, errors.New("boom")
+	})
+	out, _ := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput})
+	if len(out.Output) != 1 || out.Output["swept"] != int64(0) {
+		t.Errorf("output = %v, want only the body's fields", out.Output)
+	}
+}
+
+func TestPanickingBodyFailsTheRunInsteadOfTheProcess(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	eng := f.engine(workflow.Linear, []string{"failure_reason", "error"}, func(context.Context, workflow.Run) (workflow.Result, error) {
+		var m map[string]int
+		m["x"] = 1 // nil map write
+		return workflow.Result{}, nil
+	})
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "failed" || out.Output["failure_reason"] != "panic" {
+		t.Errorf("outcome = %+v", out)
+	}
+	if rec, _ := f.history(t, out.RunUUID); rec.Status != "failed" {
+		t.Errorf("record left in %s", rec.Status)
+	}
+}
+
+func TestRecordIsFinishedEvenWhenTheCallerContextEnds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	eng := f.engine(workflow.Linear, nil, func(ctx context.Context, _ workflow.Run) (workflow.Result, error) {
+		cancel()
+		<-ctx.Done()
+		return workflow.Result{}, ctx.Err()
+	})
+	out, err := eng.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := f.history(t, out.RunUUID)
+	if rec.Status != "failed" || rec.Failure.ErrorType != "Canceled" {
+		t.Errorf("record = status %s failure %+v", rec.Status, rec.Failure)
+	}
+}
+
+func TestInvalidRequestsWriteNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ran := false
+	eng := f.engine(workflow.Linear, nil, func(context.Context, workflow.Run) (workflow.Result, error) {
+		ran = true
+		return workflow.Result{}, nil
+	})
+	for _, req := range []workflow.Request{
+		{Type: "runner.unknown", InitialData: validInput},
+		{Type: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{"organization_uuid": "nope"}`)},
+		{Type: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{}`)},
+	} {
+		if _, err := eng.Start(context.Background(), req); !workflow.IsValidation(err) {
+			t.Errorf("%s %s: err = %v, want a validation error", req.Type, req.InitialData, err)
+		}
+	}
+	if ran || f.spy.Commits() != 0 {
+		t.Errorf("body ran %t, commits %d", ran, f.spy.Commits())
+	}
+}
+
+func TestAGivenRunUUIDIsUsedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runs := 0
+	eng := f.engine(workflow.Linear, nil, func(context.Context, workflow.Run) (workflow.Result, error) {
+		runs++
+		return workflow.Result{}, nil
+	})
+	req := workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, RunUUID: "fixed-run"}
+	if _, err := eng.Start(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Start(context.Background(), req); !errors.Is(err, ledger.ErrRunExists) {
+		t.Errorf("second start with the same uuid: %v, want ErrRunExists", err)
+	}
+	if runs != 1 {
+		t.Errorf("body ran %d times", runs)
+	}
+}
+
+func TestErrorTypeAndTransience(t *testing.T) {
+	for _, c := range []struct {
+		err       error
+		typ       string
+		transient bool
+	}{
+		{status.Error(codes.Unavailable, "x"), "Unavailable", true},
+		{status.Error(codes.PermissionDenied, "x"), "PermissionDenied", false},
+		{context.DeadlineExceeded, "DeadlineExceeded", true},
+		{context.Canceled, "Canceled", false},
+		{&workflow.StepError{Err: errors.New("plain")}, "*errors.errorString", false},
+	} {
+		if got := workflow.ErrorType(c.err); got != c.typ {
+			t.Errorf("ErrorType(%v) = %s, want %s", c.err, got, c.typ)
+		}
+		if got := workflow.Transient(c.err); got != c.transient {
+			t.Errorf("Transient(%v) = %t", c.err, got)
+		}
+	}
+}
