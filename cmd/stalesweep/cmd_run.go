@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "{}", "initial_data as JSON; @FILE reads a file, @- reads stdin")
+	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT; "+app.EmulatorProjectLocal+" against the emulator)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P]\n\nworkflow types:\n")
+		for _, t := range contract.WorkflowTypes() {
+			fmt.Fprintf(stderr, "  %s\n", t)
+		}
+		fmt.Fprintln(stderr, "\nflags:")
+		fs.PrintDefaults()
+	}
+	typ, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitInvalid
+	}
+	if typ == "" {
+		fs.Usage()
+		return exitInvalid
+	}
+	raw, err := readData(*data, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "stalesweep run: --data: %v\n", err)
+		return exitInvalid
+	}
+	if _, err := contract.Validate(contract.WorkflowType(typ), raw); err != nil {
+		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
+		return exitInvalid
+	}
+
+	cfg, err := app.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
+		return exitInvalid
+	}
+	if *project != "" {
+		cfg.Project = *project
+	}
+	log := logging.New(stderr, logging.ParseLevel(cfg.LogLevel))
+	a, err := app.New(ctx, cfg, log, time.Now)
+	if err != nil {
+		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
+		return exitFailed
+	}
+	defer a.Close()
+
+	out, err := a.Engine.Start(ctx, workflow.Request{
+		Type:        contract.WorkflowType(typ),
+		InitialData: raw,
+		Trigger:     workflow.TriggerLocal,
+		Actor:       actor(),
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
+		if workflow.IsValidation(err) {
+			return exitInvalid
+		}
+		return exitFailed
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out.Output); err != nil {
+		return exitFailed
+	}
+	if out.Status != workflow.StateCompleted {
+		fmt.Fprintf(stderr, "stalesweep run: run %s failed: %v\n", out.RunUUID, out.Err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// parseInterspersed parses flags that may come before or after the one positional argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) (string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(positional) {
+	case 0:
+		return "", nil
+	case 1:
+		return positional[0], nil
+	default:
+		fmt.Fprintf(fs.Output(), "stalesweep %s: want one WORKFLOW_TYPE, got %q\n", fs.Name(), positional)
+		return "", fmt.Errorf("too many arguments")
+	}
+}
+
+func readData(v string, stdin io.Reader) ([]byte, error) {
+	path, isFile := strings.CutPrefix(v, "@")
+	if !isFile {
+		return []byte(v), nil
+	}
+	if path == "-" {
+		return io.ReadAll(io.LimitReader(stdin, 1<<20))
+	}
+	return os.ReadFile(path)
+}
+
+// actor names the operator running the command, for the run record.
+func actor() string {
+	for _, v := range []string{"STALESWEEP_ACTOR", "USER", "LOGNAME"} {
+		if s := os.Getenv(v); s != "" {
+			return "local:" + s
+		}
+	}
+	return "local"
+}

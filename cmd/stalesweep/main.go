@@ -1,0 +1,73 @@
+// Command stalesweep runs stalesweep's workflows from an operator's shell, serves its functions
+// locally, runs the demo, and serves the Cloud Run fake.
+//
+//	stalesweep run WORKFLOW_TYPE --data '{...initial_data...}'   one run inline; output JSON on stdout
+//	stalesweep demo                                             the main job on a fresh machine
+//	stalesweep serve [--addr 127.0.0.1:8080]                    the function targets, locally
+//	stalesweep fake-cloudrun --addr 127.0.0.1:PORT --executions FILE
+//	stalesweep indexes [--check] [--out firestore.indexes.json]
+//
+// Exit codes: 0 success (a run that completed); 1 a run that failed, or an error; 2 invalid
+// input or usage.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitInvalid = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: stalesweep COMMAND [flags]
+
+commands:
+  run WORKFLOW_TYPE --data JSON   run one workflow inline; prints its output JSON
+  demo                            seed the emulator, sweep until nothing stale remains, summarize
+  serve                           serve the function targets locally (functions framework)
+  fake-cloudrun                   serve the Cloud Run Executions fake
+  indexes                         write or check firestore.indexes.json
+
+"stalesweep COMMAND -h" describes a command's flags.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInvalid
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, rest, stdin, stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, rest, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, rest, stderr)
+	case "fake-cloudrun":
+		return cmdFakeCloudRun(ctx, rest, stdout, stderr)
+	case "indexes":
+		return cmdIndexes(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "stalesweep: unknown command %q\n\n%s", cmd, usage)
+		return exitInvalid
+	}
+}

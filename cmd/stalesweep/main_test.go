@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/run/apiv2/runpb"
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+
+	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func invoke(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{}, {"nope"}, {"run"}, {"run", "a", "b"}, {"run", "--bogus"}} {
+		if code, _, _ := invoke(t, args...); code != exitInvalid {
+			t.Errorf("stalesweep %v exited %d, want %d", args, code, exitInvalid)
+		}
+	}
+	if code, out, _ := invoke(t, "help"); code != 0 || !strings.Contains(out, "run WORKFLOW_TYPE") {
+		t.Errorf("help exited %d: %s", code, out)
+	}
+}
+
+func TestRunRefusesInvalidInputWithTheFieldNamed(t *testing.T) {
+	for data, field := range map[string]string{
+		`{}`: "organization_uuid",
+		`{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e", "limit": 0}`:     "limit",
+		`{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e", "limit": "ten"}`: "limit",
+		`{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e", "x": 1}`:         "x",
+	} {
+		code, _, stderr := invoke(t, "run", "runner.execution-sync-stale-cloud-run", "--data", data)
+		if code != exitInvalid || !strings.Contains(stderr, field) {
+			t.Errorf("--data %s: exit %d, stderr %q; want %d naming %s", data, code, stderr, exitInvalid, field)
+		}
+	}
+	if code, _, stderr := invoke(t, "run", "runner.unknown", "--data", "{}"); code != exitInvalid || !strings.Contains(stderr, "workflow_type") {
+		t.Errorf("unknown workflow: exit %d, %q", code, stderr)
+	}
+}
+
+func TestRunSettlesAndPrintsTheOutput(t *testing.T) {
+	fake, err := cloudrunfake.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	t.Setenv(cloudrun.EndpointEnv, fake.Addr)
+	fs := testenv.FirestoreProject(t, project)
+	org := uuid.NewString()
+	name := cloudrunfake.ExecutionName("p", "l", "job", "e1")
+	_ = fake.SetExecution(cloudrunfake.Failed(name, time.Now().Add(-time.Hour), runpb.Condition_NON_ZERO_EXIT_CODE))
+	_, err = fs.Collection(ledger.ExecutionsCollection).Doc("row-1").Set(context.Background(), map[string]any{
+		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
+		"observed_at": time.Now().Add(-time.Hour), "provider_ref": map[string]any{"execution": name},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Flags after the positional argument, and --data from a file.
+	file := filepath.Join(t.TempDir(), "data.json")
+	if err := os.WriteFile(file, []byte(`{"organization_uuid": "`+org+`", "limit": 10}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := invoke(t, "run", "runner.execution-sync-stale-cloud-run", "--data", "@"+file)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("stdout is not the output JSON: %v\n%s", err, stdout)
+	}
+	if out["started_count"] != float64(1) || out["limit"] != float64(10) {
+		t.Errorf("output = %v", out)
+	}
+	snap, err := fs.Collection(ledger.ExecutionsCollection).Doc("row-1").Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := snap.DataAt("outcome"); v != "failed" {
+		t.Errorf("row outcome = %v, want failed", v)
+	}
+
+	// A run that fails exits 1 and still prints its output.
+	_ = fake.SetExecution(cloudrunfake.Running(name, time.Now()))
+	_, _ = fs.Collection(ledger.ExecutionsCollection).Doc("row-2").Set(context.Background(), map[string]any{
+		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
+		"observed_at": time.Now().Add(-time.Hour), "provider_ref": map[string]any{"execution": name},
+	})
+	fake.FailRate(cloudrunfake.GetExecution, codes.PermissionDenied, 1)
+	code, stdout, _ = invoke(t, "run", "--data", `{"organization_uuid": "`+org+`"}`, "runner.execution-sync-stale-cloud-run")
+	if code != exitFailed || !strings.Contains(stdout, "executor_permission_denied") {
+		t.Errorf("failed run: exit %d, stdout %s", code, stdout)
+	}
+}
+
+func TestIndexesCheck(t *testing.T) {
+	if code, _, stderr := invoke(t, "indexes", "--check", "--out", "../../firestore.indexes.json"); code != exitOK {
+		t.Errorf("the checked-in firestore.indexes.json is not current: %s", stderr)
+	}
+	stale := filepath.Join(t.TempDir(), "idx.json")
+	_ = os.WriteFile(stale, []byte(`{"indexes": []}`), 0o600)
+	if code, _, _ := invoke(t, "indexes", "--check", "--out", stale); code != exitFailed {
+		t.Errorf("--check passed a stale file (exit %d)", code)
+	}
+	fresh := filepath.Join(t.TempDir(), "idx.json")
+	if code, _, _ := invoke(t, "indexes", "--out", fresh); code != exitOK {
+		t.Fatal("writing the indexes failed")
+	}
+	if code, _, _ := invoke(t, "indexes", "--check", "--out", fresh); code != exitOK {
+		t.Error("a freshly written file does not pass --check")
+	}
+}
+
+func TestFakeCloudRunServesTheExecutionsFile(t *testing.T) {
+	name := cloudrunfake.ExecutionName("p", "l", "job", "from-file")
+	b, err := cloudrunfake.MarshalExecutions([]*runpb.Execution{cloudrunfake.Cancelled(name, time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "execs.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"fake-cloudrun", "--executions", file}, nil, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	fields := strings.Fields(line) // "fake Cloud Run Executions on ADDR with N executions"
+	addr := fields[5]
+	client, err := cloudrun.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	snap, err := cloudrun.New(client, cloudrun.Config{}).Observe(context.Background(), map[string]any{"execution": name})
+	if err != nil || snap.Verdict != "cancelled" {
+		t.Errorf("observe through the command's fake: %v %v", snap.Verdict, err)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("fake-cloudrun exited %d", code)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	_ = os.WriteFile(bad, []byte(`[{"name": "x"}]`), 0o600)
+	if code, _, stderr := invoke(t, "fake-cloudrun", "--executions", bad); code != exitInvalid || !strings.Contains(stderr, "executions[0].name") {
+		t.Errorf("bad file: exit %d, %q", code, stderr)
+	}
+	if code, _, _ := invoke(t, "fake-cloudrun", "--addr", "0.0.0.0:0"); code != exitInvalid {
+		t.Errorf("a non-loopback address was accepted (exit %d)", code)
+	}
+}

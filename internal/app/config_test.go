@@ -1,0 +1,43 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnv(t *testing.T) {
+	c, err := ConfigFromEnv(env(map[string]string{
+		EnvProject: "p", EnvSyncConcurrency: "16", EnvLostGrace: "30m", EnvRunBudget: "90s", EnvExecutorTimeout: "5s", EnvPlatformTimeout: "60",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Project != "p" || c.Sync.Concurrency != 16 || c.Sync.LostGrace != 30*time.Minute || c.CloudRun.CallTimeout != 5*time.Second {
+		t.Errorf("config = %+v", c)
+	}
+	if got := c.budget(); got != 48*time.Second {
+		t.Errorf("budget = %s, want 80%% of the 60 s platform timeout", got)
+	}
+}
+
+func TestConfigDefaultsAndEmulatorProject(t *testing.T) {
+	c, err := ConfigFromEnv(env(map[string]string{"FIRESTORE_EMULATOR_HOST": "127.0.0.1:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Project != EmulatorProjectLocal || c.budget() != 4*time.Minute {
+		t.Errorf("project %q budget %s", c.Project, c.budget())
+	}
+}
+
+func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
+	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x"} {
+		_, err := ConfigFromEnv(env(map[string]string{name: v}))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: err = %v, want one naming the variable", name, v, err)
+		}
+	}
+}
