@@ -2,7 +2,6 @@ package executionsync
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -105,7 +104,7 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 		return decide(row, seen, snap, s.now(), s.grace, req.WorkflowRunUUID)
 	})
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		if ctx.Err() != nil { // the run's budget ended the transaction: it committed nothing
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
 		}
