@@ -11,34 +11,60 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// StartWorkflow runs one workflow run for a manual caller and answers with its output.
+// StartWorkflow runs one workflow run on one scope for a manual caller, with its syncs inline,
+// and answers with the output. Errors are {"error": {"code", "message", "details"}}:
+// validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list, or
+// platform.extension.runs.sweep, which no request may start), conflict 409 (a run of that
+// workflow on that scope is in progress), internal 500.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
-	a, err := deps.Get(r.Context())
+	ctx := r.Context()
+	log := logger()
+	a, err := deps.Get(ctx)
 	if err != nil {
-		logger().Error("dependencies unavailable", "error", err.Error())
+		log.ErrorContext(ctx, "dependencies unavailable", "error", err.Error())
 		writeError(w, contract.Errorf(contract.CodeInternal, "the service is not ready; retry shortly"))
 		return
 	}
-	log := logger().With(attrs(logging.TraceAttrs(r, a.Config.Project))...)
+	log = log.With(anys(logging.TraceAttrs(r, a.Config.Project))...)
+	v, err := verifier.Get(ctx)
+	if err != nil {
+		log.ErrorContext(ctx, "authentication is not configured; refusing every request", "error", err.Error())
+		writeError(w, contract.Errorf(contract.CodeInternal, "authentication is not configured"))
+		return
+	}
+	actor, err := v.Caller(r)
+	if err != nil {
+		log.WarnContext(ctx, "caller refused", "error", err.Error())
+		writeError(w, err)
+		return
+	}
+	log = log.With("actor", actor)
 	if r.Method != http.MethodPost {
 		writeError(w, contract.Invalid("method", "enum", "%s is not allowed; use POST", r.Method))
 		return
 	}
 	start, err := message.DecodeStart(http.MaxBytesReader(w, r.Body, message.MaxBodyBytes+1))
 	if err != nil {
-		log.Warn("start request refused", "error", err.Error())
+		log.WarnContext(ctx, "start request refused", "error", err.Error())
 		writeError(w, err)
 		return
 	}
-	out, err := a.Engine.Start(r.Context(), workflow.Request{
+	if !start.WorkflowType.ReachableFromRequest() {
+		log.WarnContext(ctx, "workflow not reachable from a request", "workflow_type", string(start.WorkflowType))
+		writeError(w, contract.Errorf(contract.CodeForbidden,
+			"%s cannot be started by a request: its deadline is the caller's, so on the wire it would be a fleet-wide kill switch; it runs only from the scheduled path and the stalesweep command", start.WorkflowType))
+		return
+	}
+	out, err := a.Engine.Start(ctx, workflow.Request{
 		Type:        start.WorkflowType,
 		InitialData: start.InitialData,
 		Trigger:     workflow.TriggerManual,
+		Actor:       actor,
 	})
 	switch {
 	case err != nil:
 		if contract.CodeOf(err) == contract.CodeInternal {
-			log.Error("workflow run could not start", "workflow_type", string(start.WorkflowType), "error", err.Error())
+			log.ErrorContext(ctx, "workflow run could not start", "workflow_type", string(start.WorkflowType), "error", err.Error())
 		}
 		writeError(w, err)
 	case out.Status == workflow.StateFailed:
@@ -80,4 +106,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }

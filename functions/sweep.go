@@ -2,65 +2,64 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// Sweep runs one workflow run for a Pub/Sub message whose data is {"workflow_type",
-// "initial_data"}. A malformed or invalid message is logged at ERROR and acknowledged (nil): it
-// would fail the same way forever. A failure worth retrying (the run could not start, or failed
-// transiently) returns an error, so a trigger with retries on redelivers it.
+// Sweep runs one workflow run on one scope for a message on the sweeps topic, whose data is
+// {"workflow_type", "initial_data"} and whose workflow_run_uuid attribute names the run. The
+// run's syncs are published to the syncs topic.
 func Sweep(ctx context.Context, e event.Event) error {
-	log := logger().With("event_id", e.ID(), "event_type", e.Type())
-	msg, err := message.ParsePubSub(e.Data())
-	if err != nil {
-		log.Error("malformed event acknowledged without a run", "error", err.Error())
+	msg, log, ok := pubsubMessage(ctx, e, "Sweep")
+	if !ok {
 		return nil
 	}
-	log = log.With("message_id", msg.MessageID)
 	start, err := message.ParseStart(msg.Data)
 	if err != nil {
-		log.Error("malformed message acknowledged without a run", "error", err.Error())
+		log.ErrorContext(ctx, "malformed sweep message acknowledged without a run", "error", err.Error())
 		return nil
 	}
 	a, err := deps.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	trigger := workflow.TriggerSchedule
-	if t := msg.Attributes["trigger"]; t == string(workflow.TriggerManual) {
-		trigger = workflow.TriggerManual
-	}
-	out, err := a.Engine.Start(ctx, workflow.Request{
-		Type: start.WorkflowType, InitialData: start.InitialData, Trigger: trigger, Actor: msg.Attributes["actor"],
+	out, err := a.Pipeline.Start(ctx, workflow.Request{
+		Type:        start.WorkflowType,
+		InitialData: start.InitialData,
+		Trigger:     trigger(msg),
+		Actor:       msg.Attributes[pipeline.AttrActor],
+		RunUUID:     msg.Attributes[pipeline.AttrWorkflowRunUUID],
 	})
-	return settle(log, start, out, err)
+	return acknowledge(ctx, log.With("workflow_type", string(start.WorkflowType)), out, err)
 }
 
-// settle maps a run's end to the event's acknowledgement.
-func settle(log *slog.Logger, start message.Start, out workflow.Outcome, err error) error {
+// acknowledge maps a run's end to the event's: nil for everything but a failure worth
+// redelivering.
+func acknowledge(ctx context.Context, log *slog.Logger, out workflow.Outcome, err error) error {
 	switch {
-	case err != nil && contract.CodeOf(err) == contract.CodeValidationFailed:
-		log.Error("invalid message acknowledged without a run", "workflow_type", string(start.WorkflowType), "error", err.Error())
+	case err == nil && out.Status == workflow.StateFailed && workflow.Transient(out.Err):
+		return fmt.Errorf("run %s failed transiently: %w", out.RunUUID, out.Err)
+	case err == nil:
 		return nil
-	case err != nil:
-		return fmt.Errorf("sweep %s: %w", start.WorkflowType, err)
-	case out.Status == workflow.StateFailed && workflow.Transient(out.Err):
-		return fmt.Errorf("sweep %s: run %s failed transiently: %w", start.WorkflowType, out.RunUUID, out.Err)
+	case errors.Is(err, workflow.ErrDuplicateRun):
+		log.InfoContext(ctx, "duplicate delivery of a run that already started; acknowledged", "workflow_run_uuid", out.RunUUID)
+		return nil
+	case errors.Is(err, ledger.ErrGuardHeld):
+		log.InfoContext(ctx, "skipped: another run of this workflow on this scope is in progress", "workflow_run_uuid", out.RunUUID, "error", err.Error())
+		return nil
+	case contract.CodeOf(err) == contract.CodeValidationFailed:
+		log.ErrorContext(ctx, "invalid message acknowledged without a run", "error", err.Error())
+		return nil
+	default:
+		return fmt.Errorf("sweep: %w", err)
 	}
-	return nil
-}
-
-func attrs(a []slog.Attr) []any {
-	out := make([]any, len(a))
-	for i, x := range a {
-		out[i] = x
-	}
-	return out
 }

@@ -56,7 +56,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cfg.Project = *project
 	}
 	log := logging.New(stderr, logging.ParseLevel(cfg.LogLevel))
-	a, err := app.New(ctx, cfg, log, time.Now)
+	a, err := app.New(ctx, cfg, log, time.Now, app.Parts{})
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
 		return exitFailed

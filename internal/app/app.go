@@ -1,7 +1,7 @@
 // Package app builds, once per process, the dependencies every face of stalesweep shares (the
-// Firestore client, the executor clients, the workflow engine) from a Config, and closes them.
-// The functions build it lazily on their first call and retry a failed build on the next; the
-// command builds it from flags and the environment.
+// Firestore and Pub/Sub clients, the executor clients, the workflow engines, the dispatcher)
+// from a Config, and closes them. The functions build it lazily on their first call and retry a
+// failed build on the next; the command builds it from flags and the environment.
 package app
 
 import (
@@ -13,27 +13,48 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/pubsub/v2"
 
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
+
+// SyncBudgetDefault bounds one SyncExecution call.
+const SyncBudgetDefault = 60 * time.Second
+
+// Parts says which optional parts to build.
+type Parts struct {
+	// Pipeline builds the Pub/Sub client, the dispatcher, and the engine whose execution-sync
+	// runs publish their syncs instead of running them here.
+	Pipeline bool
+}
 
 // App is one process's dependencies.
 type App struct {
 	Config    Config
 	Firestore *firestore.Client
-	Engine    *workflow.Engine
 	Log       *slog.Logger
+
+	// Engine runs workflows with their syncs inline: the HTTP face and the command.
+	Engine *workflow.Engine
+	// Pipeline runs workflows whose syncs go to the syncs topic: the Sweep function. Nil unless
+	// Parts.Pipeline.
+	Pipeline *workflow.Engine
+	// Dispatcher fans a tick out to the sweeps topic. Nil unless Parts.Pipeline.
+	Dispatcher *pipeline.Dispatcher
+	// Syncers sync one row of a sync message, by the row's provider.
+	Syncers map[string]*executionsync.Syncer
 
 	closers []func() error
 }
 
 // New builds an App. now is the clock every workflow uses.
-func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time) (_ *App, err error) {
-	a := &App{Config: cfg, Log: log}
+func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time, parts Parts) (_ *App, err error) {
+	a := &App{Config: cfg, Log: log, Syncers: map[string]*executionsync.Syncer{}}
 	defer func() {
 		if err != nil {
 			_ = a.Close()
@@ -58,15 +79,45 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
 	syncer := executionsync.NewSyncer(store, adapter, now, syncCfg.LostGrace, log)
-	cloudRunSync, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: syncCfg.Concurrency}, syncCfg, now)
+	a.Syncers[ledger.ProviderCloudRun] = syncer
+
+	engineOpts := workflow.Options{
+		Runs:     ledger.NewRunStore(a.Firestore),
+		Guards:   ledger.NewGuardStore(a.Firestore),
+		GuardTTL: syncCfg.Budget + 2*time.Minute,
+		Now:      now,
+		Log:      log,
+	}
+	inline, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: syncCfg.Concurrency}, syncCfg, now)
 	if err != nil {
 		return nil, err
 	}
-	a.Engine = workflow.NewEngine(ledger.NewRunStore(a.Firestore), now, log,
-		cloudRunSync.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
-	)
+	a.Engine = workflow.NewEngine(engineOpts, inline.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+
+	if !parts.Pipeline {
+		return a, nil
+	}
+	ps, err := pubsub.NewClient(ctx, cfg.Project)
+	if err != nil {
+		return nil, fmt.Errorf("open pubsub: %w", err)
+	}
+	a.closers = append(a.closers, ps.Close)
+	publisher := pipeline.NewPubSub(ps, 0, 0)
+	a.closers = append(a.closers, func() error { publisher.Stop(); return nil })
+
+	fanout, err := executionsync.New(store, adapter, &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}, syncCfg, now)
+	if err != nil {
+		return nil, err
+	}
+	a.Pipeline = workflow.NewEngine(engineOpts, fanout.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	dispatch := cfg.Dispatch
+	dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
+	a.Dispatcher = pipeline.NewDispatcher(ledger.NewOrganizationStore(a.Firestore), publisher, cfg.Topics.Sweeps, dispatch, log)
 	return a, nil
 }
+
+// SyncBudget is how long one SyncExecution call may take.
+func (a *App) SyncBudget() time.Duration { return a.Config.within(a.Config.SyncBudget, SyncBudgetDefault) }
 
 // Close releases every client, in reverse order of creation.
 func (a *App) Close() error {
@@ -78,29 +129,33 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// Lazy builds an App on first use. A failed build is not kept: the next Get tries again, so a
+// Lazy builds a value on first use. A failed build is not kept: the next Get tries again, so a
 // transient failure at cold start does not poison the instance.
-type Lazy struct {
-	build func(ctx context.Context) (*App, error)
+type Lazy[T any] struct {
+	build func(ctx context.Context) (T, error)
 
-	mu  sync.Mutex
-	app *App
+	mu    sync.Mutex
+	value T
+	built bool
 }
 
 // NewLazy returns a Lazy that builds with build.
-func NewLazy(build func(ctx context.Context) (*App, error)) *Lazy { return &Lazy{build: build} }
+func NewLazy[T any](build func(ctx context.Context) (T, error)) *Lazy[T] {
+	return &Lazy[T]{build: build}
+}
 
-// Get returns the App, building it if needed.
-func (l *Lazy) Get(ctx context.Context) (*App, error) {
+// Get returns the value, building it if needed.
+func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.app != nil {
-		return l.app, nil
+	if l.built {
+		return l.value, nil
 	}
-	a, err := l.build(ctx)
+	v, err := l.build(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("build app: %w", err)
+		var zero T
+		return zero, fmt.Errorf("build: %w", err)
 	}
-	l.app = a
-	return a, nil
+	l.value, l.built = v, true
+	return v, nil
 }

@@ -3,11 +3,14 @@ package app
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/auth"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
 // Environment variables a process reads its configuration from. Durations use Go's syntax
@@ -22,6 +25,15 @@ const (
 	EnvExecutorTimeout   = "STALESWEEP_EXECUTOR_TIMEOUT"
 	EnvTxTimeout         = "STALESWEEP_TX_TIMEOUT"
 	EnvLogLevel          = "STALESWEEP_LOG_LEVEL"
+	EnvTopicTicks        = "STALESWEEP_TOPIC_TICKS"
+	EnvTopicSweeps       = "STALESWEEP_TOPIC_SWEEPS"
+	EnvTopicSyncs        = "STALESWEEP_TOPIC_SYNCS"
+	EnvDispatchBudget    = "STALESWEEP_DISPATCH_BUDGET"
+	EnvSyncBudget        = "STALESWEEP_SYNC_BUDGET"
+	EnvAuth              = "STALESWEEP_AUTH"
+	EnvAuthAudience      = "STALESWEEP_AUTH_AUDIENCE"
+	EnvAllowedCallers    = "STALESWEEP_ALLOWED_CALLERS"
+	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
 	EnvPlatformTimeout   = "CLOUD_RUN_TIMEOUT_SECONDS" // set by the platform on gen2 functions
 	EnvProjectFallback   = "GCLOUD_PROJECT"
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named
@@ -39,6 +51,11 @@ type Config struct {
 	// PlatformTimeout is the function's own timeout, when the platform says; a run's budget is
 	// kept below it.
 	PlatformTimeout time.Duration
+	Topics          pipeline.Topics
+	Dispatch        pipeline.DispatchConfig
+	// SyncBudget bounds one SyncExecution call (one executor call and one transaction).
+	SyncBudget time.Duration
+	Auth       auth.Config
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
@@ -69,6 +86,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Tx.Timeout, err = durationVar(getenv, EnvTxTimeout); err != nil {
 		return Config{}, err
 	}
+	if c.Dispatch.Budget, err = durationVar(getenv, EnvDispatchBudget); err != nil {
+		return Config{}, err
+	}
+	if c.SyncBudget, err = durationVar(getenv, EnvSyncBudget); err != nil {
+		return Config{}, err
+	}
+	c.Topics = pipeline.Topics{Ticks: getenv(EnvTopicTicks), Sweeps: getenv(EnvTopicSweeps), Syncs: getenv(EnvTopicSyncs)}.WithDefaults()
+	c.Auth = auth.Config{Mode: getenv(EnvAuth), Audience: getenv(EnvAuthAudience), OnCloudRun: getenv(EnvCloudRunService) != ""}
+	for _, a := range strings.Split(getenv(EnvAllowedCallers), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.Auth.Allowed = append(c.Auth.Allowed, a)
+		}
+	}
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {
 		return Config{}, err
@@ -79,15 +109,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 // budget returns the run budget: the configured one (or the default), kept to 80% of the
 // platform's timeout when that is known, so a run always stops before the platform kills it.
-func (c Config) budget() time.Duration {
-	b := c.Sync.Budget
-	if b == 0 {
-		b = executionsync.BudgetDefault
+func (c Config) budget() time.Duration { return c.within(c.Sync.Budget, executionsync.BudgetDefault) }
+
+// within keeps d (or def when d is zero) to 80% of the platform's timeout when that is known.
+func (c Config) within(d, def time.Duration) time.Duration {
+	if d == 0 {
+		d = def
 	}
 	if c.PlatformTimeout > 0 {
-		b = min(b, c.PlatformTimeout*8/10)
+		d = min(d, c.PlatformTimeout*8/10)
 	}
-	return b
+	return d
 }
 
 func intVar(getenv func(string) string, name string, lo, hi int) (int, error) {

@@ -65,7 +65,10 @@ func Validate(t WorkflowType, raw []byte) (json.RawMessage, error) {
 		return nil, err
 	}
 	sch, ok := schemas[t]
-	if !ok {
+	switch {
+	case !ok && t.Known():
+		return nil, Invalid("workflow_type", "enum", "workflow type %q is not implemented in this build", t)
+	case !ok:
 		return nil, Invalid("workflow_type", "enum", "unknown workflow type %q", t)
 	}
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {

@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	engine := workflow.NewEngine(ledger.NewRunStore(fs), time.Now, o.Log,
+	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), Now: time.Now, Log: o.Log},
 		wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
 
 	orgA, orgB := uuid.NewString(), uuid.NewString()

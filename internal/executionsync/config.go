@@ -90,24 +90,26 @@ type Output struct {
 
 // Stats are what a run did and did not do, beyond the seed's output.
 type Stats struct {
-	Scanned     int            `json:"scanned"`           // documents the scan read
-	Settled     map[string]int `json:"settled"`           // rows settled, by outcome
-	Refreshed   int            `json:"refreshed"`         // still running: observed_at moved on
-	Unknown     int            `json:"unknown"`           // not found, within the grace
-	Raced       int            `json:"raced"`             // changed since the scan: left alone
-	Errored     int            `json:"errored"`           // executor or Firestore error: nothing settled
-	Deferred    int            `json:"deferred"`          // not started: executor stopped or budget spent
-	Malformed   int            `json:"malformed"`         // undecodable rows, counted as missing metadata
-	ScanCapped  bool           `json:"scan_capped"`       // the scan stopped at its document cap
-	StoppedBy   string         `json:"stopped_by"`        // why executor calls stopped early, if they did
-	OutOfBudget bool           `json:"out_of_budget"`     // the run's budget ran out
-	Errors      []RowError     `json:"errors,omitempty"`  // the first MaxErrors per-row errors
-	Skipped     []string       `json:"skipped,omitempty"` // uuids skipped for missing metadata (first MaxErrors)
+	Scanned     int            `json:"scanned"`             // documents the scan read
+	Settled     map[string]int `json:"settled"`             // rows settled, by outcome
+	Refreshed   int            `json:"refreshed"`           // still running: observed_at moved on
+	Unknown     int            `json:"unknown"`             // not found, within the grace
+	Raced       int            `json:"raced"`               // changed since the scan: left alone
+	Errored     int            `json:"errored"`             // executor or Firestore error: nothing settled
+	Deferred    int            `json:"deferred"`            // not started: executor stopped or budget spent
+	Malformed   int            `json:"malformed"`           // undecodable rows, counted as missing metadata
+	ScanCapped  bool           `json:"scan_capped"`         // the scan stopped at its document cap
+	StoppedBy   string         `json:"stopped_by"`          // why executor calls stopped early, if they did
+	OutOfBudget bool           `json:"out_of_budget"`       // the run's budget ran out
+	Published   int            `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
+	Errors      []RowError     `json:"errors,omitempty"`    // the first MaxErrors per-row errors
+	Skipped     []string       `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
 }
 
 // RowError is one row's failure.
 type RowError struct {
 	RunnerExecutionUUID string `json:"runner_execution_uuid"`
+	Layer               string `json:"layer"`
 	Code                string `json:"code"`
 	Error               string `json:"error"`
 }

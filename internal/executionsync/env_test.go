@@ -83,7 +83,7 @@ func newEnv(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.engine = workflow.NewEngine(e.runs, e.clock.Now, log, wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	e.engine = workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: log}, wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
 	return e
 }
 

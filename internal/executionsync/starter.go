@@ -41,7 +41,7 @@ func (p *Inline) Start(ctx context.Context, reqs []SyncRequest) []SyncResult {
 					continue
 				}
 				r := p.Syncer.Sync(ctx, reqs[i])
-				if r.Outcome == SyncErrored {
+				if r.Outcome == SyncErrored && r.Layer == LayerExecutor {
 					if why, ok := stopsCalls(r.Err); ok {
 						stopped.CompareAndSwap(nil, &why)
 					}

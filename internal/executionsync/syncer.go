@@ -3,11 +3,14 @@ package executionsync
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
@@ -39,9 +42,11 @@ const (
 	SyncSettled   SyncOutcome = "settled"
 	SyncRefreshed SyncOutcome = "refreshed"
 	SyncUnknown   SyncOutcome = "unknown"
-	SyncRaced     SyncOutcome = "raced"    // the row changed since the scan: nothing written
-	SyncErrored   SyncOutcome = "errored"  // the executor or Firestore failed: nothing settled
-	SyncDeferred  SyncOutcome = "deferred" // not attempted: executor stopped or budget spent
+	SyncRaced     SyncOutcome = "raced"     // the row changed since the scan: nothing written
+	SyncErrored   SyncOutcome = "errored"   // the executor or Firestore failed: nothing settled
+	SyncDeferred  SyncOutcome = "deferred"  // not attempted: executor stopped or budget spent
+	SyncPublished SyncOutcome = "published" // handed to another process (the pipeline)
+	SyncDuplicate SyncOutcome = "duplicate" // this run already decided this row: nothing written
 )
 
 // SyncResult is one sync's end.
@@ -51,11 +56,33 @@ type SyncResult struct {
 	Settled             string // the outcome written, when Outcome is SyncSettled
 	Why                 string // for raced and deferred: why
 	Err                 error  // for errored
+	Layer               string // for errored: "executor", "firestore", or "pubsub"
 }
+
+// Layers a sync can fail in.
+const (
+	LayerExecutor  = "executor"
+	LayerFirestore = "firestore"
+	LayerPubSub    = "pubsub"
+)
 
 // Started reports whether the sync reached a decision (the seed's "started").
 func (r SyncResult) Started() bool {
 	return r.Outcome != SyncErrored && r.Outcome != SyncDeferred
+}
+
+// Transient reports whether a sync that ended so is worth delivering again.
+func (r SyncResult) Transient() bool {
+	switch r.Outcome {
+	case SyncDeferred:
+		return true
+	case SyncErrored:
+		switch status.Code(r.Err) {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Aborted, codes.ResourceExhausted, codes.Unknown:
+			return true
+		}
+	}
+	return false
 }
 
 // Syncer syncs one row: one executor call, then one transaction.
@@ -75,7 +102,25 @@ func NewSyncer(store *ledger.ExecutionStore, exec Executor, now func() time.Time
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
 // if any, in the result; it never panics on a bad row.
 func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
+	return s.sync(ctx, req, false)
+}
+
+// SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
+// decision is written together with a receipt for (run, row), and a request whose receipt exists
+// ends as SyncDuplicate having written nothing.
+func (s *Syncer) SyncOnce(ctx context.Context, req SyncRequest) SyncResult {
+	return s.sync(ctx, req, true)
+}
+
+func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool) SyncResult {
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
+	apply := func(decide func(ledger.Execution) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
+		if once {
+			return s.store.ApplyOnce(ctx, req.WorkflowRunUUID, req.RunnerExecutionUUID, decide)
+		}
+		ch, err := s.store.Apply(ctx, req.RunnerExecutionUUID, decide)
+		return ch, false, err
+	}
 	log := s.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
 		"runner_execution_uuid", req.RunnerExecutionUUID)
 	seen := Seen{ObservedAt: req.ObservedAt, ProviderRef: req.ProviderRef}
@@ -86,10 +131,10 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
 		}
-		res.Outcome, res.Err = SyncErrored, err
+		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
 		log.Warn("executor call failed; nothing settled", "error", err.Error(), "code", status.Code(err).String())
 		// Record the failure on the row for operators, if the row is still what the scan saw.
-		if _, aerr := s.store.Apply(ctx, req.RunnerExecutionUUID, func(row ledger.Execution) ledger.ExecutionChange {
+		if _, _, aerr := apply(func(row ledger.Execution) ledger.ExecutionChange {
 			if why := moved(row, seen); why != "" {
 				return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
 			}
@@ -100,7 +145,7 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 		return res
 	}
 
-	ch, err := s.store.Apply(ctx, req.RunnerExecutionUUID, func(row ledger.Execution) ledger.ExecutionChange {
+	ch, duplicate, err := apply(func(row ledger.Execution) ledger.ExecutionChange {
 		return decide(row, seen, snap, s.now(), s.grace, req.WorkflowRunUUID)
 	})
 	if err != nil {
@@ -108,18 +153,21 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
 		}
-		res.Outcome, res.Err = SyncErrored, err
+		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerFirestore
 		log.Warn("settling transaction failed; nothing settled", "error", err.Error())
 		return res
 	}
-	switch ch.Kind {
-	case ledger.ChangeSettle:
+	switch {
+	case duplicate:
+		res.Outcome, res.Why = SyncDuplicate, "receipt_exists"
+		log.Info("sync already decided by this run; duplicate delivery ignored")
+	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled = SyncSettled, ch.Outcome
 		log.Info("runner execution settled", "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
-	case ledger.ChangeRefresh:
+	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed
 		log.Debug("runner execution still running; observed_at refreshed")
-	case ledger.ChangeUnknown:
+	case ch.Kind == ledger.ChangeUnknown:
 		res.Outcome = SyncUnknown
 		log.Info("runner execution unknown to the executor; waiting out the grace", "unknown_since", ch.UnknownSince)
 	default:
@@ -127,6 +175,26 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 		log.Debug("runner execution changed since the scan; left alone", "why", ch.Why)
 	}
 	return res
+}
+
+// Validate checks a request that came from outside the process (a sync message), naming the
+// field and the rule it breaks.
+func (r SyncRequest) Validate() error {
+	switch {
+	case r.WorkflowRunUUID == "":
+		return contract.Invalid("workflow_run_uuid", "required", "is required")
+	case uuid.Validate(r.OrganizationUUID) != nil:
+		return contract.Invalid("organization_uuid", "format", "must be a UUID")
+	case r.RunnerExecutionUUID == "" || strings.Contains(r.RunnerExecutionUUID, "/"):
+		return contract.Invalid("runner_execution_uuid", "required", "must be a document id")
+	case r.Provider == "":
+		return contract.Invalid("provider", "required", "is required")
+	case len(r.ProviderRef) == 0:
+		return contract.Invalid("provider_ref", "required", "is required")
+	case r.ObservedAt.IsZero():
+		return contract.Invalid("observed_at", "required", "is required")
+	}
+	return nil
 }
 
 // stopsCalls reports whether an executor error should stop further executor calls in a run.

@@ -96,6 +96,8 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 			stats.Unknown++
 		case SyncRaced:
 			stats.Raced++
+		case SyncPublished:
+			stats.Published++
 		case SyncDeferred:
 			stats.Deferred++
 			if r.Why == "budget_spent" {
@@ -105,10 +107,10 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 			stats.Errored++
 			if len(stats.Errors) < w.cfg.MaxErrors {
 				stats.Errors = append(stats.Errors, RowError{
-					RunnerExecutionUUID: r.RunnerExecutionUUID, Code: status.Code(r.Err).String(), Error: r.Err.Error(),
+					RunnerExecutionUUID: r.RunnerExecutionUUID, Layer: r.Layer, Code: status.Code(r.Err).String(), Error: r.Err.Error(),
 				})
 			}
-			if why, ok := stopsCalls(r.Err); ok && stats.StoppedBy == "" {
+			if why, ok := stopsCalls(r.Err); ok && r.Layer == LayerExecutor && stats.StoppedBy == "" {
 				stats.StoppedBy = why
 				if why != "resource_exhausted" {
 					stopErr = r.Err

@@ -233,33 +233,81 @@ type ExecutionChange struct {
 // and writes the change decide returns. decide may run once per attempt and must be pure. Apply
 // returns the change that was committed; a row that no longer exists is ChangeNone "row_missing".
 func (s *ExecutionStore) Apply(ctx context.Context, uuid string, decide func(Execution) ExecutionChange) (ExecutionChange, error) {
+	ch, _, err := s.apply(ctx, uuid, nil, decide)
+	return ch, err
+}
+
+// ApplyOnce is Apply for one run's sync of one row delivered at least once: in the same
+// transaction it writes a receipt, sweep_runs/{runUUID}/syncs/{uuid}, and when the receipt is
+// already there it writes nothing and reports a duplicate. A change of kind ChangeError leaves no
+// receipt, so a redelivery after a failed executor call tries again.
+func (s *ExecutionStore) ApplyOnce(ctx context.Context, runUUID, uuid string, decide func(Execution) ExecutionChange) (ExecutionChange, bool, error) {
+	receipt := s.client.Collection(RunsCollection).Doc(runUUID).Collection(SyncsCollection).Doc(uuid)
+	return s.apply(ctx, uuid, receipt, decide)
+}
+
+func (s *ExecutionStore) apply(ctx context.Context, uuid string, receipt *firestore.DocumentRef, decide func(Execution) ExecutionChange) (ExecutionChange, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	ref := s.ref(uuid)
 	var applied ExecutionChange
+	var duplicate bool
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		applied, duplicate = ExecutionChange{}, false
+		if receipt != nil {
+			if _, err := tx.Get(receipt); err == nil {
+				duplicate = true
+				return nil
+			} else if status.Code(err) != codes.NotFound {
+				return err
+			}
+		}
 		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
+		switch {
+		case status.Code(err) == codes.NotFound:
 			applied = ExecutionChange{Kind: ChangeNone, Why: "row_missing"}
-			return nil
-		}
-		if err != nil {
+		case err != nil:
 			return err
+		default:
+			row, err := decodeExecution(snap)
+			if err != nil {
+				return err
+			}
+			applied = decide(row)
+			if updates := applied.updates(row); len(updates) > 0 {
+				if err := tx.Update(ref, updates); err != nil {
+					return err
+				}
+			}
 		}
-		row, err := decodeExecution(snap)
-		if err != nil {
-			return err
-		}
-		applied = decide(row)
-		if updates := applied.updates(row); len(updates) > 0 {
-			return tx.Update(ref, updates)
+		if receipt != nil && applied.Kind != ChangeError {
+			return tx.Create(receipt, applied.receipt(uuid))
 		}
 		return nil
 	}, firestore.MaxAttempts(s.cfg.MaxAttempts))
 	if err != nil {
-		return ExecutionChange{}, fmt.Errorf("apply change to execution %s: %w", uuid, err)
+		return ExecutionChange{}, false, fmt.Errorf("apply change to execution %s: %w", uuid, err)
 	}
-	return applied, nil
+	return applied, duplicate, nil
+}
+
+// SyncsCollection is the subcollection of a run record that holds one receipt per row the run's
+// syncs decided, on the pipeline path.
+const SyncsCollection = "syncs"
+
+// SyncReceipt records what one run's sync decided for one row.
+type SyncReceipt struct {
+	RunnerExecutionUUID string    `firestore:"runner_execution_uuid"`
+	Change              string    `firestore:"change"`
+	Why                 string    `firestore:"why,omitempty"`
+	Outcome             string    `firestore:"outcome,omitempty"`
+	Verdict             string    `firestore:"verdict,omitempty"`
+	At                  time.Time `firestore:"at,omitempty"`                // the decision's clock
+	RecordedAt          time.Time `firestore:"recorded_at,serverTimestamp"` // Firestore's clock
+}
+
+func (c ExecutionChange) receipt(uuid string) SyncReceipt {
+	return SyncReceipt{RunnerExecutionUUID: uuid, Change: string(c.Kind), Why: c.Why, Outcome: c.Outcome, Verdict: c.Verdict, At: c.At}
 }
 
 // updates turns a change into field writes on row.

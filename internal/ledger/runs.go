@@ -183,3 +183,27 @@ func storable(v any) any {
 		return v
 	}
 }
+
+// SyncReceipts returns up to limit receipts of a run's syncs (pipeline path), and how many
+// there are of each change kind among them.
+func (s *RunStore) SyncReceipts(ctx context.Context, runUUID string, limit int) ([]SyncReceipt, map[string]int, error) {
+	snaps, err := s.ref(runUUID).Collection(SyncsCollection).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read sync receipts of run %s: %w", runUUID, err)
+	}
+	out := make([]SyncReceipt, 0, len(snaps))
+	counts := map[string]int{}
+	for _, snap := range snaps {
+		var r SyncReceipt
+		if err := snap.DataTo(&r); err != nil {
+			return nil, nil, fmt.Errorf("decode sync receipt %s: %w", snap.Ref.Path, err)
+		}
+		out = append(out, r)
+		key := r.Change
+		if r.Outcome != "" {
+			key += ":" + r.Outcome
+		}
+		counts[key]++
+	}
+	return out, counts, nil
+}

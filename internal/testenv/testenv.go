@@ -27,12 +27,31 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// Main runs the package's tests against a Firestore emulator and exits.
-func Main(m *testing.M) {
-	os.Exit(run(m))
+// PubSubEmulatorEnv is the variable the Pub/Sub client follows to the emulator.
+const PubSubEmulatorEnv = "PUBSUB_EMULATOR_HOST"
+
+// Option adds a service to Main.
+type Option func(*mainConfig)
+
+type mainConfig struct{ pubsub bool }
+
+// WithPubSub also gives the package a Pub/Sub emulator (PUBSUB_EMULATOR_HOST).
+func WithPubSub() Option { return func(c *mainConfig) { c.pubsub = true } }
+
+// Main runs the package's tests against a Firestore emulator (and the others opts ask for) and
+// exits.
+func Main(m Runner, opts ...Option) {
+	os.Exit(run(m, opts...))
 }
 
-func run(m *testing.M) int {
+// Runner runs tests: *testing.M, or a wrapper that sets up more before it runs them.
+type Runner interface{ Run() int }
+
+func run(m Runner, opts ...Option) int {
+	var cfg mainConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if os.Getenv(ledger.EmulatorEnv) == "" {
 		emu, err := gcloudemu.Firestore(context.Background())
 		if err != nil {
@@ -41,6 +60,15 @@ func run(m *testing.M) int {
 		}
 		defer emu.Stop()
 		os.Setenv(ledger.EmulatorEnv, emu.Host)
+	}
+	if cfg.pubsub && os.Getenv(PubSubEmulatorEnv) == "" {
+		emu, err := gcloudemu.PubSub(context.Background(), "stalesweep-test")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: these tests need the Pub/Sub emulator and none could be started: %v\n", err)
+			return 1
+		}
+		defer emu.Stop()
+		os.Setenv(PubSubEmulatorEnv, emu.Host)
 	}
 	return m.Run()
 }

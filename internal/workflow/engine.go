@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -95,18 +98,38 @@ type Outcome struct {
 
 // Engine starts workflow runs.
 type Engine struct {
-	runs *ledger.RunStore
-	defs map[contract.WorkflowType]Definition
-	now  func() time.Time
-	log  *slog.Logger
+	runs     *ledger.RunStore
+	guards   *ledger.GuardStore
+	guardTTL time.Duration
+	defs     map[contract.WorkflowType]Definition
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // RecordTimeout bounds each write of a run record.
 const RecordTimeout = 15 * time.Second
 
-// NewEngine returns an engine recording runs in runs.
-func NewEngine(runs *ledger.RunStore, now func() time.Time, log *slog.Logger, defs ...Definition) *Engine {
-	e := &Engine{runs: runs, defs: make(map[contract.WorkflowType]Definition), now: now, log: log}
+// Options configures an engine.
+type Options struct {
+	Runs *ledger.RunStore
+	// Guards, when set, keeps two runs of one workflow on one scope from overlapping: a run
+	// holds its scope's guard for at most GuardTTL, which must outlast the run's budget.
+	Guards   *ledger.GuardStore
+	GuardTTL time.Duration
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
+// message. The caller should acknowledge it and do nothing.
+var ErrDuplicateRun = errors.New("this run has already started")
+
+// NewEngine returns an engine running defs.
+func NewEngine(o Options, defs ...Definition) *Engine {
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), now: o.Now, log: o.Log}
+	if e.guardTTL == 0 {
+		e.guardTTL = 10 * time.Minute
+	}
 	for _, d := range defs {
 		e.defs[d.Type] = d
 	}
@@ -133,8 +156,10 @@ func (e *Engine) Validate(req Request) (Definition, json.RawMessage, error) {
 }
 
 // Start runs one workflow run to its end and returns its outcome. It returns an error, and
-// writes nothing, when the request is invalid (*contract.ValidationError) or the record cannot be
-// created; a run that starts and fails returns an Outcome with Status failed and Err set.
+// writes nothing, when the request is invalid (*contract.ValidationError), when another run holds
+// the scope (a *contract.Error with CodeConflict wrapping ledger.ErrGuardHeld), when the run uuid
+// has already started (CodeConflict wrapping ErrDuplicateRun), or when the record cannot be
+// created. A run that starts and fails returns an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(req)
 	if err != nil {
@@ -161,7 +186,17 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		UpdatedAt:       initiated,
 		History:         []ledger.StateEntry{{State: def.States[0].Name, At: initiated}},
 	}
+	if e.guards != nil {
+		release, err := e.guard(ctx, def, input, runUUID, log)
+		if err != nil {
+			return Outcome{RunUUID: runUUID}, err
+		}
+		defer release()
+	}
 	if err := e.record(ctx, func(ctx context.Context) error { return e.runs.CreateRun(ctx, rec) }); err != nil {
+		if errors.Is(err, ledger.ErrRunExists) {
+			return Outcome{RunUUID: runUUID}, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " has already started", Err: ErrDuplicateRun}
+		}
 		return Outcome{}, err
 	}
 
@@ -218,6 +253,73 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	e.summarize(log, out)
 	return out, nil
+}
+
+// guard takes the scope's guard for the run and returns its release. It closes the record of a
+// run whose guard expired before it finished (its process died or overran).
+func (e *Engine) guard(ctx context.Context, def Definition, input json.RawMessage, runUUID string, log *slog.Logger) (func(), error) {
+	scope := ScopeKey(def.Type, input)
+	key := ledger.GuardKey(string(def.Type), scope)
+	var expired *ledger.Guard
+	err := e.record(ctx, func(ctx context.Context) error {
+		var err error
+		expired, err = e.guards.Acquire(ctx, key, ledger.Guard{
+			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
+		}, e.guardTTL)
+		return err
+	})
+	var held *ledger.GuardHeldError
+	switch {
+	case errors.As(err, &held) && held.Holder.WorkflowRunUUID == runUUID:
+		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " is already in progress", Err: ErrDuplicateRun}
+	case errors.As(err, &held):
+		return nil, &contract.Error{
+			Code:    contract.CodeConflict,
+			Message: fmt.Sprintf("a run of %s on %s is in progress", def.Type, scope),
+			Details: map[string]any{"workflow_run_uuid": held.Holder.WorkflowRunUUID, "expires_at": held.Holder.ExpiresAt.UTC().Format(time.RFC3339)},
+			Err:     err,
+		}
+	case err != nil:
+		return nil, err
+	}
+	if expired != nil && expired.WorkflowRunUUID != runUUID {
+		at := e.now().UTC()
+		abandoned := &ledger.Failure{
+			Reason: "run_abandoned", Type: FailureTransient, Step: "guard", Layer: "workflow",
+			Action: "fail", Error: "the run's guard expired before the run finished: its process died or overran its budget",
+			ErrorType: "Abandoned",
+		}
+		err := e.record(ctx, func(ctx context.Context) error {
+			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, ledger.RunUpdate{FailedAt: at, Failure: abandoned})
+		})
+		switch {
+		case err == nil:
+			log.Warn("closed a run whose guard expired before it finished", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID)
+		case !errors.Is(err, ledger.ErrBadTransition) && status.Code(err) != codes.NotFound:
+			log.Warn("could not close a run whose guard expired", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID, "error", err.Error())
+		}
+	}
+	return func() {
+		if err := e.record(ctx, func(ctx context.Context) error { return e.guards.Release(ctx, key, runUUID) }); err != nil {
+			log.Warn("guard not released; it expires by itself", "error", err.Error())
+		}
+	}, nil
+}
+
+// ScopeKey names the scope a validated input covers: its scope fields' values joined by "/",
+// or "fleet".
+func ScopeKey(t contract.WorkflowType, input json.RawMessage) string {
+	_, fields := contract.ScopeOf(t)
+	if len(fields) == 0 {
+		return "fleet"
+	}
+	var m map[string]any
+	_ = json.Unmarshal(input, &m)
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = fmt.Sprint(m[f])
+	}
+	return strings.Join(parts, "/")
 }
 
 // runBody runs the body and turns a panic into a failure, so one bad row cannot take the

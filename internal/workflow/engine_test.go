@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -38,7 +39,7 @@ func newFixture(t *testing.T) fixture {
 }
 
 func (f fixture) engine(states []workflow.State, envelope []string, body workflow.Body) *workflow.Engine {
-	return workflow.NewEngine(f.runs, f.clock.Now, logging.Discard(), workflow.Definition{
+	return workflow.NewEngine(workflow.Options{Runs: f.runs, Now: f.clock.Now, Log: logging.Discard()}, workflow.Definition{
 		Type: contract.ExecutionSyncCloudRun, States: states, Envelope: envelope, Body: body,
 	})
 }
@@ -234,8 +235,8 @@ func TestAGivenRunUUIDIsUsedOnce(t *testing.T) {
 	if _, err := eng.Start(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Start(context.Background(), req); !errors.Is(err, ledger.ErrRunExists) {
-		t.Errorf("second start with the same uuid: %v, want ErrRunExists", err)
+	if _, err := eng.Start(context.Background(), req); !errors.Is(err, workflow.ErrDuplicateRun) || contract.CodeOf(err) != contract.CodeConflict {
+		t.Errorf("second start with the same uuid: %v, want a conflict wrapping ErrDuplicateRun", err)
 	}
 	if runs != 1 {
 		t.Errorf("body ran %d times", runs)
@@ -260,5 +261,103 @@ func TestErrorTypeAndTransience(t *testing.T) {
 		if got := workflow.Transient(c.err); got != c.transient {
 			t.Errorf("Transient(%v) = %t", c.err, got)
 		}
+	}
+}
+
+func (f fixture) guarded(t *testing.T, fs *firestore.Client, body workflow.Body) *workflow.Engine {
+	return workflow.NewEngine(workflow.Options{Runs: f.runs, Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute, Now: f.clock.Now, Log: logging.Discard()},
+		workflow.Definition{Type: contract.ExecutionSyncCloudRun, States: workflow.Linear, Body: body})
+}
+
+func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
+	t.Parallel()
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	f := fixture{runs: ledger.NewRunStore(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	eng := f.guarded(t, fs, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+		if run.Trigger == workflow.TriggerSchedule {
+			close(inside)
+			<-release
+		}
+		return workflow.Result{}, nil
+	})
+	first := make(chan workflow.Outcome, 1)
+	go func() {
+		out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerSchedule, RunUUID: "run-a"})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- out
+	}()
+	<-inside
+
+	// Another run on the same scope is refused with conflict, naming the holder.
+	_, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerManual})
+	var ce *contract.Error
+	if !errors.As(err, &ce) || ce.Code != contract.CodeConflict || !errors.Is(err, ledger.ErrGuardHeld) {
+		t.Fatalf("overlapping run: err = %v, want conflict", err)
+	}
+	if d, _ := ce.Details.(map[string]any); d["workflow_run_uuid"] != "run-a" {
+		t.Errorf("conflict details = %v", ce.Details)
+	}
+	// The same run delivered again while it runs is a duplicate.
+	_, err = eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, RunUUID: "run-a"})
+	if !errors.Is(err, workflow.ErrDuplicateRun) {
+		t.Errorf("redelivery during the run: err = %v, want ErrDuplicateRun", err)
+	}
+	// Another scope is free.
+	other := json.RawMessage(`{"organization_uuid": "1f8fad5b-d9cb-469f-a165-70867728950e"}`)
+	if out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: other}); err != nil || out.Status != "completed" {
+		t.Errorf("another scope: %v %v", out.Status, err)
+	}
+	close(release)
+	if out := <-first; out.Status != "completed" {
+		t.Errorf("first run ended %s", out.Status)
+	}
+	// After it ends, the scope is free again, and the same run uuid is still a duplicate.
+	if _, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, RunUUID: "run-a"}); !errors.Is(err, workflow.ErrDuplicateRun) {
+		t.Errorf("redelivery after the run: err = %v, want ErrDuplicateRun", err)
+	}
+	if out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput}); err != nil || out.Status != "completed" {
+		t.Errorf("a later run: %v %v", out.Status, err)
+	}
+	if _, err := fs.Collection(ledger.GuardsCollection).Doc(ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org)).Get(context.Background()); status.Code(err) != codes.NotFound {
+		t.Errorf("the guard outlived its runs: %v", err)
+	}
+}
+
+func TestAnExpiredGuardIsTakenOverAndItsRunClosed(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t)
+	f := fixture{runs: ledger.NewRunStore(fs), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	ctx := context.Background()
+	// A run that died mid-way: its record is reconciling and its guard is still there.
+	dead := ledger.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
+		InitiatedAt: f.clock.Now(), UpdatedAt: f.clock.Now()}
+	if err := f.runs.CreateRun(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	guards := ledger.NewGuardStore(fs)
+	if _, err := guards.Acquire(ctx, ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
+		ledger.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: f.clock.Now()}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	eng := f.guarded(t, fs, func(context.Context, workflow.Run) (workflow.Result, error) { return workflow.Result{}, nil })
+	if _, err := eng.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput}); !errors.Is(err, ledger.ErrGuardHeld) {
+		t.Fatalf("before expiry: %v, want the guard held", err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	out, err := eng.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput})
+	if err != nil || out.Status != "completed" {
+		t.Fatalf("after expiry: %v %v", out.Status, err)
+	}
+	rec, err := f.runs.GetRun(ctx, "dead-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != "failed" || rec.Failure == nil || rec.Failure.Reason != "run_abandoned" {
+		t.Errorf("the dead run's record = %s %+v", rec.Status, rec.Failure)
 	}
 }

@@ -1,0 +1,277 @@
+package functions
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/pubsub/v2"
+	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/emulator/gcloudemu"
+	"github.com/stalesweep/stalesweep/emulator/localpipeline"
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/auth"
+	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+)
+
+// The package's world: one functions framework server serving every target, as `stalesweep
+// serve` does; the Firestore and Pub/Sub emulators with the pipeline's topics pushing to that
+// server; the Cloud Run fake; and Google's signing keys replaced by a test key, so real ID
+// tokens are verified by the real validator.
+var (
+	fake     *cloudrunfake.Server
+	project  = testenv.Project()
+	baseURL  string
+	signer   *rsa.PrivateKey
+	audience = "https://stalesweep-test.example.run.app/StartWorkflow"
+	allowed  = "ops@example.com"
+)
+
+const keyID = "test-key-1"
+
+func TestMain(m *testing.M) { testenv.Main(&setupM{m}, testenv.WithPubSub()) }
+
+// setupM runs the package's setup once the emulators are up, then the tests.
+type setupM struct{ m *testing.M }
+
+func (s *setupM) Run() int {
+	if err := setup(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: setup:", err)
+		return 1
+	}
+	return s.m.Run()
+}
+
+func setup() error {
+	var err error
+	if fake, err = cloudrunfake.NewServer(); err != nil {
+		return err
+	}
+	port, err := gcloudemu.FreePort()
+	if err != nil {
+		return err
+	}
+	os.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	os.Setenv(cloudrun.EndpointEnv, fake.Addr)
+	os.Setenv(app.EnvLostGrace, "1h")
+	os.Unsetenv("FUNCTION_TARGET")
+	baseURL = "http://127.0.0.1:" + strconv.Itoa(port)
+
+	if signer, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+		return err
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
+			"kty": "RSA", "alg": "RS256", "use": "sig", "kid": keyID,
+			"n": b64(signer.N.Bytes()), "e": b64(big.NewInt(int64(signer.E)).Bytes()),
+		}}})
+	}))
+	certs := &http.Client{Transport: rewrite{to: jwks.URL}}
+	verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
+		return auth.New(ctx, auth.Config{Audience: audience, Allowed: []string{allowed}, HTTPClient: certs})
+	})
+
+	ctx := context.Background()
+	ps, err := pubsub.NewClient(ctx, project)
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	if err := localpipeline.Create(ctx, ps, pipeline.Topics{}, baseURL); err != nil {
+		return err
+	}
+	go func() {
+		// The framework's server cannot be stopped; it ends with the test binary.
+		if err := funcframework.StartHostPort("127.0.0.1", strconv.Itoa(port)); err != nil {
+			fmt.Fprintln(os.Stderr, "functions framework:", err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the functions framework did not start: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for a server to listen
+	}
+}
+
+// rewrite sends every request (Google's certificate URL) to the test key server.
+type rewrite struct{ to string }
+
+func (r rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	u := *req.URL
+	target, _ := req.URL.Parse(r.to)
+	u.Scheme, u.Host, u.Path = target.Scheme, target.Host, "/"
+	out.URL, out.Host = &u, target.Host
+	return http.DefaultTransport.RoundTrip(out)
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// idToken signs an ID token as Google would, with claims over the defaults of a valid token
+// for the allowed caller.
+func idToken(t *testing.T, claims map[string]any) string {
+	t.Helper()
+	c := map[string]any{
+		"iss": "https://accounts.google.com", "aud": audience, "email": allowed, "email_verified": true,
+		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix(), "sub": "1234567890",
+	}
+	for k, v := range claims {
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+	}
+	header, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": keyID})
+	payload, _ := json.Marshal(c)
+	signed := b64(header) + "." + b64(payload)
+	sum := sha256.Sum256([]byte(signed))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, signer, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed + "." + b64(sig)
+}
+
+func bearer(t *testing.T) http.Header {
+	return http.Header{"Authorization": {"Bearer " + idToken(t, nil)}, "Content-Type": {"application/json"}}
+}
+
+// world is one test's data: its own organizations in the package's project.
+type world struct {
+	fs  *firestore.Client
+	org string
+}
+
+func newWorld(t *testing.T) world {
+	fake.ClearFaults()
+	return world{fs: testenv.FirestoreProject(t, project), org: uuid.NewString()}
+}
+
+type rowKind string
+
+const (
+	kindSucceeded rowKind = "succeeded"
+	kindFailed    rowKind = "failed"
+	kindRunning   rowKind = "running"
+)
+
+// stale seeds a row of org not observed for an hour, whose execution Cloud Run reports as kind.
+func (w world) stale(t *testing.T, org string, kind rowKind) string {
+	t.Helper()
+	id := uuid.NewString()
+	name := cloudrunfake.ExecutionName("p", "l", "job", id)
+	at := time.Now().Add(-2 * time.Hour)
+	exec := cloudrunfake.Succeeded(name, at)
+	switch kind {
+	case kindFailed:
+		exec = cloudrunfake.Failed(name, at, 0)
+	case kindRunning:
+		exec = cloudrunfake.Running(name, at)
+	}
+	if err := fake.SetExecution(exec); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.fs.Collection(ledger.ExecutionsCollection).Doc(id).Set(context.Background(), map[string]any{
+		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
+		"observed_at": time.Now().Add(-time.Hour).Truncate(time.Microsecond), "provider_ref": map[string]any{"execution": name},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (w world) row(t *testing.T, id string) ledger.Execution {
+	t.Helper()
+	r, err := ledger.NewExecutionStore(w.fs, ledger.TxConfig{}).Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (w world) runRecords(t *testing.T) []ledger.RunRecord {
+	t.Helper()
+	snaps, err := w.fs.Collection(ledger.RunsCollection).Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ledger.RunRecord
+	for _, s := range snaps {
+		var r ledger.RunRecord
+		if err := s.DataTo(&r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or timeout passes; it waits on asynchronous deliveries
+// by the Pub/Sub emulator, which offer nothing to block on.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pushBody is a raw Pub/Sub push request body, as the emulator delivers it.
+func pushBody(data []byte, attrs map[string]string, messageID string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"subscription": "projects/" + project + "/subscriptions/test",
+		"message": map[string]any{
+			"data": base64.StdEncoding.EncodeToString(data), "attributes": attrs,
+			"messageId": messageID, "publishTime": time.Now().UTC().Format(time.RFC3339Nano),
+		},
+	})
+	return b
+}
+
+// ceRequest turns a push body into a binary-mode messagePublished CloudEvent, as Eventarc sends.
+func ceHeaders(id string) http.Header {
+	return http.Header{
+		"Content-Type":   {"application/json"},
+		"Ce-Id":          {id},
+		"Ce-Specversion": {"1.0"},
+		"Ce-Type":        {"google.cloud.pubsub.topic.v1.messagePublished"},
+		"Ce-Source":      {"//pubsub.googleapis.com/projects/" + project + "/topics/t"},
+	}
+}
+
+func startBody(org string, extra string) string {
+	return fmt.Sprintf(`{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"organization_uuid": %q%s}}`, org, extra)
+}
+

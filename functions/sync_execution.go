@@ -1,0 +1,55 @@
+package functions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+)
+
+// SyncExecution syncs one runner execution for a message on the syncs topic. The message names
+// the run and the row as the scan saw it; the row's decision is written with a receipt for
+// (run, row), so a redelivered message writes nothing. A failure worth retrying (the executor or
+// Firestore unavailable) returns an error; everything else is acknowledged.
+func SyncExecution(ctx context.Context, e event.Event) error {
+	msg, log, ok := pubsubMessage(ctx, e, "SyncExecution")
+	if !ok {
+		return nil
+	}
+	var req executionsync.SyncRequest
+	dec := json.NewDecoder(bytes.NewReader(msg.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		log.ErrorContext(ctx, "malformed sync message acknowledged", "error", err.Error())
+		return nil
+	}
+	log = log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
+		"runner_execution_uuid", req.RunnerExecutionUUID)
+	if err := req.Validate(); err != nil {
+		log.ErrorContext(ctx, "invalid sync message acknowledged", "error", err.Error())
+		return nil
+	}
+	a, err := deps.Get(ctx)
+	if err != nil {
+		return fmt.Errorf("sync execution: %w", err)
+	}
+	syncer, ok := a.Syncers[req.Provider]
+	if !ok {
+		log.ErrorContext(ctx, "sync message for a provider this build does not sync; acknowledged", "provider", req.Provider)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.SyncBudget())
+	defer cancel()
+	res := syncer.SyncOnce(ctx, req)
+	if res.Transient() {
+		return fmt.Errorf("sync execution %s: %s: %v", req.RunnerExecutionUUID, res.Outcome, res.Err)
+	}
+	if res.Outcome == executionsync.SyncErrored {
+		log.ErrorContext(ctx, "sync failed for good; acknowledged", "layer", res.Layer, "error", res.Err.Error())
+	}
+	return nil
+}

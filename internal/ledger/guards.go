@@ -1,0 +1,102 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// GuardsCollection holds one lease per workflow type and scope while a run of it is in progress.
+const GuardsCollection = "sweep_guards"
+
+// Guard is a sweep_guards document: the run that holds a scope, until when.
+type Guard struct {
+	WorkflowRunUUID string    `firestore:"workflow_run_uuid"`
+	WorkflowType    string    `firestore:"workflow_type"`
+	Scope           string    `firestore:"scope"`
+	AcquiredAt      time.Time `firestore:"acquired_at"`
+	ExpiresAt       time.Time `firestore:"expires_at"`
+}
+
+// ErrGuardHeld is returned by Acquire when another live run holds the scope.
+var ErrGuardHeld = errors.New("a run of this workflow on this scope is in progress")
+
+// GuardHeldError says which run holds the scope.
+type GuardHeldError struct{ Holder Guard }
+
+func (e *GuardHeldError) Error() string {
+	return fmt.Sprintf("%v: run %s, until %s", ErrGuardHeld, e.Holder.WorkflowRunUUID, e.Holder.ExpiresAt.UTC().Format(time.RFC3339))
+}
+
+func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
+
+// GuardStore takes and releases per-scope run guards.
+type GuardStore struct{ client *firestore.Client }
+
+// NewGuardStore returns a store on client.
+func NewGuardStore(client *firestore.Client) *GuardStore { return &GuardStore{client: client} }
+
+// GuardKey is the document id of the guard of one workflow type on one scope.
+func GuardKey(workflowType, scope string) string {
+	return strings.NewReplacer("/", "_").Replace(workflowType + ":" + scope)
+}
+
+// Acquire takes the guard of key for run until now+ttl, in a transaction. It fails with a
+// *GuardHeldError when a guard that has not expired is held, by any run (the same run's
+// duplicate delivery included). When it takes over an expired guard it returns that guard, so
+// the caller can close the run that left it.
+func (s *GuardStore) Acquire(ctx context.Context, key string, g Guard, ttl time.Duration) (expired *Guard, err error) {
+	ref := s.client.Collection(GuardsCollection).Doc(key)
+	g.ExpiresAt = g.AcquiredAt.Add(ttl)
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		expired = nil
+		snap, err := tx.Get(ref)
+		switch {
+		case status.Code(err) == codes.NotFound:
+		case err != nil:
+			return err
+		default:
+			var cur Guard
+			if err := snap.DataTo(&cur); err != nil {
+				return err
+			}
+			if cur.ExpiresAt.After(g.AcquiredAt) {
+				return &GuardHeldError{Holder: cur}
+			}
+			expired = &cur
+		}
+		return tx.Set(ref, g)
+	}, firestore.MaxAttempts(3))
+	if err != nil {
+		return nil, fmt.Errorf("acquire guard %s: %w", key, err)
+	}
+	return expired, nil
+}
+
+// Release deletes the guard of key if run still holds it.
+func (s *GuardStore) Release(ctx context.Context, key, runUUID string) error {
+	ref := s.client.Collection(GuardsCollection).Doc(key)
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if holder, _ := snap.DataAt("workflow_run_uuid"); holder != runUUID {
+			return nil
+		}
+		return tx.Delete(ref)
+	}, firestore.MaxAttempts(3))
+	if err != nil {
+		return fmt.Errorf("release guard %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package pipeline
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
+)
+
+// Tick asks for one run of a workflow on every scope it covers.
+type Tick struct {
+	WorkflowType contract.WorkflowType
+	// InitialData holds the defaults of every run (min_age_seconds, limit, ...). When it names
+	// a scope itself (an organization_uuid), only that scope is dispatched.
+	InitialData json.RawMessage
+	Trigger     string
+	Actor       string
+	// TickID is the tick message's id. The runs' uuids derive from it, so a redelivered tick
+	// names the same runs and they are not run twice.
+	TickID string
+}
+
+// Defaults of DispatchConfig.
+const (
+	PageSizeDefault  = 500
+	MaxScopesDefault = 10000
+	BudgetDefault    = 60 * time.Second
+)
+
+// DispatchConfig bounds one dispatch. Zero values take the defaults.
+type DispatchConfig struct {
+	PageSize  int           // scopes read per query
+	MaxScopes int           // scopes dispatched per tick at most
+	Budget    time.Duration // the whole dispatch
+}
+
+// Report is what one dispatch did.
+type Report struct {
+	WorkflowType string `json:"workflow_type"`
+	TickID       string `json:"tick_id"`
+	Scopes       int    `json:"scopes"`    // scopes enumerated
+	Published    int    `json:"published"` // sweep messages Pub/Sub acknowledged
+	Failed       int    `json:"failed"`    // sweep messages that failed to publish
+	Deferred     int    `json:"deferred"`  // enumerated but not published before the budget ran out
+	Capped       bool   `json:"capped"`    // enumeration stopped at MaxScopes
+	OutOfBudget  bool   `json:"out_of_budget"`
+}
+
+// Dispatcher turns a tick into sweep messages.
+type Dispatcher struct {
+	orgs  *ledger.OrganizationStore
+	pub   Publisher
+	topic string
+	cfg   DispatchConfig
+	log   *slog.Logger
+}
+
+// NewDispatcher returns a dispatcher publishing to the sweeps topic.
+func NewDispatcher(orgs *ledger.OrganizationStore, pub Publisher, sweepsTopic string, cfg DispatchConfig, log *slog.Logger) *Dispatcher {
+	cfg.PageSize = cmp.Or(cfg.PageSize, PageSizeDefault)
+	cfg.MaxScopes = cmp.Or(cfg.MaxScopes, MaxScopesDefault)
+	cfg.Budget = cmp.Or(cfg.Budget, BudgetDefault)
+	return &Dispatcher{orgs: orgs, pub: pub, topic: sweepsTopic, cfg: cfg, log: log}
+}
+
+// placeholderScope stands in for the scope when a tick's defaults are validated.
+const placeholderScope = "00000000-0000-4000-8000-000000000000"
+
+// Dispatch publishes one sweep message per scope of the tick's workflow. An invalid tick is a
+// *contract.ValidationError and publishes nothing. It returns an error, with the report, when
+// enumeration failed or any message could not be published: the tick is then worth delivering
+// again, and the runs it already started are skipped as duplicates.
+func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
+	rep := Report{WorkflowType: string(tick.WorkflowType), TickID: tick.TickID}
+	kind, fields := contract.ScopeOf(tick.WorkflowType)
+	defaults, explicit, err := d.validate(tick, fields)
+	if err != nil {
+		return rep, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
+	defer cancel()
+
+	publish := func(scopes []string) error {
+		msgs := make([]Message, 0, len(scopes))
+		for _, scope := range scopes {
+			m, err := d.sweepMessage(tick, defaults, fields, scope)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, m)
+		}
+		for _, r := range d.pub.PublishBatch(ctx, d.topic, msgs) {
+			switch {
+			case r.Err == nil:
+				rep.Published++
+			case ctx.Err() != nil:
+				rep.Deferred++
+				rep.OutOfBudget = true
+			default:
+				rep.Failed++
+				d.log.Warn("sweep message not published", "error", r.Err.Error())
+			}
+		}
+		return nil
+	}
+
+	switch {
+	case explicit != "" || kind == contract.ScopeFleet:
+		rep.Scopes = 1
+		if err := publish([]string{explicit}); err != nil {
+			return rep, err
+		}
+	case kind == contract.ScopeOrganization:
+		after := ""
+		for rep.Scopes < d.cfg.MaxScopes {
+			if ctx.Err() != nil {
+				rep.OutOfBudget = true
+				break
+			}
+			ids, err := d.orgs.ListEnabled(ctx, after, min(d.cfg.PageSize, d.cfg.MaxScopes-rep.Scopes))
+			if err != nil {
+				return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
+			}
+			rep.Scopes += len(ids)
+			if err := publish(ids); err != nil {
+				return rep, err
+			}
+			if len(ids) < d.cfg.PageSize {
+				break
+			}
+			after = ids[len(ids)-1]
+		}
+		rep.Capped = rep.Scopes >= d.cfg.MaxScopes
+	default:
+		return rep, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
+	}
+	if rep.Failed > 0 || rep.Deferred > 0 {
+		return rep, fmt.Errorf("dispatch %s: %d sweep messages failed to publish, %d deferred", tick.WorkflowType, rep.Failed, rep.Deferred)
+	}
+	return rep, nil
+}
+
+// validate checks the tick and returns its defaults as an object, and the scope it names
+// explicitly ("" when it names none).
+func (d *Dispatcher) validate(tick Tick, fields []string) (map[string]json.RawMessage, string, error) {
+	if !tick.WorkflowType.Implemented() {
+		return nil, "", contract.Invalid("workflow_type", "enum", "workflow type %q is not implemented in this build", tick.WorkflowType)
+	}
+	defaults := map[string]json.RawMessage{}
+	if raw := bytes.TrimSpace(tick.InitialData); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &defaults); err != nil {
+			return nil, "", contract.Invalid("initial_data", "type", "must be a JSON object")
+		}
+	}
+	explicit := ""
+	probe := map[string]json.RawMessage{}
+	for k, v := range defaults {
+		probe[k] = v
+	}
+	for _, f := range fields {
+		if v, ok := defaults[f]; ok {
+			var s string
+			_ = json.Unmarshal(v, &s)
+			explicit = s
+			continue
+		}
+		probe[f] = json.RawMessage(`"` + placeholderScope + `"`)
+	}
+	raw, _ := json.Marshal(probe)
+	if _, err := contract.Validate(tick.WorkflowType, raw); err != nil {
+		return nil, "", err
+	}
+	return defaults, explicit, nil
+}
+
+// sweepMessage builds the sweep message of one scope.
+func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage, fields []string, scope string) (Message, error) {
+	data := map[string]json.RawMessage{}
+	for k, v := range defaults {
+		data[k] = v
+	}
+	if len(fields) > 0 && scope != "" {
+		b, _ := json.Marshal(scope)
+		data[fields[0]] = b
+	}
+	initial, _ := json.Marshal(data)
+	body, err := json.Marshal(message.Start{WorkflowType: tick.WorkflowType, InitialData: initial})
+	if err != nil {
+		return Message{}, fmt.Errorf("encode sweep message: %w", err)
+	}
+	attrs := map[string]string{
+		AttrTrigger:         cmp.Or(tick.Trigger, "schedule"),
+		AttrWorkflowType:    string(tick.WorkflowType),
+		AttrWorkflowRunUUID: RunUUID(tick.TickID, tick.WorkflowType, scope),
+		AttrTickID:          tick.TickID,
+	}
+	if tick.Actor != "" {
+		attrs[AttrActor] = tick.Actor
+	}
+	return Message{Data: body, Attributes: attrs}, nil
+}
+
+// runNamespace is the UUID namespace of the runs a tick starts.
+var runNamespace = uuid.MustParse("6f1d3c2e-8a44-4f7e-9a53-51b0e6c2d7a1")
+
+// RunUUID is the uuid of the run a tick starts on a scope: the same for every delivery of the
+// same tick, different for every other tick. Without a tick id it is random.
+func RunUUID(tickID string, t contract.WorkflowType, scope string) string {
+	if tickID == "" {
+		return uuid.NewString()
+	}
+	return uuid.NewSHA1(runNamespace, []byte(tickID+"\n"+string(t)+"\n"+scope)).String()
+}

@@ -1,0 +1,262 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"github.com/google/uuid"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// failSwitch is a pstest reactor that fails every Publish while on.
+type failSwitch struct{ on atomic.Bool }
+
+func (f *failSwitch) React(any) (bool, any, error) {
+	if f.on.Load() {
+		return true, nil, status.Error(codes.PermissionDenied, "injected: publisher lacks roles/pubsub.publisher")
+	}
+	return false, nil, nil
+}
+
+type fakePubSub struct {
+	srv    *pstest.Server
+	client *pubsub.Client
+	pub    *pipeline.PubSub
+	fail   *failSwitch
+}
+
+func newPubSub(t *testing.T, topics ...string) *fakePubSub {
+	t.Helper()
+	f := &fakePubSub{fail: &failSwitch{}}
+	f.srv = pstest.NewServer(pstest.ServerReactorOption{FuncName: "Publish", Reactor: f.fail})
+	t.Cleanup(func() { f.srv.Close() })
+	conn, err := grpc.NewClient(f.srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client, err = pubsub.NewClient(context.Background(), "proj", option.WithGRPCConn(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.client.Close() })
+	for _, topic := range topics {
+		if _, err := f.client.TopicAdminClient.CreateTopic(context.Background(), &pubsubpb.Topic{Name: "projects/proj/topics/" + topic}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.pub = pipeline.NewPubSub(f.client, 5*time.Second, 4)
+	t.Cleanup(f.pub.Stop)
+	return f
+}
+
+// sweeps decodes every message published, by its run uuid.
+func (f *fakePubSub) sweeps(t *testing.T) map[string]message.Start {
+	t.Helper()
+	out := map[string]message.Start{}
+	for _, m := range f.srv.Messages() {
+		s, err := message.ParseStart(m.Data)
+		if err != nil {
+			t.Fatalf("published message is not a start: %v", err)
+		}
+		out[m.Attributes[pipeline.AttrWorkflowRunUUID]] = s
+	}
+	return out
+}
+
+type dispatchEnv struct {
+	orgs    *ledger.OrganizationStore
+	ps      *fakePubSub
+	enabled []string
+}
+
+func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
+	t.Helper()
+	fs := testenv.Firestore(t)
+	e := dispatchEnv{orgs: ledger.NewOrganizationStore(fs), ps: newPubSub(t, pipeline.SweepsDefault)}
+	for i := range enabled + disabled {
+		id := uuid.NewString()
+		if err := e.orgs.Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: i < enabled}); err != nil {
+			t.Fatal(err)
+		}
+		if i < enabled {
+			e.enabled = append(e.enabled, id)
+		}
+	}
+	return e
+}
+
+func (e dispatchEnv) dispatcher(cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
+	return pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, cfg, logging.Discard())
+}
+
+var tick = pipeline.Tick{
+	WorkflowType: contract.ExecutionSyncCloudRun,
+	InitialData:  json.RawMessage(`{"min_age_seconds": 120, "limit": 50}`),
+	Trigger:      "schedule",
+	TickID:       "tick-1",
+}
+
+func TestDispatchPublishesOneSweepPerEnabledOrganization(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 10, 4)
+	rep, err := e.dispatcher(pipeline.DispatchConfig{PageSize: 3}).Dispatch(context.Background(), tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scopes != 10 || rep.Published != 10 || rep.Failed != 0 || rep.Capped {
+		t.Errorf("report = %+v", rep)
+	}
+	sweeps := e.ps.sweeps(t)
+	for _, org := range e.enabled {
+		run := pipeline.RunUUID(tick.TickID, tick.WorkflowType, org)
+		s, ok := sweeps[run]
+		if !ok {
+			t.Errorf("no sweep message for organization %s (run %s)", org, run)
+			continue
+		}
+		var in map[string]any
+		_ = json.Unmarshal(s.InitialData, &in)
+		if in["organization_uuid"] != org || in["min_age_seconds"] != float64(120) || in["limit"] != float64(50) || s.WorkflowType != tick.WorkflowType {
+			t.Errorf("sweep message for %s = %s %s", org, s.WorkflowType, s.InitialData)
+		}
+		if _, err := contract.Validate(s.WorkflowType, s.InitialData); err != nil {
+			t.Errorf("sweep message for %s is not a valid run: %v", org, err)
+		}
+	}
+	for _, m := range e.ps.srv.Messages() {
+		if m.Attributes[pipeline.AttrTrigger] != "schedule" || m.Attributes[pipeline.AttrTickID] != "tick-1" {
+			t.Errorf("attributes = %v", m.Attributes)
+		}
+	}
+}
+
+func TestARedeliveredTickNamesTheSameRuns(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 3, 0)
+	d := e.dispatcher(pipeline.DispatchConfig{})
+	for range 2 {
+		if _, err := d.Dispatch(context.Background(), tick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := tick
+	other.TickID = "tick-2"
+	if _, err := d.Dispatch(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, m := range e.ps.srv.Messages() {
+		runs[m.Attributes[pipeline.AttrWorkflowRunUUID]]++
+	}
+	if len(runs) != 6 {
+		t.Errorf("%d distinct runs over two deliveries of one tick and one other tick, want 6 (3 + 3)", len(runs))
+	}
+	for _, org := range e.enabled {
+		if runs[pipeline.RunUUID("tick-1", tick.WorkflowType, org)] != 2 || runs[pipeline.RunUUID("tick-2", tick.WorkflowType, org)] != 1 {
+			t.Errorf("organization %s: runs %v", org, runs)
+		}
+	}
+}
+
+func TestATickNamingOneOrganizationDispatchesOnlyIt(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 3, 1)
+	one := tick
+	one.InitialData = json.RawMessage(`{"organization_uuid": "` + e.enabled[1] + `"}`)
+	rep, err := e.dispatcher(pipeline.DispatchConfig{}).Dispatch(context.Background(), one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweeps := e.ps.sweeps(t)
+	if rep.Published != 1 || len(sweeps) != 1 {
+		t.Fatalf("report %+v, %d messages", rep, len(sweeps))
+	}
+	if _, ok := sweeps[pipeline.RunUUID(tick.TickID, tick.WorkflowType, e.enabled[1])]; !ok {
+		t.Errorf("the named organization's run is missing: %v", sweeps)
+	}
+}
+
+func TestAnInvalidTickPublishesNothing(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 3, 0)
+	d := e.dispatcher(pipeline.DispatchConfig{})
+	for name, bad := range map[string]pipeline.Tick{
+		"limit 0":         {WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{"limit": 0}`), TickID: "t"},
+		"unknown field":   {WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{"limitt": 5}`), TickID: "t"},
+		"not an object":   {WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`[1]`), TickID: "t"},
+		"not implemented": {WorkflowType: contract.PMSweep, TickID: "t"},
+		"bad scope":       {WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{"organization_uuid": "acme"}`), TickID: "t"},
+	} {
+		_, err := d.Dispatch(context.Background(), bad)
+		if contract.CodeOf(err) != contract.CodeValidationFailed {
+			t.Errorf("%s: err = %v, want validation_failed", name, err)
+		}
+	}
+	if n := len(e.ps.srv.Messages()); n != 0 {
+		t.Errorf("invalid ticks published %d messages", n)
+	}
+}
+
+func TestDispatchCountsPublishFailuresAndAsksForRedelivery(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 5, 0)
+	e.ps.fail.on.Store(true)
+	rep, err := e.dispatcher(pipeline.DispatchConfig{}).Dispatch(context.Background(), tick)
+	if err == nil || rep.Failed != 5 || rep.Published != 0 {
+		t.Errorf("report %+v err %v, want 5 failed and an error", rep, err)
+	}
+}
+
+func TestDispatchStopsAtItsScopeCap(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 7, 0)
+	rep, err := e.dispatcher(pipeline.DispatchConfig{PageSize: 2, MaxScopes: 5}).Dispatch(context.Background(), tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scopes != 5 || rep.Published != 5 || !rep.Capped {
+		t.Errorf("report = %+v, want 5 published and capped", rep)
+	}
+}
+
+func TestRunUUID(t *testing.T) {
+	a := pipeline.RunUUID("m1", contract.ExecutionSyncCloudRun, "org")
+	if a != pipeline.RunUUID("m1", contract.ExecutionSyncCloudRun, "org") {
+		t.Error("not deterministic")
+	}
+	for _, b := range []string{
+		pipeline.RunUUID("m2", contract.ExecutionSyncCloudRun, "org"),
+		pipeline.RunUUID("m1", contract.ExecutionSyncKubernetes, "org"),
+		pipeline.RunUUID("m1", contract.ExecutionSyncCloudRun, "org2"),
+	} {
+		if a == b {
+			t.Error("different ticks, types or scopes share a run uuid")
+		}
+	}
+	if uuid.Validate(a) != nil {
+		t.Errorf("%q is not a uuid", a)
+	}
+	if pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org") == pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org") {
+		t.Error("without a tick id the run uuid must be fresh")
+	}
+}
+

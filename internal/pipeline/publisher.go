@@ -1,0 +1,144 @@
+// Package pipeline is the Pub/Sub side of stalesweep: the three topics, the messages on them,
+// the Dispatcher that turns one tick into one sweep message per scope, and the Starter that
+// hands an execution-sync run's candidates to the syncs topic.
+//
+//	Cloud Scheduler ─tick─▶ stalesweep-ticks ─▶ Dispatch ─one per scope─▶ stalesweep-sweeps
+//	    ─▶ Sweep (one run) ─one per stale row─▶ stalesweep-syncs ─▶ SyncExecution
+//
+// What holds:
+//   - Every step is idempotent by the state it reads, never by message id alone: a sweep
+//     message carries a workflow_run_uuid derived from the tick's message id, the workflow type
+//     and the scope, so a redelivered tick or sweep message names a run that already exists and
+//     is skipped; a redelivered sync message finds its receipt and writes nothing.
+//   - Enumeration is paged and bounded; publishing is batched, bounded in flight, and each batch
+//     waits for Pub/Sub's acknowledgement, which is what "published" means.
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+)
+
+// Default topic names.
+const (
+	TicksDefault  = "stalesweep-ticks"
+	SweepsDefault = "stalesweep-sweeps"
+	SyncsDefault  = "stalesweep-syncs"
+)
+
+// Topics names the pipeline's topics (ids in the process's project, or full names).
+type Topics struct {
+	Ticks, Sweeps, Syncs string
+}
+
+// WithDefaults fills empty names with the defaults.
+func (t Topics) WithDefaults() Topics {
+	t.Ticks = cmp.Or(t.Ticks, TicksDefault)
+	t.Sweeps = cmp.Or(t.Sweeps, SweepsDefault)
+	t.Syncs = cmp.Or(t.Syncs, SyncsDefault)
+	return t
+}
+
+// Message attributes.
+const (
+	AttrTrigger             = "trigger"               // schedule | manual
+	AttrActor               = "actor"                 // who asked, where known
+	AttrWorkflowRunUUID     = "workflow_run_uuid"     // the run a sweep or sync message belongs to
+	AttrTickID              = "tick_id"               // the tick a sweep message came from
+	AttrWorkflowType        = "workflow_type"         // for filtering and logs
+	AttrRunnerExecutionUUID = "runner_execution_uuid" // on sync messages
+)
+
+// Message is one message to publish.
+type Message struct {
+	Data       []byte
+	Attributes map[string]string
+}
+
+// Result is one publish's end: the server's message id, or why it failed.
+type Result struct {
+	ID  string
+	Err error
+}
+
+// Publisher publishes batches and waits for each message's acknowledgement. *PubSub has it;
+// tests may substitute their own.
+type Publisher interface {
+	PublishBatch(ctx context.Context, topic string, msgs []Message) []Result
+}
+
+// Defaults of PubSub.
+const (
+	PublishTimeoutDefault = 30 * time.Second // the client's own retries, per bundle
+	MaxInFlightDefault    = 500              // messages awaiting acknowledgement at once
+)
+
+// PubSub publishes through a Pub/Sub client, one cached publisher per topic.
+type PubSub struct {
+	client      *pubsub.Client
+	timeout     time.Duration
+	maxInFlight int
+
+	mu   sync.Mutex
+	pubs map[string]*pubsub.Publisher
+}
+
+// NewPubSub returns a publisher on client. Zero values take the defaults.
+func NewPubSub(client *pubsub.Client, timeout time.Duration, maxInFlight int) *PubSub {
+	return &PubSub{
+		client:      client,
+		timeout:     cmp.Or(timeout, PublishTimeoutDefault),
+		maxInFlight: cmp.Or(maxInFlight, MaxInFlightDefault),
+		pubs:        map[string]*pubsub.Publisher{},
+	}
+}
+
+func (p *PubSub) publisher(topic string) *pubsub.Publisher {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pub, ok := p.pubs[topic]; ok {
+		return pub
+	}
+	pub := p.client.Publisher(topic)
+	pub.PublishSettings.Timeout = p.timeout
+	p.pubs[topic] = pub
+	return pub
+}
+
+// PublishBatch publishes msgs, at most maxInFlight awaiting acknowledgement at once, and
+// returns each one's result in order. A message not published before ctx ends fails with ctx's
+// error.
+func (p *PubSub) PublishBatch(ctx context.Context, topic string, msgs []Message) []Result {
+	pub := p.publisher(topic)
+	out := make([]Result, len(msgs))
+	for start := 0; start < len(msgs); start += p.maxInFlight {
+		end := min(start+p.maxInFlight, len(msgs))
+		pending := make([]*pubsub.PublishResult, 0, end-start)
+		for _, m := range msgs[start:end] {
+			pending = append(pending, pub.Publish(ctx, &pubsub.Message{Data: m.Data, Attributes: m.Attributes}))
+		}
+		for i, r := range pending {
+			id, err := r.Get(ctx)
+			if err != nil {
+				err = fmt.Errorf("publish to %s: %w", topic, err)
+			}
+			out[start+i] = Result{ID: id, Err: err}
+		}
+	}
+	return out
+}
+
+// Stop flushes and stops every publisher.
+func (p *PubSub) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pub := range p.pubs {
+		pub.Stop()
+	}
+	clear(p.pubs)
+}
