@@ -36,4 +36,3 @@ func trigger(msg message.PubSub) workflow.Trigger {
 	}
 	return workflow.TriggerSchedule
 }
-

@@ -21,6 +21,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
@@ -40,7 +41,10 @@ func init() {
 // Targets lists the registered targets, for the deployment's checks.
 func Targets() []string { return []string{"Dispatch", "Sweep", "SyncExecution", "StartWorkflow"} }
 
-var log = logging.New(os.Stdout, logging.ParseLevel(os.Getenv(app.EnvLogLevel)))
+// log is built on first use, so it follows the environment the process has by then.
+var log = sync.OnceValue(func() *slog.Logger {
+	return logging.New(os.Stdout, logging.ParseLevel(os.Getenv(app.EnvLogLevel)))
+})
 
 var deps = app.NewLazy(func(ctx context.Context) (*app.App, error) {
 	cfg, err := app.ConfigFromEnv(os.Getenv)
@@ -68,4 +72,4 @@ var verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
 })
 
 // logger returns the package logger.
-func logger() *slog.Logger { return log }
+func logger() *slog.Logger { return log() }

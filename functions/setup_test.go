@@ -274,4 +274,3 @@ func ceHeaders(id string) http.Header {
 func startBody(org string, extra string) string {
 	return fmt.Sprintf(`{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"organization_uuid": %q%s}}`, org, extra)
 }
-

@@ -17,6 +17,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	verbose := fs.Bool("verbose", false, "also write the workflows' JSON logs to stderr")
 	limit := fs.Int("limit", 50, "rows per workflow run (1..200)")
+	viaPipeline := fs.Bool("pipeline", false, "run every round through the deployed shape: a tick on the Pub/Sub emulator → Dispatch → Sweep → SyncExecution")
 	grace := fs.Duration("lost-grace", 3*time.Second, "how long an execution Cloud Run does not know stays unknown before it is settled lost")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitInvalid
@@ -30,7 +31,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log = logging.New(stderr, slog.LevelInfo)
 	}
 	started := time.Now()
-	if _, err := demo.Run(ctx, demo.Options{Out: stdout, Log: log, Limit: *limit, LostGrace: *grace}); err != nil {
+	if _, err := demo.Run(ctx, demo.Options{Out: stdout, Log: log, Verbose: *verbose, Limit: *limit, LostGrace: *grace, Pipeline: *viaPipeline}); err != nil {
 		fmt.Fprintf(stderr, "stalesweep demo: %v\n", err)
 		return exitFailed
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
 	_ "github.com/stalesweep/stalesweep/functions" // registers the targets
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/auth"
 )
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
@@ -26,8 +28,21 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stalesweep serve: --addr %q: %v\n", *addr, err)
 		return exitInvalid
 	}
-	fmt.Fprintf(stderr, "stalesweep serve: functions on http://%s (FIRESTORE_EMULATOR_HOST=%q, %s=%q)\n",
-		*addr, os.Getenv("FIRESTORE_EMULATOR_HOST"), "STALESWEEP_CLOUD_RUN_ENDPOINT", os.Getenv("STALESWEEP_CLOUD_RUN_ENDPOINT"))
+	cfg, err := app.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "stalesweep serve: %v\n", err)
+		return exitInvalid
+	}
+	fmt.Fprintf(stderr, "stalesweep serve: functions on http://%s (FIRESTORE_EMULATOR_HOST=%q PUBSUB_EMULATOR_HOST=%q %s=%q)\n",
+		*addr, os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("PUBSUB_EMULATOR_HOST"), app.EnvCloudRunEndpoint, cfg.CloudRunEndpoint)
+	switch {
+	case cfg.Auth.Mode == auth.ModeOff:
+		fmt.Fprintln(stderr, "stalesweep serve: AUTHENTICATION IS OFF (STALESWEEP_AUTH=off): any caller may start workflows; for local use only")
+	case cfg.Auth.Audience == "":
+		fmt.Fprintln(stderr, "stalesweep serve: StartWorkflow will refuse every request: set STALESWEEP_AUTH_AUDIENCE (or STALESWEEP_AUTH=off locally)")
+	default:
+		fmt.Fprintf(stderr, "stalesweep serve: StartWorkflow takes Google ID tokens for %s from %v\n", cfg.Auth.Audience, cfg.Auth.Allowed)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- funcframework.StartHostPort(host, port) }()
 	select {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
@@ -35,10 +36,60 @@ import (
 type Options struct {
 	Out       io.Writer     // progress and summary
 	Log       *slog.Logger  // the workflows' logs; nil discards them
+	Verbose   bool          // in pipeline mode, let the functions' own logs through too
 	Limit     int           // rows per run (default 50)
 	LostGrace time.Duration // how long a missing execution stays unknown (default 3s, to keep the demo short)
 	Pause     time.Duration // between runs (default 250ms)
 	MaxRuns   int           // give up after this many runs (default 60)
+	// Pipeline runs every round through the deployed shape: a tick published to the Pub/Sub
+	// emulator, pushed to the functions served in this process (Dispatch → Sweep →
+	// SyncExecution). The second organization has sweeps disabled there.
+	Pipeline bool
+}
+
+// roundResult is what one run (inline) or one tick (pipeline) did to the demo organization.
+type roundResult struct {
+	candidates, started, skipped, failed int
+	settled                              map[string]int
+	refreshed, unknown                   int
+}
+
+// round sweeps once.
+type round func(ctx context.Context) (roundResult, error)
+
+// inlineRounds runs the workflow in this process, syncs inline.
+func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore, runClient cloudrun.ExecutionGetter, org string) (round, error) {
+	adapter := cloudrun.New(runClient, cloudrun.Config{})
+	syncer := executionsync.NewSyncer(store, adapter, time.Now, o.LostGrace, o.Log)
+	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: o.LostGrace}.WithDefaults()
+	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), Now: time.Now, Log: o.Log},
+		wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": o.Limit})
+	return func(ctx context.Context) (roundResult, error) {
+		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: input, Trigger: workflow.TriggerLocal, Actor: "demo"})
+		if err != nil {
+			return roundResult{}, err
+		}
+		if out.Status != workflow.StateCompleted {
+			return roundResult{}, fmt.Errorf("run %s failed: %v", out.RunUUID, out.Err)
+		}
+		var o executionsync.Output
+		var st executionsync.Stats
+		decode(out.Output, &o)
+		decode(out.Stats, &st)
+		return roundResult{candidates: o.CandidateCount, started: o.StartedCount, skipped: o.SkippedMissingMetadataCount,
+			failed: o.FailedStartCount, settled: st.Settled, refreshed: st.Refreshed, unknown: st.Unknown}, nil
+	}, nil
+}
+
+func decode(from, to any) {
+	if b, err := json.Marshal(from); err == nil {
+		_ = json.Unmarshal(b, to)
+	}
 }
 
 // Result is what the demo found.
@@ -95,16 +146,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	defer runClient.Close()
 
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
-	adapter := cloudrun.New(runClient, cloudrun.Config{})
-	syncer := executionsync.NewSyncer(store, adapter, time.Now, o.LostGrace, o.Log)
-	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: o.LostGrace}.WithDefaults()
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now)
-	if err != nil {
-		return Result{}, err
-	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), Now: time.Now, Log: o.Log},
-		wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
-
 	orgA, orgB := uuid.NewString(), uuid.NewString()
 	rows, err := seed(ctx, store, fake, orgA, orgB, time.Now())
 	if err != nil {
@@ -114,30 +155,36 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	fmt.Fprintf(w, "seeded project %s: organization %s with %d runner executions, organization %s with %d\n\n",
 		project, orgA, len(rows)-30, orgB, 30)
 
-	fmt.Fprintf(w, "sweeping %s (limit %d, min_age_seconds 60, lost grace %s)\n", contract.ExecutionSyncCloudRun, o.Limit, o.LostGrace)
+	var next round
+	if o.Pipeline {
+		var stop func()
+		next, stop, err = pipelineRounds(ctx, o, fs, fake, project, orgA, orgB)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+	} else if next, err = inlineRounds(o, fs, store, runClient, orgA); err != nil {
+		return res, err
+	}
+	mode := "inline syncs"
+	if o.Pipeline {
+		mode = "ticks → Dispatch → Sweep → SyncExecution over the Pub/Sub emulator"
+	}
+	fmt.Fprintf(w, "sweeping %s (%s; limit %d, min_age_seconds 60, lost grace %s)\n", contract.ExecutionSyncCloudRun, mode, o.Limit, o.LostGrace)
 	fmt.Fprintf(w, "%4s  %10s  %7s  %7s  %9s  %7s  %7s  %6s\n", "run", "candidates", "started", "settled", "refreshed", "unknown", "skipped", "failed")
-	input, _ := json.Marshal(map[string]any{"organization_uuid": orgA, "limit": o.Limit})
 	for res.Runs < o.MaxRuns {
-		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: input, Trigger: workflow.TriggerLocal, Actor: "demo"})
+		r, err := next(ctx)
 		if err != nil {
 			return res, err
 		}
 		res.Runs++
-		var st executionsync.Stats
-		if b, err := json.Marshal(out.Stats); err == nil {
-			_ = json.Unmarshal(b, &st)
-		}
 		settled := 0
-		for k, v := range st.Settled {
+		for k, v := range r.settled {
 			settled += v
 			res.Settled[k] += v
 		}
-		fmt.Fprintf(w, "%4d  %10v  %7v  %7d  %9d  %7d  %7v  %6v\n", res.Runs, out.Output["candidate_count"], out.Output["started_count"],
-			settled, st.Refreshed, st.Unknown, out.Output["skipped_missing_metadata_count"], out.Output["failed_start_count"])
-		if out.Status != workflow.StateCompleted {
-			return res, fmt.Errorf("run %s failed: %v", out.RunUUID, out.Err)
-		}
-		if started, _ := out.Output["started_count"].(int64); started == 0 {
+		fmt.Fprintf(w, "%4d  %10d  %7d  %7d  %9d  %7d  %7d  %6d\n", res.Runs, r.candidates, r.started, settled, r.refreshed, r.unknown, r.skipped, r.failed)
+		if r.started == 0 {
 			break // nothing stale is left that a sync could change
 		}
 		select {

@@ -10,11 +10,20 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.Main(m, testenv.WithPubSub()) }
 
 func TestDemoSettlesEveryCaseAndTouchesNothingElse(t *testing.T) {
+	checkDemo(t, Options{LostGrace: time.Second, Pause: 100 * time.Millisecond})
+}
+
+func TestDemoThroughThePipelineSettlesTheSame(t *testing.T) {
+	checkDemo(t, Options{LostGrace: time.Second, Pause: 100 * time.Millisecond, Pipeline: true})
+}
+
+func checkDemo(t *testing.T, o Options) {
 	var out bytes.Buffer
-	res, err := Run(context.Background(), Options{Out: &out, LostGrace: time.Second, Pause: 100 * time.Millisecond})
+	o.Out = &out
+	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Runs the whole pipeline locally: the Firestore and Pub/Sub emulators, the Cloud Run fake, and
+# the functions (stalesweep serve), with the three topics and their push subscriptions created
+# through gcloud against the Pub/Sub emulator, exactly as an operator would against production.
+#
+#   emulator/local-pipeline.sh            start everything, print how to use it, wait for Ctrl-C
+#   emulator/local-pipeline.sh --check    start everything, seed one stale row, publish a tick
+#                                         with gcloud, wait for the row to be settled, stop
+#
+# Ports (loopback only) can be moved with FIRESTORE_PORT, PUBSUB_PORT, FUNCTIONS_PORT and
+# CLOUDRUN_PORT. Everything started is stopped on exit, by process group.
+set -euo pipefail
+
+check=false
+[ "${1:-}" = "--check" ] && check=true
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+project=${PROJECT:-stalesweep-local}
+fs_port=${FIRESTORE_PORT:-18681}
+ps_port=${PUBSUB_PORT:-18685}
+fn_port=${FUNCTIONS_PORT:-18080}
+cr_port=${CLOUDRUN_PORT:-19090}
+work=$(mktemp -d)
+pgids=()
+
+log() { printf '[local-pipeline] %s\n' "$*" >&2; }
+
+cleanup() {
+  for g in "${pgids[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
+  for g in "${pgids[@]}"; do
+    for _ in $(seq 1 50); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$g" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start NAME CMD...: runs CMD as the leader of a new session (so gcloud keeps its JVM in the same
+# process group) and remembers the group to stop it.
+start() {
+  local name=$1; shift
+  setsid "$@" >"$work/$name.log" 2>&1 &
+  pgids+=("$!")
+}
+
+wait_http() { # URL: wait until it answers
+  for _ in $(seq 1 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  log "$1 did not answer; logs in $work"; tail -20 "$work"/*.log >&2; return 1
+}
+
+log "building stalesweep"
+(cd "$root" && go build -o "$work/stalesweep" ./cmd/stalesweep)
+
+name="projects/demo/locations/europe-west1/jobs/nightly/executions/nightly-00001"
+cat >"$work/executions.json" <<EOF
+[{"name": "$name", "taskCount": 1, "succeededCount": 1, "completionTime": "2026-11-29T07:00:00Z",
+  "conditions": [{"type": "Completed", "state": "CONDITION_SUCCEEDED", "lastTransitionTime": "2026-11-29T07:00:00Z"}]}]
+EOF
+
+log "starting the Firestore emulator on 127.0.0.1:$fs_port and the Pub/Sub emulator on 127.0.0.1:$ps_port"
+start firestore gcloud emulators firestore start --host-port="127.0.0.1:$fs_port" --quiet
+start pubsub gcloud beta emulators pubsub start --host-port="127.0.0.1:$ps_port" --project="$project" --quiet
+start cloudrun "$work/stalesweep" fake-cloudrun --addr "127.0.0.1:$cr_port" --executions "$work/executions.json"
+wait_http "http://127.0.0.1:$fs_port/"
+wait_http "http://127.0.0.1:$ps_port/"
+
+export FIRESTORE_EMULATOR_HOST="127.0.0.1:$fs_port"
+export PUBSUB_EMULATOR_HOST="127.0.0.1:$ps_port"
+export STALESWEEP_CLOUD_RUN_ENDPOINT="127.0.0.1:$cr_port"
+export GOOGLE_CLOUD_PROJECT="$project"
+export STALESWEEP_AUTH=off
+start functions "$work/stalesweep" serve --addr "127.0.0.1:$fn_port"
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$fn_port/StartWorkflow" && break; sleep 0.2; done
+
+# gcloud against the emulator: it wants some account even there.
+echo "emulator" >"$work/token"
+export CLOUDSDK_AUTH_ACCESS_TOKEN_FILE="$work/token"
+export CLOUDSDK_API_ENDPOINT_OVERRIDES_PUBSUB="http://127.0.0.1:$ps_port/"
+export CLOUDSDK_CORE_PROJECT="$project"
+export CLOUDSDK_CORE_DISABLE_PROMPTS=1
+for pair in stalesweep-ticks:Dispatch stalesweep-sweeps:Sweep stalesweep-syncs:SyncExecution; do
+  topic=${pair%%:*} target=${pair##*:}
+  gcloud pubsub topics create "$topic" --quiet >/dev/null
+  gcloud pubsub subscriptions create "$topic-push" --topic="$topic" --ack-deadline=600 \
+    --push-endpoint="http://127.0.0.1:$fn_port/$target" --quiet >/dev/null
+  log "topic $topic → push → http://127.0.0.1:$fn_port/$target"
+done
+
+tick='{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"min_age_seconds": 60}}'
+if ! $check; then
+  cat >&2 <<EOF
+
+The pipeline is up. In another shell:
+
+  export FIRESTORE_EMULATOR_HOST=127.0.0.1:$fs_port PUBSUB_EMULATOR_HOST=127.0.0.1:$ps_port
+  export STALESWEEP_CLOUD_RUN_ENDPOINT=127.0.0.1:$cr_port GOOGLE_CLOUD_PROJECT=$project
+  export CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=$work/token CLOUDSDK_API_ENDPOINT_OVERRIDES_PUBSUB=http://127.0.0.1:$ps_port/ CLOUDSDK_CORE_PROJECT=$project
+
+  # simulate a Cloud Scheduler tick:
+  gcloud pubsub topics publish stalesweep-ticks --attribute=trigger=schedule --message='$tick'
+
+  # or run one organization by hand (authentication is off locally):
+  curl -s -X POST http://127.0.0.1:$fn_port/StartWorkflow -H 'Content-Type: application/json' \\
+    -d '{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"organization_uuid": "..."}}'
+
+Organizations need organizations/{uuid} with sweeps_enabled: true to be dispatched.
+Function logs: $work/functions.log. Ctrl-C stops everything.
+EOF
+  wait
+  exit 0
+fi
+
+# --check: one enabled organization with one stale row whose execution Cloud Run reports
+# succeeded; a tick through gcloud must settle it.
+org=0f8fad5b-d9cb-469f-a165-70867728950e
+row=7c9e6679-7425-40de-944b-e07fc1f90ae7
+docs="http://127.0.0.1:$fs_port/v1/projects/$project/databases/(default)/documents"
+auth=(-H "Authorization: Bearer owner" -H "Content-Type: application/json")
+curl -fs "${auth[@]}" -X POST "$docs/organizations?documentId=$org" \
+  -d '{"fields": {"sweeps_enabled": {"booleanValue": true}}}' >/dev/null
+curl -fs "${auth[@]}" -X POST "$docs/runner_executions?documentId=$row" -d '{"fields": {
+  "organization_uuid": {"stringValue": "'"$org"'"}, "provider": {"stringValue": "cloud_run"},
+  "status": {"stringValue": "running"}, "active": {"booleanValue": true},
+  "observed_at": {"timestampValue": "2026-01-01T00:00:00Z"},
+  "provider_ref": {"mapValue": {"fields": {"execution": {"stringValue": "'"$name"'"}}}}}}' >/dev/null
+log "seeded organization $org with stale row $row; publishing a tick with gcloud"
+gcloud pubsub topics publish stalesweep-ticks --attribute=trigger=schedule --message="$tick" --quiet >/dev/null
+for _ in $(seq 1 300); do
+  if curl -fs "${auth[@]}" "$docs/runner_executions/$row" | tr -d ' \n' | grep -q '"outcome":{"stringValue":"succeeded"}'; then
+    log "check passed: the tick went ticks → Dispatch → sweeps → Sweep → syncs → SyncExecution and settled the row"
+    exit 0
+  fi
+  sleep 0.2
+done
+log "check failed: the row was not settled; function logs:"
+tail -40 "$work/functions.log" >&2
+exit 1
