@@ -117,7 +117,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 }
 
 // SyncBudget is how long one SyncExecution call may take.
-func (a *App) SyncBudget() time.Duration { return a.Config.within(a.Config.SyncBudget, SyncBudgetDefault) }
+func (a *App) SyncBudget() time.Duration {
+	return a.Config.within(a.Config.SyncBudget, SyncBudgetDefault)
+}
 
 // Close releases every client, in reverse order of creation.
 func (a *App) Close() error {

@@ -33,7 +33,7 @@ const (
 	EnvAuth              = "STALESWEEP_AUTH"
 	EnvAuthAudience      = "STALESWEEP_AUTH_AUDIENCE"
 	EnvAllowedCallers    = "STALESWEEP_ALLOWED_CALLERS"
-	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
+	EnvCloudRunService   = "K_SERVICE"                 // set by the platform on Cloud Run and gen2 functions
 	EnvPlatformTimeout   = "CLOUD_RUN_TIMEOUT_SECONDS" // set by the platform on gen2 functions
 	EnvProjectFallback   = "GCLOUD_PROJECT"
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named

@@ -259,4 +259,3 @@ func TestRunUUID(t *testing.T) {
 		t.Error("without a tick id the run uuid must be fresh")
 	}
 }
-
