@@ -182,3 +182,25 @@ func TestFakeCloudRunServesTheExecutionsFile(t *testing.T) {
 		t.Errorf("a non-loopback address was accepted (exit %d)", code)
 	}
 }
+
+func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	fs := testenv.FirestoreProject(t, project)
+	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
+	if err := store.Start(context.Background(), ledger.ExtensionRun{RunID: "r1", TenantID: "t", ExtensionID: "e", JobName: "j", Background: true},
+		time.Now().Add(-50*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := invoke(t, "run", "platform.extension.runs.sweep", "--data", `{"older_than_ms": 1}`)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || out["swept"] != float64(1) || len(out) != 3 {
+		t.Errorf("output %s (%v)", stdout, err)
+	}
+	if r, _ := store.GetRun(context.Background(), "r1"); r.Outcome != ledger.OutcomeAbandoned {
+		t.Errorf("run = %+v", r)
+	}
+}

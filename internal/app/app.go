@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -66,10 +68,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	}
 	a.closers = append(a.closers, a.Firestore.Close)
 
-	runClient, err := cloudrun.Dial(ctx, cfg.CloudRunEndpoint)
-	if err != nil {
-		return nil, err
+	if cfg.CloudRunEndpoint != "" {
+		if err := cloudrun.RequireLoopback(cfg.CloudRunEndpoint); err != nil {
+			return nil, fmt.Errorf("%s: %w", cloudrun.EndpointEnv, err)
+		}
 	}
+	runClient := cloudrun.NewLazy(cfg.CloudRunEndpoint)
 	a.closers = append(a.closers, runClient.Close)
 
 	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx)
@@ -92,7 +96,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	a.Engine = workflow.NewEngine(engineOpts, inline.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	runsCfg := cfg.RunsSweep
+	runsCfg.Budget = cfg.within(runsCfg.Budget, runssweep.BudgetDefault)
+	runsSweep := runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, now)
+	a.Engine = workflow.NewEngine(engineOpts,
+		inline.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
+		runsSweep.Definition(),
+	)
 
 	if !parts.Pipeline {
 		return a, nil
@@ -109,10 +119,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	a.Pipeline = workflow.NewEngine(engineOpts, fanout.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	a.Pipeline = workflow.NewEngine(engineOpts,
+		fanout.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
+		runsSweep.Definition(),
+	)
 	dispatch := cfg.Dispatch
 	dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
 	a.Dispatcher = pipeline.NewDispatcher(ledger.NewOrganizationStore(a.Firestore), publisher, cfg.Topics.Sweeps, dispatch, log)
+	floor := runsCfg.WithDefaults().ScheduledFloorMs
+	a.Dispatcher.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, floor) })
 	return a, nil
 }
 

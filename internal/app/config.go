@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/runssweep"
 )
 
 // Environment variables a process reads its configuration from. Durations use Go's syntax
@@ -33,7 +34,8 @@ const (
 	EnvAuth              = "STALESWEEP_AUTH"
 	EnvAuthAudience      = "STALESWEEP_AUTH_AUDIENCE"
 	EnvAllowedCallers    = "STALESWEEP_ALLOWED_CALLERS"
-	EnvCloudRunService   = "K_SERVICE"                 // set by the platform on Cloud Run and gen2 functions
+	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
+	EnvRunsSweepFloorMs  = "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS"
 	EnvPlatformTimeout   = "CLOUD_RUN_TIMEOUT_SECONDS" // set by the platform on gen2 functions
 	EnvProjectFallback   = "GCLOUD_PROJECT"
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named
@@ -56,6 +58,7 @@ type Config struct {
 	// SyncBudget bounds one SyncExecution call (one executor call and one transaction).
 	SyncBudget time.Duration
 	Auth       auth.Config
+	RunsSweep  runssweep.Config
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
@@ -99,6 +102,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			c.Auth.Allowed = append(c.Auth.Allowed, a)
 		}
 	}
+	floor, err := intVar(getenv, EnvRunsSweepFloorMs, 1, 1<<53-1)
+	if err != nil {
+		return Config{}, err
+	}
+	c.RunsSweep.ScheduledFloorMs = int64(floor)
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {
 		return Config{}, err

@@ -45,6 +45,14 @@ func Indexes() []Index {
 				{"observed_at", Ascending},
 			},
 		},
+		{
+			Collection: ExtensionRunsCollection,
+			Query:      "running app invocations of every tenant idle past a deadline, least recently moved first",
+			Fields: []IndexField{
+				{"status", Ascending},
+				{"last_moved_at", Ascending},
+			},
+		},
 	}
 }
 

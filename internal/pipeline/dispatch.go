@@ -57,11 +57,21 @@ type Report struct {
 
 // Dispatcher turns a tick into sweep messages.
 type Dispatcher struct {
-	orgs  *ledger.OrganizationStore
-	pub   Publisher
-	topic string
-	cfg   DispatchConfig
-	log   *slog.Logger
+	orgs   *ledger.OrganizationStore
+	pub    Publisher
+	topic  string
+	cfg    DispatchConfig
+	log    *slog.Logger
+	checks map[contract.WorkflowType]func(json.RawMessage) error
+}
+
+// Check adds a rule the scheduled path applies to t's runs beyond its schema (the runs
+// sweep's floor), so a tick that breaks it is refused before anything is published.
+func (d *Dispatcher) Check(t contract.WorkflowType, check func(json.RawMessage) error) {
+	if d.checks == nil {
+		d.checks = map[contract.WorkflowType]func(json.RawMessage) error{}
+	}
+	d.checks[t] = check
 }
 
 // NewDispatcher returns a dispatcher publishing to the sweeps topic.
@@ -176,8 +186,14 @@ func (d *Dispatcher) validate(tick Tick, fields []string) (map[string]json.RawMe
 		probe[f] = json.RawMessage(`"` + placeholderScope + `"`)
 	}
 	raw, _ := json.Marshal(probe)
-	if _, err := contract.Validate(tick.WorkflowType, raw); err != nil {
+	input, err := contract.Validate(tick.WorkflowType, raw)
+	if err != nil {
 		return nil, "", err
+	}
+	if check := d.checks[tick.WorkflowType]; check != nil {
+		if err := check(input); err != nil {
+			return nil, "", err
+		}
 	}
 	return defaults, explicit, nil
 }

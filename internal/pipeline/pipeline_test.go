@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
@@ -257,5 +258,28 @@ func TestRunUUID(t *testing.T) {
 	}
 	if pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org") == pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org") {
 		t.Error("without a tick id the run uuid must be fresh")
+	}
+}
+
+func TestTheFleetSweepIsOneMessageAndItsFloorIsCheckedBeforePublishing(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 3, 0)
+	d := e.dispatcher(pipeline.DispatchConfig{})
+	d.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, 60000) })
+	low := pipeline.Tick{WorkflowType: contract.ExtensionRunsSweep, InitialData: json.RawMessage(`{"older_than_ms": 1000}`), TickID: "t1"}
+	if _, err := d.Dispatch(context.Background(), low); contract.CodeOf(err) != contract.CodeValidationFailed {
+		t.Errorf("below the floor: %v, want validation_failed", err)
+	}
+	if n := len(e.ps.srv.Messages()); n != 0 {
+		t.Fatalf("a tick below the floor published %d messages", n)
+	}
+	ok := pipeline.Tick{WorkflowType: contract.ExtensionRunsSweep, InitialData: json.RawMessage(`{"older_than_ms": 3600000}`), TickID: "t2"}
+	rep, err := d.Dispatch(context.Background(), ok)
+	if err != nil || rep.Published != 1 {
+		t.Fatalf("fleet tick: %+v %v", rep, err)
+	}
+	m := e.ps.srv.Messages()[0]
+	if m.Attributes[pipeline.AttrWorkflowRunUUID] != pipeline.RunUUID("t2", contract.ExtensionRunsSweep, "") {
+		t.Errorf("attributes = %v", m.Attributes)
 	}
 }

@@ -74,7 +74,11 @@ type Definition struct {
 	// Envelope lists the record fields the seed's output echoes (completed_at, failed_at,
 	// the failure fields, status, workflow_run_uuid, ...); no other record field reaches it.
 	Envelope []string
-	Body     Body
+	// Check, when set, adds rules that depend on how the run was triggered (a floor the
+	// scheduled path applies, say). It sees the validated input; a *contract.ValidationError
+	// from it refuses the run before anything is written.
+	Check func(input json.RawMessage, trigger Trigger) error
+	Body  Body
 }
 
 // Request asks for one run.
@@ -151,6 +155,11 @@ func (e *Engine) Validate(req Request) (Definition, json.RawMessage, error) {
 	input, err := contract.Validate(req.Type, req.InitialData)
 	if err != nil {
 		return Definition{}, nil, err
+	}
+	if def.Check != nil {
+		if err := def.Check(input, req.Trigger); err != nil {
+			return Definition{}, nil, err
+		}
 	}
 	return def, input, nil
 }

@@ -1,0 +1,325 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Collections of app invocations and their one-live-background-run interlocks.
+const (
+	ExtensionRunsCollection       = "extension_runs"
+	ExtensionInterlocksCollection = "extension_interlocks"
+)
+
+// Extension run statuses and outcomes.
+const (
+	ExtensionRunning   = "running"
+	ExtensionSucceeded = "succeeded"
+	ExtensionFailed    = "failed"
+)
+
+// ExtensionRun is an extension_runs document: one app invocation.
+type ExtensionRun struct {
+	RunID       string      `firestore:"-"`
+	TenantID    string      `firestore:"tenant_id"`
+	ExtensionID string      `firestore:"extension_id"`
+	JobName     string      `firestore:"job_name"`
+	Background  bool        `firestore:"background"`
+	Status      string      `firestore:"status"`
+	Outcome     string      `firestore:"outcome,omitempty"`
+	StartedAt   time.Time   `firestore:"started_at"`
+	LastMovedAt time.Time   `firestore:"last_moved_at"`
+	FinishedAt  time.Time   `firestore:"finished_at,omitempty"`
+	Settlement  *Settlement `firestore:"settlement,omitempty"`
+}
+
+// Interlock is an extension_interlocks document: present only while a background run of a
+// tenant's extension is live, naming that run.
+type Interlock struct {
+	RunID      string    `firestore:"run_id"`
+	AcquiredAt time.Time `firestore:"acquired_at"`
+}
+
+// InterlockID is the id of the interlock of one tenant's extension.
+func InterlockID(tenantID, extensionID string) string { return tenantID + ":" + extensionID }
+
+// Errors of the run lifecycle.
+var (
+	ErrInterlockHeld = errors.New("a live background run of this extension holds the interlock")
+	ErrRunNotRunning = errors.New("the run is not running")
+	ErrRunIDTaken    = errors.New("a run with this id exists")
+)
+
+// ExtensionRunStore is the ledger of app invocations: the lifecycle the apps use, and the
+// sweep's scan and settlement.
+type ExtensionRunStore struct {
+	client *firestore.Client
+	cfg    TxConfig
+}
+
+// NewExtensionRunStore returns a store on client.
+func NewExtensionRunStore(client *firestore.Client, cfg TxConfig) *ExtensionRunStore {
+	return &ExtensionRunStore{client: client, cfg: cfg.withDefaults()}
+}
+
+func (s *ExtensionRunStore) run(id string) *firestore.DocumentRef {
+	return s.client.Collection(ExtensionRunsCollection).Doc(id)
+}
+
+func (s *ExtensionRunStore) interlock(tenantID, extensionID string) *firestore.DocumentRef {
+	return s.client.Collection(ExtensionInterlocksCollection).Doc(InterlockID(tenantID, extensionID))
+}
+
+func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *firestore.Transaction) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
+}
+
+// Start records a new running run at `at`. A background run takes its tenant's extension
+// interlock in the same transaction, and fails with ErrInterlockHeld while another run holds it.
+func (s *ExtensionRunStore) Start(ctx context.Context, r ExtensionRun, at time.Time) error {
+	r.Status, r.Outcome, r.StartedAt, r.LastMovedAt, r.FinishedAt, r.Settlement = ExtensionRunning, "", at, at, time.Time{}, nil
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if _, err := tx.Get(s.run(r.RunID)); err == nil {
+			return ErrRunIDTaken
+		} else if status.Code(err) != codes.NotFound {
+			return err
+		}
+		if r.Background {
+			lock := s.interlock(r.TenantID, r.ExtensionID)
+			snap, err := tx.Get(lock)
+			switch {
+			case err == nil:
+				holder, _ := snap.DataAt("run_id")
+				return fmt.Errorf("%w: run %v", ErrInterlockHeld, holder)
+			case status.Code(err) != codes.NotFound:
+				return err
+			}
+			if err := tx.Create(lock, Interlock{RunID: r.RunID, AcquiredAt: at}); err != nil {
+				return err
+			}
+		}
+		return tx.Create(s.run(r.RunID), r)
+	})
+	if err != nil {
+		return fmt.Errorf("start extension run %s: %w", r.RunID, err)
+	}
+	return nil
+}
+
+// Move records that a running run made progress at `at`.
+func (s *ExtensionRunStore) Move(ctx context.Context, runID string, at time.Time) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(s.run(runID))
+		if err != nil {
+			return err
+		}
+		if st, _ := snap.DataAt("status"); st != ExtensionRunning {
+			return ErrRunNotRunning
+		}
+		return tx.Update(s.run(runID), []firestore.Update{{Path: "last_moved_at", Value: at}})
+	})
+	if err != nil {
+		return fmt.Errorf("move extension run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Finish ends a running run with a status and outcome, and releases its interlock if, and only
+// if, the interlock names this run.
+func (s *ExtensionRunStore) Finish(ctx context.Context, runID, finalStatus, outcome string, at time.Time) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(s.run(runID))
+		if err != nil {
+			return err
+		}
+		var r ExtensionRun
+		if err := snap.DataTo(&r); err != nil {
+			return err
+		}
+		if r.Status != ExtensionRunning {
+			return ErrRunNotRunning
+		}
+		release, err := s.interlockNaming(tx, r, runID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Update(s.run(runID), []firestore.Update{
+			{Path: "status", Value: finalStatus}, {Path: "outcome", Value: outcome}, {Path: "finished_at", Value: at},
+		}); err != nil {
+			return err
+		}
+		if release != nil {
+			return tx.Delete(release)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish extension run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// interlockNaming reads, for a background run, its tenant's extension interlock and returns its
+// ref when it names runID; nil when it is absent, held by another run, or the run is foreground.
+func (s *ExtensionRunStore) interlockNaming(tx *firestore.Transaction, r ExtensionRun, runID string) (*firestore.DocumentRef, error) {
+	if !r.Background {
+		return nil, nil
+	}
+	lock := s.interlock(r.TenantID, r.ExtensionID)
+	snap, err := tx.Get(lock)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if holder, _ := snap.DataAt("run_id"); holder != runID {
+		return nil, nil
+	}
+	return lock, nil
+}
+
+// GetRun reads one run.
+func (s *ExtensionRunStore) GetRun(ctx context.Context, runID string) (ExtensionRun, error) {
+	snap, err := s.run(runID).Get(ctx)
+	if err != nil {
+		return ExtensionRun{}, fmt.Errorf("get extension run %s: %w", runID, err)
+	}
+	var r ExtensionRun
+	if err := snap.DataTo(&r); err != nil {
+		return ExtensionRun{}, fmt.Errorf("decode extension run %s: %w", runID, err)
+	}
+	r.RunID = runID
+	return r, nil
+}
+
+// GetInterlock reads a tenant's extension interlock; ok is false when there is none.
+func (s *ExtensionRunStore) GetInterlock(ctx context.Context, tenantID, extensionID string) (Interlock, bool, error) {
+	snap, err := s.interlock(tenantID, extensionID).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return Interlock{}, false, nil
+	}
+	if err != nil {
+		return Interlock{}, false, fmt.Errorf("get interlock %s: %w", InterlockID(tenantID, extensionID), err)
+	}
+	var l Interlock
+	if err := snap.DataTo(&l); err != nil {
+		return Interlock{}, false, err
+	}
+	return l, true, nil
+}
+
+// ScanIdle returns up to limit running runs, of every tenant, whose last movement is before
+// deadline, least recently moved first.
+func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, limit int) ([]ExtensionRun, error) {
+	snaps, err := s.client.Collection(ExtensionRunsCollection).
+		Where("status", "==", ExtensionRunning).
+		Where("last_moved_at", "<", deadline).
+		OrderBy("last_moved_at", firestore.Asc).
+		Limit(limit).
+		Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("scan idle extension runs: %w", err)
+	}
+	out := make([]ExtensionRun, 0, len(snaps))
+	for _, snap := range snaps {
+		var r ExtensionRun
+		if err := snap.DataTo(&r); err != nil {
+			return nil, fmt.Errorf("decode extension run %s: %w", snap.Ref.ID, err)
+		}
+		r.RunID = snap.Ref.ID
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Abandonment is what the sweep decided about one run.
+type Abandonment struct {
+	Swept bool
+	// Why says, when not swept, why: "not_running", "moved", "not_idle", "run_missing".
+	Why string
+	// InterlockReleased is true when the run's interlock was deleted; InterlockHolder names
+	// another run holding it, left alone.
+	InterlockReleased bool
+	InterlockHolder   string
+	Run               ExtensionRun // the run as re-read
+}
+
+// Abandon marks a run failed/abandoned in one transaction, if it is still running, has not
+// moved since seen (the scan's last_moved_at), and is still idle past deadline; for a background
+// run it deletes the interlock only if the interlock names this run. Reads come before writes.
+func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, settlement Settlement) (Abandonment, error) {
+	var out Abandonment
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out = Abandonment{}
+		snap, err := tx.Get(s.run(runID))
+		if status.Code(err) == codes.NotFound {
+			out.Why = "run_missing"
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var r ExtensionRun
+		if err := snap.DataTo(&r); err != nil {
+			return err
+		}
+		r.RunID = runID
+		out.Run = r
+		switch {
+		case r.Status != ExtensionRunning:
+			out.Why = "not_running"
+			return nil
+		case !r.LastMovedAt.Equal(seen):
+			out.Why = "moved"
+			return nil
+		case !r.LastMovedAt.Before(deadline):
+			out.Why = "not_idle"
+			return nil
+		}
+		var release *firestore.DocumentRef
+		if r.Background {
+			lock := s.interlock(r.TenantID, r.ExtensionID)
+			lsnap, err := tx.Get(lock)
+			switch {
+			case status.Code(err) == codes.NotFound:
+			case err != nil:
+				return err
+			default:
+				if holder, _ := lsnap.DataAt("run_id"); holder == runID {
+					release = lock
+				} else {
+					out.InterlockHolder = fmt.Sprint(holder)
+				}
+			}
+		}
+		if err := tx.Update(s.run(runID), []firestore.Update{
+			{Path: "status", Value: ExtensionFailed},
+			{Path: "outcome", Value: OutcomeAbandoned},
+			{Path: "finished_at", Value: now},
+			{Path: "settlement", Value: settlement},
+		}); err != nil {
+			return err
+		}
+		if release != nil {
+			if err := tx.Delete(release); err != nil {
+				return err
+			}
+			out.InterlockReleased = true
+		}
+		out.Swept = true
+		return nil
+	})
+	if err != nil {
+		return Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+package runssweep
+
+import (
+	"cmp"
+	"time"
+)
+
+// Input defaults and bounds, as seed 000 gives them.
+const (
+	LimitDefault = 200
+	LimitMax     = 1000
+)
+
+// Defaults of Config.
+const (
+	ScheduledFloorMsDefault = 60000 // the least older_than_ms the scheduled path accepts
+	ConcurrencyDefault      = 8
+	BudgetDefault           = 4 * time.Minute
+)
+
+// Config tunes the sweep. Zero values take the defaults.
+type Config struct {
+	// ScheduledFloorMs is the least older_than_ms a run not started from the command accepts.
+	ScheduledFloorMs int64
+	Concurrency      int
+	Budget           time.Duration
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.ScheduledFloorMs = cmp.Or(c.ScheduledFloorMs, ScheduledFloorMsDefault)
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
+	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	return c
+}
+
+// Input is a run's initial_data.
+type Input struct {
+	Limit       int   `json:"limit"`
+	OlderThanMs int64 `json:"older_than_ms"`
+}
+
+// Output is the seed's Result, and nothing else.
+type Output struct {
+	OlderThanMs int64      `json:"older_than_ms"`
+	Swept       int        `json:"swept"`
+	Runs        []SweptRun `json:"runs"`
+}
+
+// SweptRun is one abandoned invocation in the output.
+type SweptRun struct {
+	RunID       string `json:"run_id"`
+	ExtensionID string `json:"extension_id"`
+	TenantID    string `json:"tenant_id"`
+	JobName     string `json:"job_name"`
+	Background  bool   `json:"background"`
+	IdleMs      int64  `json:"idle_ms"`
+}
+
+// Stats are what a run did not do, for the run record and the summary log.
+type Stats struct {
+	Scanned               int    `json:"scanned"`
+	Moved                 int    `json:"moved"`    // moved (or finished) after the scan: left alone
+	NotIdle               int    `json:"not_idle"` // no longer past the deadline
+	Errored               int    `json:"errored"`  // transaction failed: nothing written
+	Deferred              int    `json:"deferred"` // not attempted: budget spent
+	InterlocksReleased    int    `json:"interlocks_released"`
+	InterlocksHeldByOther int    `json:"interlocks_held_by_other"` // left alone, logged
+	Deadline              string `json:"deadline"`
+	OutOfBudget           bool   `json:"out_of_budget"`
+}

@@ -1,0 +1,174 @@
+package runssweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
+type Store interface {
+	ScanIdle(ctx context.Context, deadline time.Time, limit int) ([]ledger.ExtensionRun, error)
+	Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, s ledger.Settlement) (ledger.Abandonment, error)
+}
+
+// ReasonIdle is the settlement reason of an abandoned invocation.
+const ReasonIdle = "idle_past_deadline"
+
+// Workflow is the sweep.
+type Workflow struct {
+	store Store
+	cfg   Config
+	now   func() time.Time
+}
+
+// New returns the sweep.
+func New(store Store, cfg Config, now func() time.Time) *Workflow {
+	return &Workflow{store: store, cfg: cfg.WithDefaults(), now: now}
+}
+
+// Definition returns the sweep as the engine runs it. Seed 000 defines no states, so it runs
+// as an atomic workflow: pending → completed, any → failed.
+func (w *Workflow) Definition() workflow.Definition {
+	return workflow.Definition{
+		Type:   contract.ExtensionRunsSweep,
+		States: workflow.Atomic,
+		Check:  w.check,
+		Body:   w.body,
+	}
+}
+
+// check applies the scheduled floor to every run not started from the command.
+func (w *Workflow) check(input json.RawMessage, trigger workflow.Trigger) error {
+	if trigger == workflow.TriggerLocal {
+		return nil
+	}
+	return CheckFloor(input, w.cfg.ScheduledFloorMs)
+}
+
+// CheckFloor refuses an input whose older_than_ms is below floor.
+func CheckFloor(input json.RawMessage, floor int64) error {
+	var in Input
+	if err := json.Unmarshal(input, &in); err != nil {
+		return contract.Invalid("initial_data", "type", "is not a runs-sweep input: %v", err)
+	}
+	if in.OlderThanMs < floor {
+		return contract.Invalid("older_than_ms", "minimum",
+			"must be at least %d off the command line (got %d): a small deadline on a scheduled path would abandon live runs fleet-wide", floor, in.OlderThanMs)
+	}
+	return nil
+}
+
+func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+	var in Input
+	if err := json.Unmarshal(run.Input, &in); err != nil {
+		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	}
+	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.Logger)
+	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// firestoreMin is the earliest time Firestore stores.
+var firestoreMin = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Deadline is now − olderThanMs, in milliseconds so that any int53 is exact, and no earlier than
+// the earliest time Firestore stores.
+func Deadline(now time.Time, olderThanMs int64) time.Time {
+	ms := now.UnixMilli() - olderThanMs
+	if ms < firestoreMin.UnixMilli() {
+		return firestoreMin
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// RunOnce is one sweep.
+func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *slog.Logger) (Output, Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	defer cancel()
+	now := w.now()
+	deadline := Deadline(now, in.OlderThanMs)
+	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
+	stats := Stats{Deadline: deadline.Format(time.RFC3339Nano)}
+
+	idle, err := w.store.ScanIdle(ctx, deadline, in.Limit)
+	if err != nil {
+		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
+	}
+	stats.Scanned = len(idle)
+
+	results := make([]ledger.Abandonment, len(idle))
+	errs := make([]error, len(idle))
+	var g errgroup.Group
+	g.SetLimit(w.cfg.Concurrency)
+	for i, r := range idle {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return nil
+			}
+			results[i], errs[i] = w.store.Abandon(ctx, r.RunID, r.LastMovedAt, deadline, now, ledger.Settlement{
+				At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
+				Evidence: map[string]any{
+					"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
+					"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
+				},
+			})
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	for i, r := range idle {
+		res, err := results[i], errs[i]
+		l := log.With("extension_run_id", r.RunID, "tenant_id", r.TenantID, "extension_id", r.ExtensionID)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			stats.Deferred++
+			stats.OutOfBudget = true
+		case err != nil:
+			stats.Errored++
+			l.Warn("abandoning an idle run failed; nothing written", "error", err.Error())
+		case res.Swept:
+			out.Swept++
+			out.Runs = append(out.Runs, SweptRun{
+				RunID: r.RunID, ExtensionID: r.ExtensionID, TenantID: r.TenantID, JobName: r.JobName,
+				Background: r.Background, IdleMs: now.Sub(r.LastMovedAt).Milliseconds(),
+			})
+			if res.InterlockReleased {
+				stats.InterlocksReleased++
+			}
+			if res.InterlockHolder != "" {
+				stats.InterlocksHeldByOther++
+				l.Warn("abandoned a background run whose interlock is held by another run; the interlock was left alone",
+					"interlock_holder_run_id", res.InterlockHolder)
+			}
+			l.Info("app invocation abandoned", "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
+		case res.Why == "not_idle":
+			stats.NotIdle++
+		default:
+			stats.Moved++
+		}
+	}
+	if stats.Errored > 0 && stats.Errored == len(idle) {
+		return out, stats, &workflow.StepError{Step: "abandon", Layer: "firestore", Reason: "abandon_failed",
+			Err: fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs))}
+	}
+	return out, stats, nil
+}
+
+func firstErr(errs []error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

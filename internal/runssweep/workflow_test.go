@@ -1,0 +1,511 @@
+package runssweep_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+type env struct {
+	t      *testing.T
+	fs     *firestore.Client
+	spy    *fsspy.Spy
+	store  *ledger.ExtensionRunStore
+	clock  *testenv.Clock
+	wf     *runssweep.Workflow
+	engine *workflow.Engine
+	tenant string
+}
+
+func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
+	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), tenant: "tenant-" + uuid.NewString()[:8]}
+	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
+	e.store = ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{})
+	var store runssweep.Store = e.store
+	if wrap != nil {
+		store = wrap(store)
+	}
+	e.wf = runssweep.New(store, runssweep.Config{}, e.clock.Now)
+	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	return e
+}
+
+// start starts a run the way an app does, `ago` before now.
+func (e *env) start(ext string, background bool, ago time.Duration) string {
+	e.t.Helper()
+	id := "run-" + uuid.NewString()
+	err := e.store.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: ext, JobName: "sync-" + ext, Background: background},
+		e.clock.Now().Add(-ago))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) sweep(trigger workflow.Trigger, input string) (workflow.Outcome, error) {
+	return e.engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input), Trigger: trigger})
+}
+
+func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
+	e.t.Helper()
+	out, err := e.sweep(workflow.TriggerLocal, input)
+	if err != nil || out.Status != workflow.StateCompleted {
+		e.t.Fatalf("sweep: %v %v", out.Err, err)
+	}
+	var o runssweep.Output
+	var s runssweep.Stats
+	b, _ := json.Marshal(out.Output)
+	_ = json.Unmarshal(b, &o)
+	b, _ = json.Marshal(out.Stats)
+	_ = json.Unmarshal(b, &s)
+	return o, s
+}
+
+func (e *env) run(id string) ledger.ExtensionRun {
+	e.t.Helper()
+	r, err := e.store.GetRun(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) interlock(ext string) (ledger.Interlock, bool) {
+	e.t.Helper()
+	l, ok, err := e.store.GetInterlock(context.Background(), e.tenant, ext)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l, ok
+}
+
+// seedResultSchema compiles the Result (200) schema printed in seed 000.
+func seedResultSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := os.ReadFile("../contract/testdata/seeds/000_9dbc0efc064865a8.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	start := strings.Index(s, "Result (200)")
+	end := strings.Index(s, "Errors")
+	raw := strings.TrimSpace(s[start+len("Result (200)") : end])
+	schema, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+	if err != nil {
+		t.Fatalf("the seed's Result schema does not parse: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("seed000-result.json", schema); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("seed000-result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+func TestOutputValidatesAgainstTheSeedResultSchema(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	sch := seedResultSchema(t)
+	validate := func(output map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(output)
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("output %s does not validate against seed 000's Result schema: %v", b, err)
+		}
+	}
+	e.start("crm", true, time.Hour)
+	e.start("crm", false, 2*time.Hour)
+	out, err := e.sweep(workflow.TriggerLocal, `{"older_than_ms": 600000}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(out.Output)
+	if out.Output["swept"] != int64(2) {
+		t.Errorf("swept = %v, want 2", out.Output["swept"])
+	}
+	empty, err := e.sweep(workflow.TriggerLocal, `{"older_than_ms": 600000}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(empty.Output) // runs is [] (not null) when nothing was swept
+	if b, _ := json.Marshal(empty.Output); !strings.Contains(string(b), `"runs":[]`) {
+		t.Errorf("empty sweep output %s", b)
+	}
+
+	// The check can fail: an extra field breaks additionalProperties.
+	bad := map[string]any{"older_than_ms": 1, "swept": 0, "runs": []any{}, "completed_at": "x"}
+	b, _ := json.Marshal(bad)
+	inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if sch.Validate(inst) == nil {
+		t.Error("the seed schema accepted an output with an extra field")
+	}
+}
+
+func TestInputBoundsAreTheSeeds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for input, field := range map[string]string{
+		`{"older_than_ms": 1000, "limit": 0}`:    "limit",
+		`{"older_than_ms": 1000, "limit": 1001}`: "limit",
+		`{}`:                                     "older_than_ms",
+		`{"limit": 5}`:                           "older_than_ms",
+		`{"older_than_ms": 0}`:                   "older_than_ms",
+		`{"older_than_ms": -5}`:                  "older_than_ms",
+		`{"older_than_ms": 9007199254740992}`:    "older_than_ms",
+		`{"older_than_ms": "1000"}`:              "older_than_ms",
+		`{"older_than_ms": 1.5}`:                 "older_than_ms",
+		`{"older_than_ms": 1000, "tenant": "x"}`: "tenant",
+	} {
+		_, err := e.sweep(workflow.TriggerLocal, input)
+		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: err = %v, want validation_failed naming %s", input, err, field)
+		}
+	}
+	if n := e.spy.Commits(); n != 0 {
+		t.Errorf("refused inputs committed %d times", n)
+	}
+	// The largest deadline the seed allows is accepted, and reaches back before any run.
+	e.start("crm", false, 365*24*time.Hour)
+	o, _ := e.mustSweep(`{"older_than_ms": 9007199254740991, "limit": 1000}`)
+	if o.Swept != 0 || o.OlderThanMs != 9007199254740991 {
+		t.Errorf("output = %+v", o)
+	}
+}
+
+func TestTheScheduledPathHasAFloorAndTheCommandDoesNot(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.start("crm", false, 2*time.Second)
+	for _, trig := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual} {
+		_, err := e.sweep(trig, `{"older_than_ms": 1000}`)
+		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), "older_than_ms") {
+			t.Errorf("%s below the floor: err = %v, want validation_failed naming older_than_ms", trig, err)
+		}
+	}
+	if r := e.run(id); r.Status != ledger.ExtensionRunning {
+		t.Fatal("a refused scheduled sweep abandoned a run")
+	}
+	if out, err := e.sweep(workflow.TriggerSchedule, `{"older_than_ms": 60000}`); err != nil || out.Output["swept"] != int64(0) {
+		t.Errorf("at the floor: %v %v", out.Output, err)
+	}
+	o, _ := e.mustSweep(`{"older_than_ms": 1}`)
+	if o.Swept != 1 || e.run(id).Outcome != ledger.OutcomeAbandoned {
+		t.Errorf("the command's unclamped sweep: %+v", o)
+	}
+}
+
+func TestBackgroundAndForegroundRunsAndTheirInterlocks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	bg := e.start("crm", true, time.Hour)   // holds the crm interlock
+	fg := e.start("crm", false, time.Hour)  // foreground: no interlock
+	lone := e.start("erp", true, time.Hour) // its interlock vanished
+	if _, err := e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "erp")).Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// An old background run whose interlock names a newer, live run.
+	orphan := e.start("billing", true, 2*time.Hour)
+	newer := "run-newer-" + uuid.NewString()
+	if _, err := e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "billing")).Set(ctx,
+		ledger.Interlock{RunID: newer, AcquiredAt: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(newer).Set(ctx, ledger.ExtensionRun{
+		TenantID: e.tenant, ExtensionID: "billing", JobName: "j", Background: true, Status: ledger.ExtensionRunning,
+		StartedAt: e.clock.Now(), LastMovedAt: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	live := e.start("search", true, time.Second) // live: moved a second ago
+
+	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
+	if o.Swept != 4 || s.InterlocksReleased != 1 || s.InterlocksHeldByOther != 1 {
+		t.Errorf("output %+v stats %+v", o, s)
+	}
+	for _, id := range []string{bg, fg, lone, orphan} {
+		r := e.run(id)
+		if r.Status != ledger.ExtensionFailed || r.Outcome != ledger.OutcomeAbandoned || !r.FinishedAt.Equal(e.clock.Now()) ||
+			r.Settlement == nil || r.Settlement.Reason != runssweep.ReasonIdle {
+			t.Errorf("run %s = %+v", id, r)
+		}
+	}
+	if _, ok := e.interlock("crm"); ok {
+		t.Error("the abandoned background run's interlock is still there")
+	}
+	if l, ok := e.interlock("billing"); !ok || l.RunID != newer {
+		t.Errorf("the newer run's interlock was touched: %+v %t", l, ok)
+	}
+	if l, ok := e.interlock("search"); !ok || l.RunID != live {
+		t.Errorf("the live run's interlock was touched: %+v %t", l, ok)
+	}
+	for _, id := range []string{newer, live} {
+		if r := e.run(id); r.Status != ledger.ExtensionRunning {
+			t.Errorf("live run %s was swept", id)
+		}
+	}
+	idle := map[string]int64{}
+	for _, r := range o.Runs {
+		idle[r.RunID] = r.IdleMs
+		if r.TenantID != e.tenant || r.JobName == "" || r.ExtensionID == "" {
+			t.Errorf("output run %+v", r)
+		}
+	}
+	if idle[bg] != time.Hour.Milliseconds() || idle[orphan] != (2*time.Hour).Milliseconds() {
+		t.Errorf("idle_ms = %v", idle)
+	}
+}
+
+// mover is the real store, but it lets the app move one run after the scan, before its
+// transaction.
+type mover struct {
+	runssweep.Store
+	target string
+	move   func()
+}
+
+func (m *mover) Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, s ledger.Settlement) (ledger.Abandonment, error) {
+	if runID == m.target {
+		m.move()
+	}
+	return m.Store.Abandon(ctx, runID, seen, deadline, now, s)
+}
+
+func TestARunThatMovesAfterTheScanIsNotSwept(t *testing.T) {
+	t.Parallel()
+	var mv *mover
+	e := newEnv(t, func(s runssweep.Store) runssweep.Store { mv = &mover{Store: s}; return mv })
+	target := e.start("crm", true, time.Hour)
+	other := e.start("erp", true, time.Hour)
+	mv.target = target
+	mv.move = func() {
+		if err := e.store.Move(context.Background(), target, e.clock.Now().Add(-time.Second)); err != nil {
+			t.Error(err)
+		}
+	}
+	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
+	if o.Swept != 1 || o.Runs[0].RunID != other || s.Moved != 1 {
+		t.Errorf("output %+v stats %+v", o, s)
+	}
+	if r := e.run(target); r.Status != ledger.ExtensionRunning {
+		t.Errorf("the run that moved was swept: %+v", r)
+	}
+	if l, ok := e.interlock("crm"); !ok || l.RunID != target {
+		t.Error("the moving run lost its interlock")
+	}
+}
+
+func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	bw := e.fs.BulkWriter(ctx)
+	stale := map[string]bool{}
+	old := e.clock.Now().Add(-time.Hour)
+	for i := range 500 {
+		id := fmt.Sprintf("stale-%03d", i)
+		ext := fmt.Sprintf("ext-%03d", i)
+		bg := i%2 == 0
+		stale[id] = true
+		if _, err := bw.Set(e.fs.Collection(ledger.ExtensionRunsCollection).Doc(id), ledger.ExtensionRun{TenantID: e.tenant, ExtensionID: ext,
+			JobName: "j", Background: bg, Status: ledger.ExtensionRunning, StartedAt: old, LastMovedAt: old.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+		if bg {
+			if _, err := bw.Set(e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, ext)), ledger.Interlock{RunID: id, AcquiredAt: old}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bw.End()
+	var live []string
+	for i := range 20 {
+		live = append(live, e.start(fmt.Sprintf("live-%02d", i), true, time.Second))
+	}
+	e.spy.Reset()
+
+	const sweeps = 8
+	outs := make([]runssweep.Output, sweeps)
+	var wg sync.WaitGroup
+	for i := range sweeps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, _, err := e.wf.RunOnce(ctx, fmt.Sprintf("sweep-%d", i), runssweep.Input{Limit: 1000, OlderThanMs: 600000}, logging.Discard())
+			if err != nil {
+				t.Error(err)
+			}
+			outs[i] = o
+		}()
+	}
+	wg.Wait()
+	total := 0
+	seen := map[string]int{}
+	for _, o := range outs {
+		total += o.Swept
+		for _, r := range o.Runs {
+			seen[r.RunID]++
+		}
+	}
+	t.Logf("8 concurrent sweeps over 500 idle runs: swept per sweep %v, total %d", sweptCounts(outs), total)
+	if total != 500 || len(seen) != 500 {
+		t.Errorf("swept totals add to %d over %d distinct runs, want 500 and 500", total, len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 || !stale[id] {
+			t.Errorf("run %s reported swept %d times (stale: %t)", id, n, stale[id])
+		}
+	}
+	for doc, n := range e.spy.WritesTouching("settlement") {
+		if n != 1 {
+			t.Errorf("%s got %d settlement writes", doc, n)
+		}
+	}
+	if got := len(e.spy.WritesTouching("settlement")); got != 500 {
+		t.Errorf("%d runs got a settlement write, want 500", got)
+	}
+	for i, id := range live {
+		if l, ok := e.interlock(fmt.Sprintf("live-%02d", i)); !ok || l.RunID != id {
+			t.Errorf("the interlock of live run %s was released", id)
+		}
+	}
+	deletes := 0
+	for _, w := range e.spy.Writes() {
+		if w.Delete {
+			deletes++
+		}
+	}
+	if deletes != 250 {
+		t.Errorf("%d interlocks deleted, want the 250 of the abandoned background runs", deletes)
+	}
+}
+
+func sweptCounts(outs []runssweep.Output) []int {
+	n := make([]int, len(outs))
+	for i, o := range outs {
+		n[i] = o.Swept
+	}
+	return n
+}
+
+func TestASecondSweepSweepsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for range 5 {
+		e.start("crm-"+uuid.NewString()[:4], true, time.Hour)
+	}
+	if o, _ := e.mustSweep(`{"older_than_ms": 600000}`); o.Swept != 5 {
+		t.Fatalf("first sweep swept %d", o.Swept)
+	}
+	e.spy.Reset()
+	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
+	if o.Swept != 0 || s.Scanned != 0 {
+		t.Errorf("second sweep: %+v %+v", o, s)
+	}
+	for _, w := range e.spy.Writes() {
+		if !strings.Contains(w.Document, "/"+ledger.RunsCollection+"/") {
+			t.Errorf("second sweep wrote %s", w.Document)
+		}
+	}
+}
+
+func TestAfterASweepTheTenantCanStartAgainAndNotTwice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	dead := e.start("crm", true, time.Hour)
+	startNew := func() (string, error) {
+		id := "run-" + uuid.NewString()
+		return id, e.store.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: "crm", JobName: "j", Background: true}, e.clock.Now())
+	}
+	if _, err := startNew(); !errors.Is(err, ledger.ErrInterlockHeld) {
+		t.Fatalf("while the dead run holds the interlock: %v, want ErrInterlockHeld", err)
+	}
+	if o, _ := e.mustSweep(`{"older_than_ms": 600000}`); o.Swept != 1 || o.Runs[0].RunID != dead {
+		t.Fatalf("sweep: %+v", o)
+	}
+	fresh, err := startNew()
+	if err != nil {
+		t.Fatalf("after the sweep: %v", err)
+	}
+	if _, err := startNew(); !errors.Is(err, ledger.ErrInterlockHeld) {
+		t.Errorf("while the new live run holds it: %v, want ErrInterlockHeld", err)
+	}
+	if o, _ := e.mustSweep(`{"older_than_ms": 600000}`); o.Swept != 0 {
+		t.Errorf("the sweep took the live run: %+v", o)
+	}
+	if l, ok := e.interlock("crm"); !ok || l.RunID != fresh {
+		t.Errorf("interlock = %+v %t, want it to name %s", l, ok, fresh)
+	}
+}
+
+func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	a := e.start("crm", true, time.Minute)
+	if err := e.store.Move(ctx, a, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run(a); !r.LastMovedAt.Equal(e.clock.Now()) {
+		t.Errorf("move did not move: %v", r.LastMovedAt)
+	}
+	// A foreground run of the same extension finishing must not release a's interlock.
+	f := e.start("crm", false, time.Minute)
+	if err := e.store.Finish(ctx, f, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := e.interlock("crm"); !ok || l.RunID != a {
+		t.Errorf("a foreground finish released the interlock: %+v %t", l, ok)
+	}
+	if err := e.store.Finish(ctx, a, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.interlock("crm"); ok {
+		t.Error("finishing the holder did not release the interlock")
+	}
+	if err := e.store.Move(ctx, a, e.clock.Now()); !errors.Is(err, ledger.ErrRunNotRunning) {
+		t.Errorf("moving a finished run: %v", err)
+	}
+	if err := e.store.Finish(ctx, a, ledger.ExtensionFailed, "x", e.clock.Now()); !errors.Is(err, ledger.ErrRunNotRunning) {
+		t.Errorf("finishing twice: %v", err)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	if got := runssweep.Deadline(now, 60000); !got.Equal(now.Add(-time.Minute)) {
+		t.Errorf("Deadline(1 min) = %v", got)
+	}
+	if got := runssweep.Deadline(now, 9007199254740991); got.Year() != 1 {
+		t.Errorf("Deadline(2^53-1) = %v, want clamped to year 1", got)
+	}
+}
