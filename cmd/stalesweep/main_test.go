@@ -204,3 +204,38 @@ func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
 		t.Errorf("run = %+v", r)
 	}
 }
+
+func TestPMSweepCommand(t *testing.T) {
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	fs := testenv.FirestoreProject(t, project)
+	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	for _, id := range []string{"a", "b"} {
+		if err := tasks.Enqueue(ctx, "builds", id, "slug-"+id, old); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tasks.Next(ctx, "builds", "w-"+id, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := invoke(t, "pm", "sweep", "--queue", "builds", "--ttl", "60", "--dry-run")
+	var out map[string]any
+	if code != exitOK || json.Unmarshal([]byte(stdout), &out) != nil || out["stale"] != float64(2) || out["dry_run"] != true {
+		t.Fatalf("dry run: exit %d, %s %s", code, stdout, stderr)
+	}
+	code, stdout, _ = invoke(t, "pm", "sweep", "--queue", "builds", "--ttl", "60", "--reclaimer", "ops")
+	_ = json.Unmarshal([]byte(stdout), &out)
+	if code != exitOK || len(out["reclaimed"].([]any)) != 2 || out["ttl"] != float64(60) {
+		t.Errorf("sweep: exit %d, %s", code, stdout)
+	}
+	if code, _, _ := invoke(t, "pm", "sweep", "--queue", "builds"); code != exitOK {
+		t.Errorf("a sweep with nothing to do exited %d", code)
+	}
+	for _, args := range [][]string{{"pm", "sweep", "--ttl", "0"}, {"pm", "sweep", "--queue", "a/b"}, {"pm"}, {"pm", "sweep", "extra"}} {
+		if code, _, _ := invoke(t, args...); code != exitInvalid {
+			t.Errorf("%v exited %d, want %d", args, code, exitInvalid)
+		}
+	}
+}

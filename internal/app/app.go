@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -99,9 +100,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	runsCfg := cfg.RunsSweep
 	runsCfg.Budget = cfg.within(runsCfg.Budget, runssweep.BudgetDefault)
 	runsSweep := runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, now)
+	tasks := ledger.NewTaskStore(a.Firestore, cfg.Tx)
+	pmCfg := cfg.PMSweep
+	pmCfg.Budget = cfg.within(pmCfg.Budget, pmsweep.BudgetDefault)
+	pm := pmsweep.New(tasks, pmCfg, now)
 	a.Engine = workflow.NewEngine(engineOpts,
 		inline.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
 		runsSweep.Definition(),
+		pm.Definition(),
 	)
 
 	if !parts.Pipeline {
@@ -122,12 +128,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	a.Pipeline = workflow.NewEngine(engineOpts,
 		fanout.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
 		runsSweep.Definition(),
+		pm.Definition(),
 	)
 	dispatch := cfg.Dispatch
 	dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
 	a.Dispatcher = pipeline.NewDispatcher(ledger.NewOrganizationStore(a.Firestore), publisher, cfg.Topics.Sweeps, dispatch, log)
 	floor := runsCfg.WithDefaults().ScheduledFloorMs
 	a.Dispatcher.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, floor) })
+	a.Dispatcher.ListQueuesWith(tasks.ListQueues)
 	return a, nil
 }
 

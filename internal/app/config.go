@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 )
 
@@ -36,6 +37,7 @@ const (
 	EnvAllowedCallers    = "STALESWEEP_ALLOWED_CALLERS"
 	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
 	EnvRunsSweepFloorMs  = "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS"
+	EnvPMMaxReclaims     = "STALESWEEP_PM_MAX_RECLAIMS"
 	EnvPlatformTimeout   = "CLOUD_RUN_TIMEOUT_SECONDS" // set by the platform on gen2 functions
 	EnvProjectFallback   = "GCLOUD_PROJECT"
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named
@@ -59,6 +61,7 @@ type Config struct {
 	SyncBudget time.Duration
 	Auth       auth.Config
 	RunsSweep  runssweep.Config
+	PMSweep    pmsweep.Config
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
@@ -107,6 +110,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.RunsSweep.ScheduledFloorMs = int64(floor)
+	maxReclaims, err := intVar(getenv, EnvPMMaxReclaims, 1, 1000)
+	if err != nil {
+		return Config{}, err
+	}
+	c.PMSweep.MaxReclaims = int64(maxReclaims)
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {
 		return Config{}, err

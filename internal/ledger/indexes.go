@@ -53,6 +53,22 @@ func Indexes() []Index {
 				{"last_moved_at", Ascending},
 			},
 		},
+		{
+			Collection: TasksCollection,
+			Query:      "working tasks of one queue, least recently active first (pm.sweep)",
+			Fields: []IndexField{
+				{"status", Ascending},
+				{"last_activity_at", Ascending},
+			},
+		},
+		{
+			Collection: TasksCollection,
+			Query:      "new tasks of one queue, oldest first (a worker's next)",
+			Fields: []IndexField{
+				{"status", Ascending},
+				{"created_at", Ascending},
+			},
+		},
 	}
 }
 

@@ -63,6 +63,12 @@ type Dispatcher struct {
 	cfg    DispatchConfig
 	log    *slog.Logger
 	checks map[contract.WorkflowType]func(json.RawMessage) error
+	queues func(ctx context.Context, limit int) ([]string, error)
+}
+
+// ListQueuesWith sets how queue-scoped workflows (pm.sweep) enumerate their scopes.
+func (d *Dispatcher) ListQueuesWith(list func(ctx context.Context, limit int) ([]string, error)) {
+	d.queues = list
 }
 
 // Check adds a rule the scheduled path applies to t's runs beyond its schema (the runs
@@ -82,8 +88,13 @@ func NewDispatcher(orgs *ledger.OrganizationStore, pub Publisher, sweepsTopic st
 	return &Dispatcher{orgs: orgs, pub: pub, topic: sweepsTopic, cfg: cfg, log: log}
 }
 
-// placeholderScope stands in for the scope when a tick's defaults are validated.
-const placeholderScope = "00000000-0000-4000-8000-000000000000"
+// placeholder stands in for a scope field when a tick's defaults are validated.
+func placeholder(field string) json.RawMessage {
+	if field == "queue" {
+		return json.RawMessage(`"default"`)
+	}
+	return json.RawMessage(`"00000000-0000-4000-8000-000000000000"`)
+}
 
 // Dispatch publishes one sweep message per scope of the tick's workflow. An invalid tick is a
 // *contract.ValidationError and publishes nothing. It returns an error, with the report, when
@@ -150,6 +161,22 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 			after = ids[len(ids)-1]
 		}
 		rep.Capped = rep.Scopes >= d.cfg.MaxScopes
+	case kind == contract.ScopeQueue && d.queues != nil:
+		queues, err := d.queues(ctx, d.cfg.MaxScopes)
+		if err != nil {
+			return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
+		}
+		rep.Scopes, rep.Capped = len(queues), len(queues) >= d.cfg.MaxScopes
+		for start := 0; start < len(queues); start += d.cfg.PageSize {
+			if ctx.Err() != nil {
+				rep.Deferred += len(queues) - start
+				rep.OutOfBudget = true
+				break
+			}
+			if err := publish(queues[start:min(start+d.cfg.PageSize, len(queues))]); err != nil {
+				return rep, err
+			}
+		}
 	default:
 		return rep, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
 	}
@@ -183,7 +210,7 @@ func (d *Dispatcher) validate(tick Tick, fields []string) (map[string]json.RawMe
 			explicit = s
 			continue
 		}
-		probe[f] = json.RawMessage(`"` + placeholderScope + `"`)
+		probe[f] = placeholder(f)
 	}
 	raw, _ := json.Marshal(probe)
 	input, err := contract.Validate(tick.WorkflowType, raw)

@@ -283,3 +283,30 @@ func TestTheFleetSweepIsOneMessageAndItsFloorIsCheckedBeforePublishing(t *testin
 		t.Errorf("attributes = %v", m.Attributes)
 	}
 }
+
+func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t)
+	ps := newPubSub(t, pipeline.SweepsDefault)
+	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
+	for _, q := range []string{"builds", "deploys", "reports"} {
+		if err := tasks.Enqueue(context.Background(), q, "t1", "s", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 2}, logging.Discard())
+	d.ListQueuesWith(tasks.ListQueues)
+	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: json.RawMessage(`{"ttl": 600}`), TickID: "t"})
+	if err != nil || rep.Published != 3 {
+		t.Fatalf("report %+v err %v", rep, err)
+	}
+	queues := map[string]bool{}
+	for _, s := range ps.sweeps(t) {
+		var in map[string]any
+		_ = json.Unmarshal(s.InitialData, &in)
+		queues[in["queue"].(string)] = in["ttl"] == float64(600)
+	}
+	if len(queues) != 3 || !queues["builds"] || !queues["deploys"] || !queues["reports"] {
+		t.Errorf("sweep messages cover %v", queues)
+	}
+}

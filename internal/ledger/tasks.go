@@ -1,0 +1,488 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Task queues: task_queues/{queue}/tasks/{task_id}, each task with three append-only chains.
+const (
+	TaskQueuesCollection = "task_queues"
+	TasksCollection      = "tasks"
+	ChainStatuses        = "statuses"
+	ChainReports         = "reports"
+	ChainHeartbeats      = "heartbeats"
+)
+
+// Task statuses.
+const (
+	TaskNew     = "new"
+	TaskWorking = "working"
+	TaskDone    = "done"
+	TaskFailed  = "failed"
+)
+
+// ErrHeadMoved is an append whose expected predecessor is no longer its chain's head: another
+// writer got there first. For a worker it means it no longer holds its task.
+var ErrHeadMoved = errors.New("head moved")
+
+// ErrNoTask is Next finding no task to claim.
+var ErrNoTask = errors.New("no new task in the queue")
+
+// Task is a tasks document.
+type Task struct {
+	Queue          string    `firestore:"-"`
+	ID             string    `firestore:"-"`
+	Slug           string    `firestore:"slug"`
+	Status         string    `firestore:"status"`
+	WorkerID       string    `firestore:"worker_id,omitempty"`
+	CreatedAt      time.Time `firestore:"created_at"`
+	LastActivityAt time.Time `firestore:"last_activity_at"`
+	StatusTip      string    `firestore:"status_tip"`
+	ReportTip      string    `firestore:"report_tip"`
+	HeartbeatTip   string    `firestore:"heartbeat_tip"`
+	ReclaimCount   int64     `firestore:"reclaim_count"`
+	FailureReason  string    `firestore:"failure_reason,omitempty"`
+}
+
+// Entry is one link of a chain. Its id is the SHA-256 of its canonical content (EntryID).
+type Entry struct {
+	ID        string         `firestore:"-"`
+	CreatedAt time.Time      `firestore:"created_at"`
+	Prev      string         `firestore:"prev"`
+	Payload   map[string]any `firestore:"payload"`
+}
+
+// EntryID is the hex SHA-256 of an entry's canonical content: the task, the chain, the
+// predecessor, the creation time (RFC 3339, UTC, microseconds: what Firestore keeps) and the
+// payload, as JSON with sorted keys.
+func EntryID(taskID, chain string, e Entry) string {
+	b, _ := json.Marshal(map[string]any{
+		"task": taskID, "chain": chain, "prev": e.Prev,
+		"created_at": e.CreatedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
+		"payload":    e.Payload,
+	})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Lease is what a worker holds on a claimed task: the heartbeat chain's tip after its last
+// write. Every write it makes is fenced on it.
+type Lease struct {
+	Queue        string
+	TaskID       string
+	WorkerID     string
+	HeartbeatTip string
+}
+
+// TaskStore is the task ledger.
+type TaskStore struct {
+	client *firestore.Client
+	cfg    TxConfig
+}
+
+// NewTaskStore returns a store on client.
+func NewTaskStore(client *firestore.Client, cfg TxConfig) *TaskStore {
+	return &TaskStore{client: client, cfg: cfg.withDefaults()}
+}
+
+func (s *TaskStore) queue(q string) *firestore.DocumentRef {
+	return s.client.Collection(TaskQueuesCollection).Doc(q)
+}
+
+func (s *TaskStore) task(q, id string) *firestore.DocumentRef {
+	return s.queue(q).Collection(TasksCollection).Doc(id)
+}
+
+func (s *TaskStore) tx(ctx context.Context, f func(context.Context, *firestore.Transaction) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
+}
+
+// appendEntry writes a new head of a chain after prev (which the caller has checked is the
+// head, in the same transaction) and returns its id.
+func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, chain, prev string, at time.Time, payload map[string]any) (string, error) {
+	e := Entry{CreatedAt: at.UTC().Truncate(time.Microsecond), Prev: prev, Payload: payload}
+	id := EntryID(taskID, chain, e)
+	if err := tx.Create(ref.Collection(chain).Doc(id), e); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func readTask(tx *firestore.Transaction, ref *firestore.DocumentRef) (Task, error) {
+	snap, err := tx.Get(ref)
+	if err != nil {
+		return Task{}, err
+	}
+	var t Task
+	if err := snap.DataTo(&t); err != nil {
+		return Task{}, err
+	}
+	t.ID = ref.ID
+	t.Queue = ref.Parent.Parent.ID
+	return t, nil
+}
+
+// later returns the later of a and b, so last_activity_at never goes back.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Enqueue adds a new task, with its first status, and makes sure its queue document exists.
+func (s *TaskStore) Enqueue(ctx context.Context, queue, taskID, slug string, at time.Time) error {
+	ref := s.task(queue, taskID)
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		qsnap, err := tx.Get(s.queue(queue))
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		tip, err := appendEntry(tx, ref, taskID, ChainStatuses, "", at, map[string]any{"status": TaskNew})
+		if err != nil {
+			return err
+		}
+		if qsnap == nil || !qsnap.Exists() {
+			if err := tx.Set(s.queue(queue), map[string]any{"created_at": at}); err != nil {
+				return err
+			}
+		}
+		return tx.Create(ref, Task{Slug: slug, Status: TaskNew, CreatedAt: at, LastActivityAt: at, StatusTip: tip})
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue task %s/%s: %w", queue, taskID, err)
+	}
+	return nil
+}
+
+// Next claims the oldest new task of the queue for worker, in a transaction that moves it to
+// working only if it is still new, so two workers never claim the same task. The claim writes a
+// working status and a heartbeat; the lease holds that heartbeat.
+func (s *TaskStore) Next(ctx context.Context, queue, worker string, at time.Time) (Lease, error) {
+	snaps, err := s.queue(queue).Collection(TasksCollection).
+		Where("status", "==", TaskNew).OrderBy("created_at", firestore.Asc).Limit(10).
+		Documents(ctx).GetAll()
+	if err != nil {
+		return Lease{}, fmt.Errorf("next task of %s: %w", queue, err)
+	}
+	for _, snap := range snaps {
+		var lease Lease
+		err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			t, err := readTask(tx, snap.Ref)
+			if err != nil {
+				return err
+			}
+			if t.Status != TaskNew {
+				return ErrHeadMoved
+			}
+			st, err := appendEntry(tx, snap.Ref, t.ID, ChainStatuses, t.StatusTip, at, map[string]any{"status": TaskWorking, "worker_id": worker})
+			if err != nil {
+				return err
+			}
+			hb, err := appendEntry(tx, snap.Ref, t.ID, ChainHeartbeats, t.HeartbeatTip, at, map[string]any{"worker_id": worker, "claim": true})
+			if err != nil {
+				return err
+			}
+			lease = Lease{Queue: queue, TaskID: t.ID, WorkerID: worker, HeartbeatTip: hb}
+			return tx.Update(snap.Ref, []firestore.Update{
+				{Path: "status", Value: TaskWorking}, {Path: "worker_id", Value: worker},
+				{Path: "status_tip", Value: st}, {Path: "heartbeat_tip", Value: hb},
+				{Path: "last_activity_at", Value: later(t.LastActivityAt, at)},
+			})
+		})
+		switch {
+		case err == nil:
+			return lease, nil
+		case errors.Is(err, ErrHeadMoved):
+			continue // another worker claimed it first
+		default:
+			return Lease{}, fmt.Errorf("claim task %s/%s: %w", queue, snap.Ref.ID, err)
+		}
+	}
+	return Lease{}, ErrNoTask
+}
+
+// fenced runs f on the task of lease if the lease still holds it: the task is working and its
+// heartbeat head is the lease's. Otherwise it fails with ErrHeadMoved and writes nothing.
+func (s *TaskStore) fenced(ctx context.Context, lease Lease, f func(tx *firestore.Transaction, ref *firestore.DocumentRef, t Task) error) error {
+	ref := s.task(lease.Queue, lease.TaskID)
+	return s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		t, err := readTask(tx, ref)
+		if err != nil {
+			return err
+		}
+		if t.Status != TaskWorking || t.HeartbeatTip != lease.HeartbeatTip {
+			return ErrHeadMoved
+		}
+		return f(tx, ref, t)
+	})
+}
+
+// Heartbeat appends a heartbeat after the lease's and returns the lease on the new head.
+func (s *TaskStore) Heartbeat(ctx context.Context, lease Lease, at time.Time) (Lease, error) {
+	next := lease
+	err := s.fenced(ctx, lease, func(tx *firestore.Transaction, ref *firestore.DocumentRef, t Task) error {
+		hb, err := appendEntry(tx, ref, t.ID, ChainHeartbeats, t.HeartbeatTip, at, map[string]any{"worker_id": lease.WorkerID})
+		if err != nil {
+			return err
+		}
+		next.HeartbeatTip = hb
+		return tx.Update(ref, []firestore.Update{{Path: "heartbeat_tip", Value: hb}, {Path: "last_activity_at", Value: later(t.LastActivityAt, at)}})
+	})
+	if err != nil {
+		return lease, fmt.Errorf("heartbeat task %s/%s: %w", lease.Queue, lease.TaskID, err)
+	}
+	return next, nil
+}
+
+// Report appends a report, fenced on the lease.
+func (s *TaskStore) Report(ctx context.Context, lease Lease, body string, at time.Time) (string, error) {
+	var id string
+	err := s.fenced(ctx, lease, func(tx *firestore.Transaction, ref *firestore.DocumentRef, t Task) error {
+		var err error
+		if id, err = appendEntry(tx, ref, t.ID, ChainReports, t.ReportTip, at, map[string]any{"worker_id": lease.WorkerID, "body": body}); err != nil {
+			return err
+		}
+		return tx.Update(ref, []firestore.Update{{Path: "report_tip", Value: id}, {Path: "last_activity_at", Value: later(t.LastActivityAt, at)}})
+	})
+	if err != nil {
+		return "", fmt.Errorf("report on task %s/%s: %w", lease.Queue, lease.TaskID, err)
+	}
+	return id, nil
+}
+
+// Complete ends the task done, fenced on the lease.
+func (s *TaskStore) Complete(ctx context.Context, lease Lease, at time.Time) error {
+	return s.finish(ctx, lease, TaskDone, "", at)
+}
+
+// Fail ends the task failed with a reason, fenced on the lease.
+func (s *TaskStore) Fail(ctx context.Context, lease Lease, reason string, at time.Time) error {
+	return s.finish(ctx, lease, TaskFailed, reason, at)
+}
+
+func (s *TaskStore) finish(ctx context.Context, lease Lease, final, reason string, at time.Time) error {
+	err := s.fenced(ctx, lease, func(tx *firestore.Transaction, ref *firestore.DocumentRef, t Task) error {
+		payload := map[string]any{"status": final, "worker_id": lease.WorkerID}
+		if reason != "" {
+			payload["reason"] = reason
+		}
+		st, err := appendEntry(tx, ref, t.ID, ChainStatuses, t.StatusTip, at, payload)
+		if err != nil {
+			return err
+		}
+		u := []firestore.Update{
+			{Path: "status", Value: final}, {Path: "status_tip", Value: st},
+			{Path: "last_activity_at", Value: later(t.LastActivityAt, at)},
+		}
+		if reason != "" {
+			u = append(u, firestore.Update{Path: "failure_reason", Value: reason})
+		}
+		return tx.Update(ref, u)
+	})
+	if err != nil {
+		return fmt.Errorf("%s task %s/%s: %w", final, lease.Queue, lease.TaskID, err)
+	}
+	return nil
+}
+
+// GetTask reads one task.
+func (s *TaskStore) GetTask(ctx context.Context, queue, id string) (Task, error) {
+	snap, err := s.task(queue, id).Get(ctx)
+	if err != nil {
+		return Task{}, fmt.Errorf("get task %s/%s: %w", queue, id, err)
+	}
+	var t Task
+	if err := snap.DataTo(&t); err != nil {
+		return Task{}, err
+	}
+	t.Queue, t.ID = queue, id
+	return t, nil
+}
+
+// Chain returns a task's chain, head first, following prev links from the task's tip (at most
+// limit entries).
+func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit int) ([]Entry, error) {
+	t, err := s.GetTask(ctx, queue, id)
+	if err != nil {
+		return nil, err
+	}
+	tip := map[string]string{ChainStatuses: t.StatusTip, ChainReports: t.ReportTip, ChainHeartbeats: t.HeartbeatTip}[chain]
+	var out []Entry
+	for tip != "" && len(out) < limit {
+		snap, err := s.task(queue, id).Collection(chain).Doc(tip).Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read %s entry %s of %s/%s: %w", chain, tip, queue, id, err)
+		}
+		var e Entry
+		if err := snap.DataTo(&e); err != nil {
+			return nil, err
+		}
+		e.ID = tip
+		out = append(out, e)
+		tip = e.Prev
+	}
+	return out, nil
+}
+
+// TaskCursor is where a scan of working tasks stopped.
+type TaskCursor struct {
+	LastActivityAt time.Time
+	ID             string
+}
+
+// ScanWorking returns up to limit working tasks of a queue, least recently active first, after
+// the cursor.
+func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCursor, limit int) ([]Task, error) {
+	q := s.queue(queue).Collection(TasksCollection).
+		Where("status", "==", TaskWorking).
+		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
+		Limit(limit)
+	if after != nil {
+		q = q.StartAfter(after.LastActivityAt, s.task(queue, after.ID))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("scan working tasks of %s: %w", queue, err)
+	}
+	out := make([]Task, 0, len(snaps))
+	for _, snap := range snaps {
+		var t Task
+		if err := snap.DataTo(&t); err != nil {
+			return nil, fmt.Errorf("decode task %s/%s: %w", queue, snap.Ref.ID, err)
+		}
+		t.Queue, t.ID = queue, snap.Ref.ID
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// CountWorking counts a queue's working tasks with an aggregation query (no documents read).
+func (s *TaskStore) CountWorking(ctx context.Context, queue string) (int64, error) {
+	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
+	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count working tasks of %s: %w", queue, err)
+	}
+	return aggregateInt(res["n"])
+}
+
+// ListQueues returns up to limit queue ids, including queues that have tasks but no document of
+// their own.
+func (s *TaskStore) ListQueues(ctx context.Context, limit int) ([]string, error) {
+	it := s.client.Collection(TaskQueuesCollection).DocumentRefs(ctx)
+	it.PageInfo().MaxSize = min(limit, 300)
+	var out []string
+	for len(out) < limit {
+		ref, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list task queues: %w", err)
+		}
+		out = append(out, ref.ID)
+	}
+	return out, nil
+}
+
+// Reclaim is what one reclaim did.
+type Reclaim struct {
+	Reclaimed bool
+	// StatusSHA is the reclaim status appended (new, or failed for a poison task).
+	StatusSHA string
+	// Poisoned is a task reclaimed more than the cap allows: failed instead of requeued.
+	Poisoned bool
+	// Why says, when not reclaimed, why: "not_working", "heartbeat_moved", "activity_moved",
+	// "task_missing". Each means a worker was alive after all.
+	Why string
+}
+
+// ReclaimTask takes a stale working task back, race-safe against its worker, in one
+// transaction: it writes a preempt heartbeat whose predecessor is the heartbeat head the sweep
+// saw, and the reclaim status, and commits only if that head, the task's last activity and its
+// working status are all unchanged. A task reclaimed more than maxReclaims times (0: no cap) is
+// failed with a reason instead of requeued.
+func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (Reclaim, error) {
+	ref := s.task(queue, id)
+	var out Reclaim
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out = Reclaim{}
+		t, err := readTask(tx, ref)
+		if status.Code(err) == codes.NotFound {
+			out.Why = "task_missing"
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case t.Status != TaskWorking:
+			out.Why = "not_working"
+			return nil
+		case t.HeartbeatTip != seenHeartbeat:
+			out.Why = "heartbeat_moved"
+			return nil
+		case !t.LastActivityAt.Equal(seenActivity):
+			out.Why = "activity_moved"
+			return nil
+		}
+		hb, err := appendEntry(tx, ref, id, ChainHeartbeats, seenHeartbeat, now, map[string]any{"preempt": true, "reclaimer": reclaimer})
+		if err != nil {
+			return err
+		}
+		count := t.ReclaimCount + 1
+		payload := map[string]any{"status": TaskNew, "reclaimed": true, "reclaimer": reclaimer, "reclaim_count": count}
+		final := TaskNew
+		u := []firestore.Update{}
+		if maxReclaims > 0 && count > maxReclaims {
+			final = TaskFailed
+			reason := fmt.Sprintf("reclaimed %d times (more than %d): a poison task, failed instead of requeued", count, maxReclaims)
+			payload["status"], payload["reason"] = TaskFailed, reason
+			u = append(u, firestore.Update{Path: "failure_reason", Value: reason})
+			out.Poisoned = true
+		}
+		st, err := appendEntry(tx, ref, id, ChainStatuses, t.StatusTip, now, payload)
+		if err != nil {
+			return err
+		}
+		out.Reclaimed, out.StatusSHA = true, st
+		return tx.Update(ref, append(u,
+			firestore.Update{Path: "status", Value: final},
+			firestore.Update{Path: "worker_id", Value: firestore.Delete},
+			firestore.Update{Path: "status_tip", Value: st},
+			firestore.Update{Path: "heartbeat_tip", Value: hb},
+			firestore.Update{Path: "reclaim_count", Value: count},
+			firestore.Update{Path: "last_activity_at", Value: later(t.LastActivityAt, now)},
+		))
+	})
+	if err != nil {
+		return Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
+	}
+	return out, nil
+}
+
+// aggregateInt reads an integer aggregation result.
+func aggregateInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case *firestorepb.Value:
+		return x.GetIntegerValue(), nil
+	case int64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("aggregation result %T is not an integer", v)
+}

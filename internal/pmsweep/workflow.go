@@ -1,0 +1,163 @@
+package pmsweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// Store is what the sweep needs of the task ledger; *ledger.TaskStore has it.
+type Store interface {
+	ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error)
+	CountWorking(ctx context.Context, queue string) (int64, error)
+	ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (ledger.Reclaim, error)
+}
+
+// Workflow is the sweep.
+type Workflow struct {
+	store Store
+	cfg   Config
+	now   func() time.Time
+}
+
+// New returns the sweep.
+func New(store Store, cfg Config, now func() time.Time) *Workflow {
+	return &Workflow{store: store, cfg: cfg.WithDefaults(), now: now}
+}
+
+// Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
+// atomic: pending → completed, any → failed.
+func (w *Workflow) Definition() workflow.Definition {
+	return workflow.Definition{Type: contract.PMSweep, States: workflow.Atomic, Body: w.body}
+}
+
+func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+	var in Input
+	if err := json.Unmarshal(run.Input, &in); err != nil {
+		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	}
+	out, stats, err := w.RunOnce(ctx, in, run.Logger)
+	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// ageSeconds is how long a task has been silent, in whole seconds.
+func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
+
+// RunOnce is one sweep of one queue.
+func (w *Workflow) RunOnce(ctx context.Context, in Input, log *slog.Logger) (Output, Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	defer cancel()
+	log = log.With("queue", in.Queue)
+	now := w.now()
+	ttl := time.Duration(in.TTL) * time.Second
+	warnAt := ttl * 2 / 3
+	out := Output{Reclaimed: []Reclaimed{}, Raced: []Raced{}, DryRun: in.DryRun, TTL: in.TTL}
+	stats := Stats{RacedWhy: map[string]int{}}
+	fail := func(step string, err error) (Output, Stats, error) {
+		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
+	}
+
+	// Working tasks, least recently active first: the stale ones come first, then the ones
+	// close to the TTL; the first that is neither ends the reading.
+	var stale []ledger.Task
+	var longestLive time.Duration
+	var after *ledger.TaskCursor
+scan:
+	for {
+		page, err := w.store.ScanWorking(ctx, in.Queue, after, w.cfg.PageSize)
+		if err != nil {
+			return fail("scan", err)
+		}
+		for _, t := range page {
+			age := now.Sub(t.LastActivityAt)
+			switch {
+			case age > ttl && len(stale) < w.cfg.MaxStale:
+				stale = append(stale, t)
+			case age > ttl:
+				stats.Deferred++
+				stats.Capped = true
+			case age > warnAt:
+				stats.NearTTL++
+				longestLive = max(longestLive, age)
+			default:
+				break scan
+			}
+		}
+		if len(page) < w.cfg.PageSize {
+			break
+		}
+		last := page[len(page)-1]
+		after = &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+	}
+	n, err := w.store.CountWorking(ctx, in.Queue)
+	if err != nil {
+		return fail("count", err)
+	}
+	out.Scanned = n
+	out.Stale = len(stale) + stats.Deferred
+	if stats.NearTTL > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"%d working tasks have been silent for more than 2/3 of the TTL (longest %ds of %ds) without being stale yet: "+
+				"heartbeat at most every TTL/3 (%ds) or they will be reclaimed while alive", stats.NearTTL, int64(longestLive/time.Second), in.TTL, in.TTL/3))
+		log.Warn("tasks close to the TTL", "near_ttl", stats.NearTTL, "longest_silence_s", int64(longestLive/time.Second), "ttl", in.TTL)
+	}
+
+	if in.DryRun {
+		for _, t := range stale {
+			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: ageSeconds(now, t.LastActivityAt),
+				LastActivity: t.LastActivityAt.UTC().Format(time.RFC3339Nano)})
+		}
+		return out, stats, nil
+	}
+
+	results := make([]ledger.Reclaim, len(stale))
+	errs := make([]error, len(stale))
+	var g errgroup.Group
+	g.SetLimit(w.cfg.Concurrency)
+	for i, t := range stale {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return nil
+			}
+			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, t.HeartbeatTip, t.LastActivityAt, now, in.Reclaimer, w.cfg.MaxReclaims)
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	for i, t := range stale {
+		res, err := results[i], errs[i]
+		age, last := ageSeconds(now, t.LastActivityAt), t.LastActivityAt.UTC().Format(time.RFC3339Nano)
+		l := log.With("task", t.ID, "slug", t.Slug)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			stats.Deferred++
+			stats.OutOfBudget = true
+		case err != nil:
+			stats.Errored++
+			l.Warn("reclaim failed; nothing written", "error", err.Error())
+		case res.Reclaimed:
+			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
+			if res.Poisoned {
+				stats.Poisoned++
+				l.Warn("task reclaimed too many times: failed as poison instead of requeued", "max_reclaims", w.cfg.MaxReclaims)
+			} else {
+				l.Info("zombie task reclaimed", "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
+			}
+		default:
+			out.Raced = append(out.Raced, Raced{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last})
+			stats.RacedWhy[res.Why]++
+			l.Info("task raced: its worker was alive after all", "why", res.Why)
+		}
+	}
+	return out, stats, nil
+}

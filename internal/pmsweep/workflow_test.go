@@ -1,0 +1,455 @@
+package pmsweep_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+type env struct {
+	t      *testing.T
+	fs     *firestore.Client
+	spy    *fsspy.Spy
+	tasks  *ledger.TaskStore
+	clock  *testenv.Clock
+	wf     *pmsweep.Workflow
+	engine *workflow.Engine
+	queue  string
+}
+
+func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.Store) *env {
+	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), queue: "q-" + uuid.NewString()[:8]}
+	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
+	e.tasks = ledger.NewTaskStore(e.fs, ledger.TxConfig{})
+	var store pmsweep.Store = e.tasks
+	if wrap != nil {
+		store = wrap(store)
+	}
+	e.wf = pmsweep.New(store, cfg, e.clock.Now)
+	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	return e
+}
+
+// claimed enqueues n tasks and has a worker claim each; it returns their leases.
+func (e *env) claimed(n int) []ledger.Lease {
+	e.t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if err := e.tasks.Enqueue(ctx, e.queue, fmt.Sprintf("task-%03d", i), fmt.Sprintf("slug-%03d", i), e.clock.Now()); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	leases := make([]ledger.Lease, 0, n)
+	for i := range n {
+		l, err := e.tasks.Next(ctx, e.queue, fmt.Sprintf("worker-%d", i), e.clock.Now())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	return leases
+}
+
+func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
+	e.t.Helper()
+	if input.Queue == "" {
+		input.Queue = e.queue
+	}
+	if input.TTL == 0 {
+		input.TTL = 300
+	}
+	if input.Reclaimer == "" {
+		input.Reclaimer = "test-sweeper"
+	}
+	raw, _ := json.Marshal(input)
+	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
+	if err != nil || out.Status != workflow.StateCompleted {
+		e.t.Fatalf("sweep: %v %v", out.Err, err)
+	}
+	var o pmsweep.Output
+	b, _ := json.Marshal(out.Output)
+	_ = json.Unmarshal(b, &o)
+	return o
+}
+
+func (e *env) task(id string) ledger.Task {
+	e.t.Helper()
+	t, err := e.tasks.GetTask(context.Background(), e.queue, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return t
+}
+
+func (e *env) chain(id, chain string) []ledger.Entry {
+	e.t.Helper()
+	c, err := e.tasks.Chain(context.Background(), e.queue, id, chain, 1000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	ctx := context.Background()
+	leases := e.claimed(4)
+	e.clock.Advance(200 * time.Second)
+	if _, err := e.tasks.Heartbeat(ctx, leases[2], e.clock.Now()); err != nil { // task 2 is alive
+		t.Fatal(err)
+	}
+	e.clock.Advance(100 * time.Second)
+	if _, err := e.tasks.Heartbeat(ctx, leases[3], e.clock.Now().Add(-300*time.Second)); err != nil { // task 3: exactly the TTL
+		t.Fatal(err)
+	}
+	e.clock.Advance(0)
+	o := e.sweep(pmsweep.Input{TTL: 300, Reclaimer: "janitor-7"})
+	// Tasks 0 and 1 are 300 s silent: not more than the TTL yet.
+	if o.Scanned != 4 || o.Stale != 0 || len(o.Reclaimed) != 0 {
+		t.Fatalf("at exactly the TTL: %+v", o)
+	}
+	e.clock.Advance(time.Second)
+	o = e.sweep(pmsweep.Input{TTL: 300, Reclaimer: "janitor-7"})
+	if o.Scanned != 4 || o.Stale != 3 || len(o.Reclaimed) != 3 || len(o.Raced) != 0 || o.DryRun || o.TTL != 300 {
+		t.Fatalf("output = %+v", o)
+	}
+	got := []string{}
+	for _, r := range o.Reclaimed {
+		got = append(got, r.Task)
+		task := e.task(r.Task)
+		if task.Status != ledger.TaskNew || task.ReclaimCount != 1 || task.WorkerID != "" || r.ReclaimStatusSHA != task.StatusTip || r.AgeSeconds != 301 {
+			t.Errorf("reclaimed task %s = %+v (output %+v)", r.Task, task, r)
+		}
+		statuses, beats := e.chain(r.Task, ledger.ChainStatuses), e.chain(r.Task, ledger.ChainHeartbeats)
+		if statuses[0].Payload["reclaimed"] != true || statuses[0].Payload["reclaimer"] != "janitor-7" || statuses[0].Payload["status"] != ledger.TaskNew {
+			t.Errorf("status head = %+v", statuses[0])
+		}
+		if beats[0].Payload["preempt"] != true || beats[0].Prev != beats[1].ID {
+			t.Errorf("heartbeat head = %+v, want a preempt chained on the worker's heartbeat %s", beats[0], beats[1].ID)
+		}
+		if statuses[0].ID != ledger.EntryID(r.Task, ledger.ChainStatuses, statuses[0]) {
+			t.Errorf("entry id %s is not the hash of its content", statuses[0].ID)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"task-000", "task-001", "task-003"}) {
+		t.Errorf("reclaimed %v", got)
+	}
+	b, _ := json.Marshal(o)
+	var keys map[string]any
+	_ = json.Unmarshal(b, &keys)
+	if len(keys) != 6 {
+		t.Errorf("output keys = %v, want exactly the seed's six", keys)
+	}
+	// The reclaimed tasks are handed out again.
+	for range 3 {
+		l, err := e.tasks.Next(ctx, e.queue, "worker-new", e.clock.Now())
+		if err != nil || !slices.Contains(got, l.TaskID) {
+			t.Errorf("next after the reclaim: %+v %v", l, err)
+		}
+	}
+	if _, err := e.tasks.Next(ctx, e.queue, "worker-new", e.clock.Now()); !errors.Is(err, ledger.ErrNoTask) {
+		t.Errorf("a fourth next: %v, want ErrNoTask (task 2 is still its worker's)", err)
+	}
+}
+
+// racer lets a live worker heartbeat between the sweep's snapshot and its reclaim.
+type racer struct {
+	pmsweep.Store
+	before func(id string)
+}
+
+func (r *racer) ReclaimTask(ctx context.Context, queue, id, seen string, seenActivity, now time.Time, reclaimer string, max int64) (ledger.Reclaim, error) {
+	r.before(id)
+	return r.Store.ReclaimTask(ctx, queue, id, seen, seenActivity, now, reclaimer, max)
+}
+
+func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
+	t.Parallel()
+	var rc *racer
+	e := newEnv(t, pmsweep.Config{}, func(s pmsweep.Store) pmsweep.Store { rc = &racer{Store: s}; return rc })
+	ctx := context.Background()
+	leases := e.claimed(2)
+	e.clock.Advance(10 * time.Minute)
+	live := leases[0]
+	rc.before = func(id string) {
+		if id != live.TaskID {
+			return
+		}
+		var err error
+		if live, err = e.tasks.Heartbeat(ctx, live, e.clock.Now()); err != nil {
+			t.Errorf("the live worker's heartbeat: %v", err)
+		}
+	}
+	o := e.sweep(pmsweep.Input{})
+	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != leases[1].TaskID {
+		t.Fatalf("output = %+v", o)
+	}
+	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
+		t.Errorf("the live worker lost its task: %+v", task)
+	}
+	if _, err := e.tasks.Heartbeat(ctx, live, e.clock.Now()); err != nil {
+		t.Errorf("the live worker's next heartbeat: %v", err)
+	}
+	for _, s := range e.chain(live.TaskID, ledger.ChainStatuses) {
+		if s.Payload["reclaimed"] == true {
+			t.Error("a reclaim status was appended to the raced task")
+		}
+	}
+}
+
+func TestAZombieCanChangeNothingAfterItsTaskIsReclaimed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	ctx := context.Background()
+	zombie := e.claimed(1)[0]
+	if _, err := e.tasks.Report(ctx, zombie, "halfway", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(10 * time.Minute)
+	if o := e.sweep(pmsweep.Input{}); len(o.Reclaimed) != 1 {
+		t.Fatalf("sweep: %+v", o)
+	}
+	before := e.task(zombie.TaskID)
+	e.spy.Reset()
+	if _, err := e.tasks.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie heartbeat: %v, want head moved", err)
+	}
+	if _, err := e.tasks.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie report: %v, want head moved", err)
+	}
+	if err := e.tasks.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie completion: %v, want head moved", err)
+	}
+	if err := e.tasks.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie failure: %v, want head moved", err)
+	}
+	if n := len(e.spy.Writes()); n != 0 {
+		t.Errorf("the zombie's attempts wrote %d documents", n)
+	}
+	if after := e.task(zombie.TaskID); after != before {
+		t.Errorf("the task changed: %+v → %+v", before, after)
+	}
+}
+
+func TestConcurrentSweepsAppendOneReclaimStatusPerTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	leases := e.claimed(200)
+	e.clock.Advance(10 * time.Minute)
+	outs := make([]pmsweep.Output, 4)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, _, err := e.wf.RunOnce(context.Background(), pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: fmt.Sprintf("sweeper-%d", i)}, logging.Discard())
+			if err != nil {
+				t.Error(err)
+			}
+			outs[i] = o
+		}()
+	}
+	wg.Wait()
+	total, raced := 0, 0
+	for _, o := range outs {
+		total += len(o.Reclaimed)
+		raced += len(o.Raced)
+	}
+	t.Logf("4 concurrent sweeps over 200 stale tasks: %d reclaimed, %d raced", total, raced)
+	if total != 200 {
+		t.Errorf("%d reclaims in all, want 200", total)
+	}
+	for _, l := range leases {
+		n := 0
+		for _, s := range e.chain(l.TaskID, ledger.ChainStatuses) {
+			if s.Payload["reclaimed"] == true {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("task %s has %d reclaim statuses, want exactly 1", l.TaskID, n)
+		}
+	}
+}
+
+// worker heartbeats its task every interval of simulated time; the sweep runs at the worst
+// moment, just before each heartbeat.
+func TestLiveWorkersAtTTLOver3AreNeverReclaimedAndSlowOnesAre(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	run := func(interval time.Duration, rounds int) (reclaimed int, warnings int, lost int) {
+		e := newEnv(t, pmsweep.Config{}, nil)
+		leases := e.claimed(5)
+		for range rounds {
+			e.clock.Advance(interval)
+			o := e.sweep(pmsweep.Input{TTL: 300})
+			reclaimed += len(o.Reclaimed)
+			warnings += len(o.Warnings)
+			for i, l := range leases {
+				next, err := e.tasks.Heartbeat(ctx, l, e.clock.Now())
+				switch {
+				case errors.Is(err, ledger.ErrHeadMoved):
+					lost++
+				case err != nil:
+					t.Fatal(err)
+				default:
+					leases[i] = next
+				}
+			}
+		}
+		return reclaimed, warnings, lost
+	}
+	if r, w, lost := run(100*time.Second, 30); r != 0 || w != 0 || lost != 0 {
+		t.Errorf("heartbeats every TTL/3 over 30 rounds: %d reclaimed, %d warnings, %d heartbeats refused; want none", r, w, lost)
+	}
+	if r, w, _ := run(250*time.Second, 5); r != 0 || w == 0 {
+		t.Errorf("heartbeats every 250 s of a 300 s TTL: %d reclaimed, %d warnings; want none reclaimed and a warning", r, w)
+	}
+	if r, _, lost := run(301*time.Second, 1); r != 5 || lost != 5 {
+		t.Errorf("heartbeats slower than the TTL: %d reclaimed, %d heartbeats refused; want 5 and 5", r, lost)
+	}
+}
+
+func TestDryRunReportsAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	e.claimed(3)
+	e.clock.Advance(10 * time.Minute)
+	e.spy.Reset()
+	o, _, err := e.wf.RunOnce(context.Background(), pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r", DryRun: true}, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.DryRun || o.Stale != 3 || len(o.Reclaimed) != 3 || o.Reclaimed[0].ReclaimStatusSHA != "" {
+		t.Errorf("dry run output = %+v", o)
+	}
+	if n := e.spy.Commits(); n != 0 {
+		t.Errorf("the dry run committed %d times", n)
+	}
+	if task := e.task("task-000"); task.Status != ledger.TaskWorking {
+		t.Errorf("the dry run changed a task: %+v", task)
+	}
+}
+
+func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{MaxReclaims: 2}, nil)
+	ctx := context.Background()
+	e.claimed(1)
+	for round := 1; round <= 3; round++ {
+		e.clock.Advance(10 * time.Minute)
+		o := e.sweep(pmsweep.Input{})
+		if len(o.Reclaimed) != 1 {
+			t.Fatalf("round %d: %+v", round, o)
+		}
+		task := e.task("task-000")
+		if round < 3 {
+			if task.Status != ledger.TaskNew {
+				t.Fatalf("round %d: %+v", round, task)
+			}
+			if _, err := e.tasks.Next(ctx, e.queue, "w", e.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if task.Status != ledger.TaskFailed || task.ReclaimCount != 3 || !strings.Contains(task.FailureReason, "poison") {
+			t.Errorf("after the third reclaim: %+v", task)
+		}
+	}
+	if _, err := e.tasks.Next(ctx, e.queue, "w", e.clock.Now()); !errors.Is(err, ledger.ErrNoTask) {
+		t.Errorf("a poison task was handed out again: %v", err)
+	}
+}
+
+func TestTwoWorkersNeverClaimTheSameTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	ctx := context.Background()
+	for i := range 20 {
+		if err := e.tasks.Enqueue(ctx, e.queue, fmt.Sprintf("t%02d", i), "s", e.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	claims := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				l, err := e.tasks.Next(ctx, e.queue, fmt.Sprintf("w%d", w), e.clock.Now())
+				if errors.Is(err, ledger.ErrNoTask) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if prev, dup := claims[l.TaskID]; dup {
+					t.Errorf("task %s claimed by %s and %s", l.TaskID, prev, l.WorkerID)
+				}
+				claims[l.TaskID] = l.WorkerID
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(claims) != 20 {
+		t.Errorf("%d tasks claimed, want 20", len(claims))
+	}
+}
+
+func TestInputIsTheSeedsFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	for input, field := range map[string]string{
+		`{"ttl": 0}`:           "ttl",
+		`{"ttl": "5m"}`:        "ttl",
+		`{"queue": "a/b"}`:     "queue",
+		`{"queue": ""}`:        "queue",
+		`{"reclaimer": ""}`:    "reclaimer",
+		`{"dry_run": "yes"}`:   "dry_run",
+		`{"dryrun": true}`:     "dryrun",
+		`{"ttl": 1e10}`:        "ttl",
+		`{"queue": ".hidden"}`: "queue",
+	} {
+		_, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: []byte(input), Trigger: workflow.TriggerLocal})
+		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want validation_failed naming %s", input, err, field)
+		}
+	}
+	raw, err := contract.Validate(contract.PMSweep, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in pmsweep.Input
+	_ = json.Unmarshal(raw, &in)
+	if in.Queue != pmsweep.QueueDefault || in.TTL != pmsweep.TTLDefault || in.Reclaimer != pmsweep.ReclaimerDefault || in.DryRun {
+		t.Errorf("defaults = %+v", in)
+	}
+}
