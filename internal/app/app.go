@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
@@ -104,10 +105,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	pmCfg := cfg.PMSweep
 	pmCfg.Budget = cfg.within(pmCfg.Budget, pmsweep.BudgetDefault)
 	pm := pmsweep.New(tasks, pmCfg, now)
+	leases := ledger.NewLeaseStore(a.Firestore, cfg.Tx)
+	leaseCfg := cfg.LeaseSettle
+	leaseCfg.Budget = cfg.within(leaseCfg.Budget, leasesettle.BudgetDefault)
+	leaseSettle := leasesettle.New(leases, leaseCfg, now)
 	a.Engine = workflow.NewEngine(engineOpts,
 		inline.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
 		runsSweep.Definition(),
 		pm.Definition(),
+		leaseSettle.Definition(),
 	)
 
 	if !parts.Pipeline {
@@ -129,6 +135,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		fanout.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
 		runsSweep.Definition(),
 		pm.Definition(),
+		leaseSettle.Definition(),
 	)
 	dispatch := cfg.Dispatch
 	dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
@@ -136,6 +143,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	floor := runsCfg.WithDefaults().ScheduledFloorMs
 	a.Dispatcher.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, floor) })
 	a.Dispatcher.ListQueuesWith(tasks.ListQueues)
+	a.Dispatcher.ListGroupsWith(leases.ListGroups)
 	return a, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/auth"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
@@ -58,10 +59,11 @@ type Config struct {
 	Topics          pipeline.Topics
 	Dispatch        pipeline.DispatchConfig
 	// SyncBudget bounds one SyncExecution call (one executor call and one transaction).
-	SyncBudget time.Duration
-	Auth       auth.Config
-	RunsSweep  runssweep.Config
-	PMSweep    pmsweep.Config
+	SyncBudget  time.Duration
+	Auth        auth.Config
+	RunsSweep   runssweep.Config
+	PMSweep     pmsweep.Config
+	LeaseSettle leasesettle.Config
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent

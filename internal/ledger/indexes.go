@@ -62,6 +62,16 @@ func Indexes() []Index {
 			},
 		},
 		{
+			Collection: WorkspaceLeasesCollection,
+			Query:      "active workspace leases of one runner group, oldest heartbeat first",
+			Fields: []IndexField{
+				{"organization_uuid", Ascending},
+				{"runner_group_uuid", Ascending},
+				{"status", Ascending},
+				{"heartbeat_at", Ascending},
+			},
+		},
+		{
 			Collection: TasksCollection,
 			Query:      "new tasks of one queue, oldest first (a worker's next)",
 			Fields: []IndexField{

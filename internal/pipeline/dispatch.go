@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,6 +65,13 @@ type Dispatcher struct {
 	log    *slog.Logger
 	checks map[contract.WorkflowType]func(json.RawMessage) error
 	queues func(ctx context.Context, limit int) ([]string, error)
+	groups func(ctx context.Context, org string, limit int) ([]string, error)
+}
+
+// ListGroupsWith sets how runner-group-scoped workflows (runner.workspace-lease-settle)
+// enumerate the groups of an organization.
+func (d *Dispatcher) ListGroupsWith(list func(ctx context.Context, org string, limit int) ([]string, error)) {
+	d.groups = list
 }
 
 // ListQueuesWith sets how queue-scoped workflows (pm.sweep) enumerate their scopes.
@@ -135,6 +143,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	}
 
 	switch {
+	case kind == contract.ScopeRunnerGroup && d.groups != nil:
+		if err := d.dispatchGroups(ctx, tick, defaults, &rep, publish); err != nil {
+			return rep, err
+		}
 	case explicit != "" || kind == contract.ScopeFleet:
 		rep.Scopes = 1
 		if err := publish([]string{explicit}); err != nil {
@@ -186,6 +198,67 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	return rep, nil
 }
 
+// dispatchGroups publishes one message per runner group: of the organization the tick names,
+// or of every enabled organization; a tick naming a group as well publishes just that one.
+func (d *Dispatcher) dispatchGroups(ctx context.Context, tick Tick, defaults map[string]json.RawMessage, rep *Report, publish func([]string) error) error {
+	var org, group string
+	_ = json.Unmarshal(defaults["organization_uuid"], &org)
+	_ = json.Unmarshal(defaults["runner_group_uuid"], &group)
+	if org != "" && group != "" {
+		rep.Scopes = 1
+		return publish([]string{org + "/" + group})
+	}
+	orgs := []string{org}
+	after := ""
+	for org == "" && rep.Scopes < d.cfg.MaxScopes {
+		ids, err := d.orgs.ListEnabled(ctx, after, d.cfg.PageSize)
+		if err != nil {
+			return fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
+		}
+		if err := d.publishGroups(ctx, tick, ids, rep, publish); err != nil {
+			return err
+		}
+		if len(ids) < d.cfg.PageSize || ctx.Err() != nil {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
+	if org != "" {
+		return d.publishGroups(ctx, tick, orgs, rep, publish)
+	}
+	rep.Capped = true
+	return nil
+}
+
+func (d *Dispatcher) publishGroups(ctx context.Context, tick Tick, orgs []string, rep *Report, publish func([]string) error) error {
+	for _, org := range orgs {
+		if ctx.Err() != nil {
+			rep.OutOfBudget = true
+			return nil
+		}
+		left := d.cfg.MaxScopes - rep.Scopes
+		if left <= 0 {
+			rep.Capped = true
+			return nil
+		}
+		groups, err := d.groups(ctx, org, left)
+		if err != nil {
+			return fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
+		}
+		scopes := make([]string, len(groups))
+		for i, g := range groups {
+			scopes[i] = org + "/" + g
+		}
+		rep.Scopes += len(scopes)
+		if len(scopes) > 0 {
+			if err := publish(scopes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // validate checks the tick and returns its defaults as an object, and the scope it names
 // explicitly ("" when it names none).
 func (d *Dispatcher) validate(tick Tick, fields []string) (map[string]json.RawMessage, string, error) {
@@ -231,9 +304,12 @@ func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage
 	for k, v := range defaults {
 		data[k] = v
 	}
-	if len(fields) > 0 && scope != "" {
-		b, _ := json.Marshal(scope)
-		data[fields[0]] = b
+	if scope != "" {
+		// A scope of several fields is their values joined by "/", as the engine keys it.
+		for i, v := range strings.SplitN(scope, "/", len(fields)) {
+			b, _ := json.Marshal(v)
+			data[fields[i]] = b
+		}
 	}
 	initial, _ := json.Marshal(data)
 	body, err := json.Marshal(message.Start{WorkflowType: tick.WorkflowType, InitialData: initial})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
@@ -84,15 +85,17 @@ func (f *fakePubSub) sweeps(t *testing.T) map[string]message.Start {
 }
 
 type dispatchEnv struct {
-	orgs    *ledger.OrganizationStore
-	ps      *fakePubSub
-	enabled []string
+	fs       *firestore.Client
+	orgs     *ledger.OrganizationStore
+	ps       *fakePubSub
+	enabled  []string
+	disabled []string
 }
 
 func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
 	t.Helper()
 	fs := testenv.Firestore(t)
-	e := dispatchEnv{orgs: ledger.NewOrganizationStore(fs), ps: newPubSub(t, pipeline.SweepsDefault)}
+	e := dispatchEnv{fs: fs, orgs: ledger.NewOrganizationStore(fs), ps: newPubSub(t, pipeline.SweepsDefault)}
 	for i := range enabled + disabled {
 		id := uuid.NewString()
 		if err := e.orgs.Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: i < enabled}); err != nil {
@@ -100,6 +103,8 @@ func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
 		}
 		if i < enabled {
 			e.enabled = append(e.enabled, id)
+		} else {
+			e.disabled = append(e.disabled, id)
 		}
 	}
 	return e
@@ -308,5 +313,49 @@ func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
 	}
 	if len(queues) != 3 || !queues["builds"] || !queues["deploys"] || !queues["reports"] {
 		t.Errorf("sweep messages cover %v", queues)
+	}
+}
+
+func TestGroupScopedTicksGoToEveryGroupOfEveryEnabledOrganization(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 2, 1)
+	leases := ledger.NewLeaseStore(e.fs, ledger.TxConfig{})
+	groups := map[string][]string{}
+	all := append(append([]string{}, e.enabled...), e.disabled...)
+	for _, org := range all {
+		for range 3 {
+			g := uuid.NewString()
+			if err := leases.PutGroup(context.Background(), ledger.RunnerGroup{UUID: g, OrganizationUUID: org, HeartbeatTimeoutSeconds: 60}); err != nil {
+				t.Fatal(err)
+			}
+			groups[org] = append(groups[org], g)
+		}
+	}
+	d := e.dispatcher(pipeline.DispatchConfig{PageSize: 1})
+	d.ListGroupsWith(leases.ListGroups)
+	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, InitialData: json.RawMessage(`{"max_settlements": 20}`), TickID: "g"})
+	if err != nil || rep.Published != 6 {
+		t.Fatalf("report %+v err %v", rep, err)
+	}
+	sweeps := e.ps.sweeps(t)
+	for _, org := range e.enabled {
+		for _, g := range groups[org] {
+			s, ok := sweeps[pipeline.RunUUID("g", contract.WorkspaceLeaseSettle, org+"/"+g)]
+			var in map[string]any
+			_ = json.Unmarshal(s.InitialData, &in)
+			if !ok || in["organization_uuid"] != org || in["runner_group_uuid"] != g || in["max_settlements"] != float64(20) {
+				t.Errorf("group %s of %s: %v %s", g, org, ok, s.InitialData)
+			}
+		}
+	}
+	one := pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, TickID: "h",
+		InitialData: json.RawMessage(`{"organization_uuid": "` + e.enabled[0] + `"}`)}
+	if rep, err := d.Dispatch(context.Background(), one); err != nil || rep.Published != 3 {
+		t.Errorf("a tick naming an organization: %+v %v", rep, err)
+	}
+	exact := pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, TickID: "i",
+		InitialData: json.RawMessage(`{"organization_uuid": "` + e.enabled[0] + `", "runner_group_uuid": "` + groups[e.enabled[0]][1] + `"}`)}
+	if rep, err := d.Dispatch(context.Background(), exact); err != nil || rep.Published != 1 {
+		t.Errorf("a tick naming a group: %+v %v", rep, err)
 	}
 }

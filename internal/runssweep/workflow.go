@@ -47,7 +47,7 @@ func (w *Workflow) Definition() workflow.Definition {
 }
 
 // check applies the scheduled floor to every run not started from the command.
-func (w *Workflow) check(input json.RawMessage, trigger workflow.Trigger) error {
+func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
 	if trigger == workflow.TriggerLocal {
 		return nil
 	}

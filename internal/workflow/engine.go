@@ -74,10 +74,11 @@ type Definition struct {
 	// Envelope lists the record fields the seed's output echoes (completed_at, failed_at,
 	// the failure fields, status, workflow_run_uuid, ...); no other record field reaches it.
 	Envelope []string
-	// Check, when set, adds rules that depend on how the run was triggered (a floor the
-	// scheduled path applies, say). It sees the validated input; a *contract.ValidationError
-	// from it refuses the run before anything is written.
-	Check func(input json.RawMessage, trigger Trigger) error
+	// Check, when set, adds rules beyond the schema: ones that depend on how the run was
+	// triggered (a floor the scheduled path applies) or on what exists (the scope must). It sees
+	// the validated input; a *contract.ValidationError from it refuses the run before anything
+	// is written.
+	Check func(ctx context.Context, input json.RawMessage, trigger Trigger) error
 	Body  Body
 }
 
@@ -147,7 +148,7 @@ func (e *Engine) Definition(t contract.WorkflowType) (Definition, bool) {
 }
 
 // Validate checks a request without running it.
-func (e *Engine) Validate(req Request) (Definition, json.RawMessage, error) {
+func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.RawMessage, error) {
 	def, ok := e.defs[req.Type]
 	if !ok {
 		return Definition{}, nil, contract.Invalid("workflow_type", "enum", "unknown workflow type %q", req.Type)
@@ -157,7 +158,7 @@ func (e *Engine) Validate(req Request) (Definition, json.RawMessage, error) {
 		return Definition{}, nil, err
 	}
 	if def.Check != nil {
-		if err := def.Check(input, req.Trigger); err != nil {
+		if err := def.Check(ctx, input, req.Trigger); err != nil {
 			return Definition{}, nil, err
 		}
 	}
@@ -170,7 +171,7 @@ func (e *Engine) Validate(req Request) (Definition, json.RawMessage, error) {
 // has already started (CodeConflict wrapping ErrDuplicateRun), or when the record cannot be
 // created. A run that starts and fails returns an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
-	def, input, err := e.Validate(req)
+	def, input, err := e.Validate(ctx, req)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -1,0 +1,79 @@
+package leasesettle
+
+import (
+	"cmp"
+	"time"
+)
+
+// Input defaults and bounds.
+const (
+	MaxSettlementsDefault = 50
+	MaxSettlementsMax     = 500
+)
+
+// Defaults of Config.
+const (
+	MaxExaminedDefault = 5000 // active leases read per run at most
+	PageSizeDefault    = 200
+	ConcurrencyDefault = 8
+	BudgetDefault      = 4 * time.Minute
+)
+
+// Config tunes the workflow. Zero values take the defaults.
+type Config struct {
+	MaxExamined int
+	PageSize    int
+	Concurrency int
+	Budget      time.Duration
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.MaxExamined = cmp.Or(c.MaxExamined, MaxExaminedDefault)
+	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
+	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	return c
+}
+
+// Input is a run's initial_data.
+type Input struct {
+	OrganizationUUID string `json:"organization_uuid"`
+	RunnerGroupUUID  string `json:"runner_group_uuid"`
+	MaxSettlements   int    `json:"max_settlements"`
+}
+
+// Output is the part of seed 004's output the workflow fills; the engine adds
+// workflow_run_uuid, status, initiated_at, completed_at / failed_at, actor_uuid and the failure
+// fields.
+type Output struct {
+	RunnerGroupUUID         string       `json:"runner_group_uuid"`
+	OrganizationUUID        string       `json:"organization_uuid"`
+	Outcome                 string       `json:"outcome"` // "settled", or "nothing_to_settle"
+	Reason                  string       `json:"reason"`  // the run in a sentence
+	Examined                int          `json:"examined"`
+	Settled                 int          `json:"settled"`
+	Settlements             []Settlement `json:"settlements"`
+	HeartbeatTimeoutSeconds int64        `json:"heartbeat_timeout_seconds"`
+	MaxSettlements          int          `json:"max_settlements"`
+}
+
+// Settlement is one abandoned lease.
+type Settlement struct {
+	LeaseUUID           string `json:"lease_uuid"`
+	WorkspaceID         string `json:"workspace_id"`
+	HolderUUID          string `json:"holder_runner_instance_uuid"`
+	HolderStatus        string `json:"holder_status,omitempty"` // empty when unresolvable
+	Reason              string `json:"reason"`
+	HeartbeatAgeSeconds int64  `json:"heartbeat_age_seconds"`
+}
+
+// Stats are what the run did not do.
+type Stats struct {
+	Kept        map[string]int `json:"kept"`          // by why
+	Raced       int            `json:"raced"`         // changed between scan and transaction: kept
+	Errored     int            `json:"errored"`       // transaction failed: nothing written
+	OverBudget  int            `json:"over_budget"`   // abandonable, left for the next run (max_settlements)
+	ScanCapped  bool           `json:"scan_capped"`   // stopped at MaxExamined
+	OutOfBudget bool           `json:"out_of_budget"` // the time budget ran out
+}

@@ -1,0 +1,434 @@
+package leasesettle_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/leasesettle"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+func TestDecide(t *testing.T) {
+	now := epoch
+	timeout := 5 * time.Minute
+	lease := func(hbAgo time.Duration, st string) ledger.WorkspaceLease {
+		return ledger.WorkspaceLease{Status: st, HeartbeatAt: now.Add(-hbAgo)}
+	}
+	for _, c := range []struct {
+		name    string
+		lease   ledger.WorkspaceLease
+		holder  ledger.HolderView
+		abandon bool
+		why     string
+	}{
+		{"terminal holder, fresh heartbeat", lease(time.Second, "active"), ledger.HolderView{Resolved: true, Status: "terminated"}, true, leasesettle.ReasonHolderTerminal},
+		{"stopped holder", lease(time.Hour, "active"), ledger.HolderView{Resolved: true, Status: "stopped"}, true, leasesettle.ReasonHolderTerminal},
+		{"failed holder", lease(time.Second, "active"), ledger.HolderView{Resolved: true, Status: "failed"}, true, leasesettle.ReasonHolderTerminal},
+		{"alive holder, stale heartbeat", lease(time.Hour, "active"), ledger.HolderView{Resolved: true, Status: "running"}, false, leasesettle.KeepHolderAlive},
+		{"draining holder", lease(time.Hour, "active"), ledger.HolderView{Resolved: true, Status: "draining"}, false, leasesettle.KeepHolderAlive},
+		{"starting holder", lease(time.Hour, "active"), ledger.HolderView{Resolved: true, Status: "starting"}, false, leasesettle.KeepHolderAlive},
+		{"unresolvable, stale", lease(6*time.Minute, "active"), ledger.HolderView{}, true, leasesettle.ReasonHolderUnresolvableStale},
+		{"unresolvable, exactly the timeout", lease(5*time.Minute, "active"), ledger.HolderView{}, false, leasesettle.KeepHeartbeatFresh},
+		{"unresolvable, fresh", lease(time.Minute, "active"), ledger.HolderView{}, false, leasesettle.KeepHeartbeatFresh},
+		{"released lease", lease(time.Hour, "released"), ledger.HolderView{Resolved: true, Status: "terminated"}, false, leasesettle.KeepNotActive},
+		{"abandoned lease", lease(time.Hour, "abandoned"), ledger.HolderView{}, false, leasesettle.KeepNotActive},
+	} {
+		abandon, why := leasesettle.Decide(c.lease, c.holder, now, timeout)
+		if abandon != c.abandon || why != c.why {
+			t.Errorf("%s: (%t, %s), want (%t, %s)", c.name, abandon, why, c.abandon, c.why)
+		}
+	}
+	other := ledger.WorkspaceLease{OrganizationUUID: "o", RunnerGroupUUID: "g"}
+	if v := ledger.ResolveHolder(other, ledger.RunnerInstance{OrganizationUUID: "o", RunnerGroupUUID: "g2", Status: "running"}, true); v.Resolved {
+		t.Error("an instance of another group resolves as the holder")
+	}
+	if v := ledger.ResolveHolder(other, ledger.RunnerInstance{OrganizationUUID: "o", RunnerGroupUUID: "g", Status: "running"}, true); !v.Resolved || v.Status != "running" {
+		t.Errorf("the holder does not resolve: %+v", v)
+	}
+}
+
+type env struct {
+	t      *testing.T
+	fs     *firestore.Client
+	spy    *fsspy.Spy
+	store  *ledger.LeaseStore
+	clock  *testenv.Clock
+	wf     *leasesettle.Workflow
+	engine *workflow.Engine
+	org    string
+	group  string
+}
+
+func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) leasesettle.Store) *env {
+	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), group: uuid.NewString()}
+	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
+	e.store = ledger.NewLeaseStore(e.fs, ledger.TxConfig{})
+	var store leasesettle.Store = e.store
+	if wrap != nil {
+		store = wrap(store)
+	}
+	e.wf = leasesettle.New(store, cfg, e.clock.Now)
+	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	if err := e.store.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// instance registers an instance of the env's group with a status.
+func (e *env) instance(status string) string {
+	e.t.Helper()
+	id := uuid.NewString()
+	if err := e.store.PutInstance(context.Background(), ledger.RunnerInstance{UUID: id, OrganizationUUID: e.org, RunnerGroupUUID: e.group, Status: status}); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// lease has holder acquire a workspace lease whose last heartbeat was `ago`.
+func (e *env) lease(holder string, ago time.Duration) string {
+	e.t.Helper()
+	return e.leaseIn(e.org, e.group, holder, ago)
+}
+
+func (e *env) leaseIn(org, group, holder string, ago time.Duration) string {
+	e.t.Helper()
+	id := uuid.NewString()
+	if err := e.store.Acquire(context.Background(), ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group,
+		WorkspaceID: "ws-" + id[:6], HolderUUID: holder}, e.clock.Now().Add(-ago)); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) get(id string) ledger.WorkspaceLease {
+	e.t.Helper()
+	l, err := e.store.GetLease(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+func (e *env) run(input map[string]any) (workflow.Outcome, leasesettle.Output) {
+	e.t.Helper()
+	input["organization_uuid"], input["runner_group_uuid"] = e.org, e.group
+	raw, _ := json.Marshal(input)
+	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
+	if err != nil || out.Status != workflow.StateCompleted {
+		e.t.Fatalf("run: %v %v", out.Err, err)
+	}
+	var o leasesettle.Output
+	b, _ := json.Marshal(out.Output)
+	_ = json.Unmarshal(b, &o)
+	return out, o
+}
+
+func TestEachRuleAndBothKeepCases(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	terminated := e.lease(e.instance("terminated"), time.Second)
+	stopped := e.lease(e.instance("stopped"), time.Hour)
+	missingStale := e.lease(uuid.NewString(), 10*time.Minute)
+	aliveStale := e.lease(e.instance("running"), time.Hour)
+	missingFresh := e.lease(uuid.NewString(), time.Minute)
+	otherGroupInstance := uuid.NewString()
+	_ = e.store.PutInstance(context.Background(), ledger.RunnerInstance{UUID: otherGroupInstance, OrganizationUUID: e.org, RunnerGroupUUID: uuid.NewString(), Status: "running"})
+	strangerStale := e.lease(otherGroupInstance, 10*time.Minute)
+	released := e.lease(e.instance("terminated"), time.Hour)
+	if err := e.store.Release(context.Background(), released, e.get(released).HolderUUID, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.spy.Reset()
+
+	out, o := e.run(map[string]any{})
+	want := map[string]string{
+		terminated: leasesettle.ReasonHolderTerminal, stopped: leasesettle.ReasonHolderTerminal,
+		missingStale: leasesettle.ReasonHolderUnresolvableStale, strangerStale: leasesettle.ReasonHolderUnresolvableStale,
+	}
+	if o.Examined != 6 || o.Settled != 4 || len(o.Settlements) != 4 || o.HeartbeatTimeoutSeconds != 300 || o.MaxSettlements != 50 || o.Outcome != "settled" {
+		t.Errorf("output = %+v", o)
+	}
+	for _, s := range o.Settlements {
+		if want[s.LeaseUUID] != s.Reason || s.WorkspaceID == "" || s.HolderUUID == "" {
+			t.Errorf("settlement %+v, want reason %s", s, want[s.LeaseUUID])
+		}
+		l := e.get(s.LeaseUUID)
+		if l.Status != ledger.LeaseAbandoned || l.Settlement == nil || l.Settlement.Reason != s.Reason || l.Settlement.WorkflowRunUUID != out.RunUUID {
+			t.Errorf("lease %s = %+v", s.LeaseUUID, l)
+		}
+		if s.LeaseUUID == stopped && s.HeartbeatAgeSeconds != 3600 {
+			t.Errorf("heartbeat age = %d, want 3600", s.HeartbeatAgeSeconds)
+		}
+	}
+	for _, id := range []string{aliveStale, missingFresh} {
+		if l := e.get(id); l.Status != ledger.LeaseActive || l.Settlement != nil {
+			t.Errorf("kept lease %s changed: %+v", id, l)
+		}
+	}
+	if l := e.get(released); l.Status != ledger.LeaseReleased || l.Settlement != nil {
+		t.Errorf("a released lease was touched: %+v", l)
+	}
+	for _, f := range []string{"workflow_run_uuid", "status", "initiated_at", "completed_at", "organization_uuid", "runner_group_uuid", "outcome",
+		"reason", "examined", "settled", "settlements", "heartbeat_timeout_seconds", "max_settlements"} {
+		if _, ok := out.Output[f]; !ok {
+			t.Errorf("output lacks %s", f)
+		}
+	}
+	seed := seedOutputFields(t)
+	for k := range out.Output {
+		if !seed[k] {
+			t.Errorf("output field %s is not in seed 004", k)
+		}
+	}
+	// Abandonment only: nothing deleted, no holder touched.
+	for _, w := range e.spy.Writes() {
+		if w.Delete || strings.Contains(w.Document, "/"+ledger.RunnerInstancesCollection+"/") {
+			t.Errorf("the settle wrote %+v", w)
+		}
+	}
+}
+
+func seedOutputFields(t *testing.T) map[string]bool {
+	t.Helper()
+	doc, err := os.ReadFile("../contract/testdata/seeds/004_649e0daa9ae6c890.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	out := map[string]bool{}
+	for _, line := range strings.Split(s[strings.Index(s, "Output Schema"):strings.Index(s, "States")], "\n") {
+		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
+			out[strings.TrimSpace(name)] = true
+		}
+	}
+	return out
+}
+
+func TestOtherGroupsAndOrganizationsAreUntouched(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	mine := e.lease(e.instance("terminated"), time.Hour)
+	otherGroup, otherOrg := uuid.NewString(), uuid.NewString()
+	theirs := []string{
+		e.leaseIn(e.org, otherGroup, e.instance("terminated"), time.Hour),
+		e.leaseIn(otherOrg, e.group, e.instance("terminated"), time.Hour),
+		e.leaseIn(otherOrg, otherGroup, uuid.NewString(), time.Hour),
+	}
+	e.spy.Reset()
+	_, o := e.run(map[string]any{})
+	if o.Settled != 1 || o.Settlements[0].LeaseUUID != mine {
+		t.Errorf("output = %+v", o)
+	}
+	read := map[string]bool{}
+	for _, d := range e.spy.Reads() {
+		read[fsspy.DocID(d)] = true
+	}
+	for _, id := range theirs {
+		if l := e.get(id); l.Status != ledger.LeaseActive || l.Settlement != nil {
+			t.Errorf("another group's lease %s changed: %+v", id, l)
+		}
+		if read[id] {
+			t.Errorf("another group's lease %s was read", id)
+		}
+	}
+}
+
+func TestKeptLeasesInFrontDoNotStarveAbandonableOnesBehind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{PageSize: 25}, nil)
+	alive := e.instance("running")
+	for i := range 60 { // older heartbeats: first in the scan, all to keep
+		e.lease(alive, 2*time.Hour-time.Duration(i)*time.Second)
+	}
+	var abandonable []string
+	for range 10 {
+		abandonable = append(abandonable, e.lease(e.instance("terminated"), time.Hour))
+	}
+	settled := map[string]bool{}
+	for run := 1; run <= 2 && len(settled) < 10; run++ {
+		_, o := e.run(map[string]any{"max_settlements": 50})
+		for _, s := range o.Settlements {
+			settled[s.LeaseUUID] = true
+		}
+		t.Logf("run %d: examined %d, settled %d", run, o.Examined, o.Settled)
+	}
+	for _, id := range abandonable {
+		if !settled[id] {
+			t.Errorf("abandonable lease %s not settled within two runs", id)
+		}
+	}
+}
+
+func TestMaxSettlementsBoundsARun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	for range 7 {
+		e.lease(e.instance("failed"), time.Hour)
+	}
+	_, o := e.run(map[string]any{"max_settlements": 3})
+	if o.Settled != 3 || o.MaxSettlements != 3 {
+		t.Errorf("first run: %+v", o)
+	}
+	_, o = e.run(map[string]any{"max_settlements": 3})
+	_, o2 := e.run(map[string]any{"max_settlements": 3})
+	if o.Settled != 3 || o2.Settled != 1 {
+		t.Errorf("later runs settled %d and %d, want 3 and 1", o.Settled, o2.Settled)
+	}
+	_, o = e.run(map[string]any{})
+	if o.Settled != 0 || o.Outcome != "nothing_to_settle" {
+		t.Errorf("a run after everything is settled: %+v", o)
+	}
+}
+
+// reviver brings a lease's holder back to life after the scan, before the transaction.
+type reviver struct {
+	leasesettle.Store
+	lease  string
+	revive func()
+}
+
+func (r *reviver) AbandonLease(ctx context.Context, id string, decide func(ledger.WorkspaceLease, ledger.HolderView) *ledger.Settlement) (bool, error) {
+	if id == r.lease {
+		r.revive()
+	}
+	return r.Store.AbandonLease(ctx, id, decide)
+}
+
+func TestAHolderThatComesBackToLifeKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	var rv *reviver
+	e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
+	holder := e.instance("terminated")
+	rv.lease = e.lease(holder, time.Hour)
+	rv.revive = func() {
+		if err := e.store.SetInstanceStatus(context.Background(), holder, ledger.InstanceRunning); err != nil {
+			t.Error(err)
+		}
+	}
+	other := e.lease(e.instance("terminated"), time.Hour)
+	_, o := e.run(map[string]any{})
+	if o.Settled != 1 || o.Settlements[0].LeaseUUID != other {
+		t.Errorf("output = %+v", o)
+	}
+	if l := e.get(rv.lease); l.Status != ledger.LeaseActive {
+		t.Errorf("the revived holder's lease was abandoned: %+v", l)
+	}
+}
+
+func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	var ids []string
+	for i := range 40 {
+		holder := uuid.NewString() // unresolvable
+		if i%2 == 0 {
+			holder = e.instance("terminated")
+		}
+		ids = append(ids, e.lease(holder, time.Hour))
+	}
+	e.spy.Reset()
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, _, err := e.wf.RunOnce(context.Background(), fmt.Sprintf("run-%d", i), leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50}, logging.Discard())
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += o.Settled
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if total != 40 {
+		t.Errorf("settled totals add to %d, want 40", total)
+	}
+	writes := e.spy.WritesTouching("settlement")
+	for _, id := range ids {
+		if e.get(id).Status != ledger.LeaseAbandoned {
+			t.Errorf("lease %s not abandoned", id)
+		}
+	}
+	for doc, n := range writes {
+		if n != 1 {
+			t.Errorf("%s written %d times", doc, n)
+		}
+	}
+	if len(writes) != 40 {
+		t.Errorf("%d leases written, want 40", len(writes))
+	}
+}
+
+func TestBadInputAndForeignGroupsAreRefusedBeforeAnythingIsWritten(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	noTimeout := uuid.NewString()
+	_ = e.store.PutGroup(context.Background(), ledger.RunnerGroup{UUID: noTimeout, OrganizationUUID: e.org})
+	e.spy.Reset()
+	for input, field := range map[string]string{
+		`{"runner_group_uuid": "` + e.group + `"}`:                                                               "organization_uuid",
+		`{"organization_uuid": "` + e.org + `"}`:                                                                 "runner_group_uuid",
+		`{"organization_uuid": "x", "runner_group_uuid": "` + e.group + `"}`:                                     "organization_uuid",
+		`{"organization_uuid": "` + e.org + `", "runner_group_uuid": "` + e.group + `", "max_settlements": 0}`:   "max_settlements",
+		`{"organization_uuid": "` + e.org + `", "runner_group_uuid": "` + e.group + `", "max_settlements": 501}`: "max_settlements",
+		`{"organization_uuid": "` + e.org + `", "runner_group_uuid": "` + e.group + `", "dry_run": true}`:        "dry_run",
+		`{"organization_uuid": "` + e.org + `", "runner_group_uuid": "` + uuid.NewString() + `"}`:                "runner_group_uuid",
+		`{"organization_uuid": "` + uuid.NewString() + `", "runner_group_uuid": "` + e.group + `"}`:              "runner_group_uuid",
+		`{"organization_uuid": "` + e.org + `", "runner_group_uuid": "` + noTimeout + `"}`:                       "runner_group_uuid",
+	} {
+		_, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: []byte(input), Trigger: workflow.TriggerManual})
+		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want validation_failed naming %s", input, err, field)
+		}
+	}
+	if n := e.spy.Commits(); n != 0 {
+		t.Errorf("refused inputs committed %d times", n)
+	}
+}
+
+func TestTheLeaseLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	ctx := context.Background()
+	holder := e.instance("running")
+	id := e.lease(holder, 0)
+	e.clock.Advance(time.Minute)
+	if err := e.store.Heartbeat(ctx, id, holder, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Heartbeat(ctx, id, "someone-else", e.clock.Now()); err == nil {
+		t.Error("another instance heartbeated the lease")
+	}
+	if err := e.store.Release(ctx, id, holder, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.get(id); l.Status != ledger.LeaseReleased || !l.ReleasedAt.Equal(e.clock.Now()) || !l.HeartbeatAt.Equal(e.clock.Now()) {
+		t.Errorf("lease = %+v", l)
+	}
+	if err := e.store.Heartbeat(ctx, id, holder, e.clock.Now()); err == nil {
+		t.Error("a released lease took a heartbeat")
+	}
+}

@@ -1,0 +1,364 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Collections of runner groups, their instances, and the workspace leases instances hold.
+const (
+	RunnerGroupsCollection    = "runner_groups"
+	RunnerInstancesCollection = "runner_instances"
+	WorkspaceLeasesCollection = "workspace_leases"
+)
+
+// Runner instance statuses; the last three are terminal.
+const (
+	InstanceStarting   = "starting"
+	InstanceRunning    = "running"
+	InstanceDraining   = "draining"
+	InstanceStopped    = "stopped"
+	InstanceTerminated = "terminated"
+	InstanceFailed     = "failed"
+)
+
+// InstanceTerminal reports whether an instance status is terminal.
+func InstanceTerminal(s string) bool {
+	return s == InstanceStopped || s == InstanceTerminated || s == InstanceFailed
+}
+
+// Lease statuses; active is the only non-terminal one.
+const (
+	LeaseActive    = "active"
+	LeaseReleased  = "released"
+	LeaseAbandoned = "abandoned"
+)
+
+// RunnerGroup is a runner_groups document.
+type RunnerGroup struct {
+	UUID                    string `firestore:"-"`
+	OrganizationUUID        string `firestore:"organization_uuid"`
+	HeartbeatTimeoutSeconds int64  `firestore:"heartbeat_timeout_seconds"`
+}
+
+// RunnerInstance is a runner_instances document.
+type RunnerInstance struct {
+	UUID             string `firestore:"-"`
+	OrganizationUUID string `firestore:"organization_uuid"`
+	RunnerGroupUUID  string `firestore:"runner_group_uuid"`
+	Status           string `firestore:"status"`
+}
+
+// WorkspaceLease is a workspace_leases document.
+type WorkspaceLease struct {
+	UUID             string      `firestore:"-"`
+	OrganizationUUID string      `firestore:"organization_uuid"`
+	RunnerGroupUUID  string      `firestore:"runner_group_uuid"`
+	WorkspaceID      string      `firestore:"workspace_id"`
+	HolderUUID       string      `firestore:"holder_runner_instance_uuid"`
+	Status           string      `firestore:"status"`
+	AcquiredAt       time.Time   `firestore:"acquired_at"`
+	HeartbeatAt      time.Time   `firestore:"heartbeat_at"`
+	ReleasedAt       time.Time   `firestore:"released_at,omitempty"`
+	Settlement       *Settlement `firestore:"settlement,omitempty"`
+}
+
+// Errors of the lease operations.
+var (
+	ErrLeaseNotActive  = errors.New("the lease is not active")
+	ErrNotLeaseHolder  = errors.New("the instance does not hold the lease")
+	ErrGroupNotFound   = errors.New("runner group not found")
+	ErrInstanceMissing = errors.New("runner instance not found")
+)
+
+// LeaseStore is the ledger of runner groups, instances and workspace leases.
+type LeaseStore struct {
+	client *firestore.Client
+	cfg    TxConfig
+}
+
+// NewLeaseStore returns a store on client.
+func NewLeaseStore(client *firestore.Client, cfg TxConfig) *LeaseStore {
+	return &LeaseStore{client: client, cfg: cfg.withDefaults()}
+}
+
+func (s *LeaseStore) group(id string) *firestore.DocumentRef {
+	return s.client.Collection(RunnerGroupsCollection).Doc(id)
+}
+
+func (s *LeaseStore) instance(id string) *firestore.DocumentRef {
+	return s.client.Collection(RunnerInstancesCollection).Doc(id)
+}
+
+func (s *LeaseStore) lease(id string) *firestore.DocumentRef {
+	return s.client.Collection(WorkspaceLeasesCollection).Doc(id)
+}
+
+func (s *LeaseStore) tx(ctx context.Context, f func(context.Context, *firestore.Transaction) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
+}
+
+// PutGroup writes a runner group.
+func (s *LeaseStore) PutGroup(ctx context.Context, g RunnerGroup) error {
+	if _, err := s.group(g.UUID).Set(ctx, g); err != nil {
+		return fmt.Errorf("put runner group %s: %w", g.UUID, err)
+	}
+	return nil
+}
+
+// GetGroup reads a runner group; a missing one is ErrGroupNotFound.
+func (s *LeaseStore) GetGroup(ctx context.Context, id string) (RunnerGroup, error) {
+	snap, err := s.group(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return RunnerGroup{}, fmt.Errorf("runner group %s: %w", id, ErrGroupNotFound)
+	}
+	if err != nil {
+		return RunnerGroup{}, fmt.Errorf("get runner group %s: %w", id, err)
+	}
+	var g RunnerGroup
+	if err := snap.DataTo(&g); err != nil {
+		return RunnerGroup{}, fmt.Errorf("decode runner group %s: %w", id, err)
+	}
+	g.UUID = id
+	return g, nil
+}
+
+// ListGroups returns up to limit runner group ids of an organization, in id order.
+func (s *LeaseStore) ListGroups(ctx context.Context, org string, limit int) ([]string, error) {
+	snaps, err := s.client.Collection(RunnerGroupsCollection).Where("organization_uuid", "==", org).
+		OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list runner groups of %s: %w", org, err)
+	}
+	out := make([]string, len(snaps))
+	for i, snap := range snaps {
+		out[i] = snap.Ref.ID
+	}
+	return out, nil
+}
+
+// PutInstance writes a runner instance (an instance registering, or changing status).
+func (s *LeaseStore) PutInstance(ctx context.Context, in RunnerInstance) error {
+	if _, err := s.instance(in.UUID).Set(ctx, in); err != nil {
+		return fmt.Errorf("put runner instance %s: %w", in.UUID, err)
+	}
+	return nil
+}
+
+// SetInstanceStatus changes an instance's status.
+func (s *LeaseStore) SetInstanceStatus(ctx context.Context, id, st string) error {
+	if _, err := s.instance(id).Update(ctx, []firestore.Update{{Path: "status", Value: st}}); err != nil {
+		return fmt.Errorf("set runner instance %s to %s: %w", id, st, err)
+	}
+	return nil
+}
+
+// Acquire records a new active lease of a workspace for an instance of the lease's group.
+func (s *LeaseStore) Acquire(ctx context.Context, l WorkspaceLease, at time.Time) error {
+	l.Status, l.AcquiredAt, l.HeartbeatAt, l.ReleasedAt, l.Settlement = LeaseActive, at, at, time.Time{}, nil
+	if _, err := s.lease(l.UUID).Create(ctx, l); err != nil {
+		return fmt.Errorf("acquire lease %s: %w", l.UUID, err)
+	}
+	return nil
+}
+
+// holderCheck reads a lease in a transaction and checks that holder holds it, active.
+func (s *LeaseStore) holderCheck(tx *firestore.Transaction, leaseID, holder string) error {
+	snap, err := tx.Get(s.lease(leaseID))
+	if err != nil {
+		return err
+	}
+	var l WorkspaceLease
+	if err := snap.DataTo(&l); err != nil {
+		return err
+	}
+	switch {
+	case l.Status != LeaseActive:
+		return ErrLeaseNotActive
+	case l.HolderUUID != holder:
+		return ErrNotLeaseHolder
+	}
+	return nil
+}
+
+// Heartbeat refreshes an active lease its holder still holds.
+func (s *LeaseStore) Heartbeat(ctx context.Context, leaseID, holder string, at time.Time) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := s.holderCheck(tx, leaseID, holder); err != nil {
+			return err
+		}
+		return tx.Update(s.lease(leaseID), []firestore.Update{{Path: "heartbeat_at", Value: at}})
+	})
+	if err != nil {
+		return fmt.Errorf("heartbeat lease %s: %w", leaseID, err)
+	}
+	return nil
+}
+
+// Release ends an active lease its holder still holds.
+func (s *LeaseStore) Release(ctx context.Context, leaseID, holder string, at time.Time) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := s.holderCheck(tx, leaseID, holder); err != nil {
+			return err
+		}
+		return tx.Update(s.lease(leaseID), []firestore.Update{{Path: "status", Value: LeaseReleased}, {Path: "released_at", Value: at}})
+	})
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", leaseID, err)
+	}
+	return nil
+}
+
+// GetLease reads a lease.
+func (s *LeaseStore) GetLease(ctx context.Context, id string) (WorkspaceLease, error) {
+	snap, err := s.lease(id).Get(ctx)
+	if err != nil {
+		return WorkspaceLease{}, fmt.Errorf("get lease %s: %w", id, err)
+	}
+	var l WorkspaceLease
+	if err := snap.DataTo(&l); err != nil {
+		return WorkspaceLease{}, fmt.Errorf("decode lease %s: %w", id, err)
+	}
+	l.UUID = id
+	return l, nil
+}
+
+// LeaseCursor is where a scan of active leases stopped.
+type LeaseCursor struct {
+	HeartbeatAt time.Time
+	UUID        string
+}
+
+// ScanActive returns up to limit active leases of one group of one organization, oldest
+// heartbeat first, after the cursor.
+func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *LeaseCursor, limit int) ([]WorkspaceLease, error) {
+	q := s.client.Collection(WorkspaceLeasesCollection).
+		Where("organization_uuid", "==", org).
+		Where("runner_group_uuid", "==", group).
+		Where("status", "==", LeaseActive).
+		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
+		Limit(limit)
+	if after != nil {
+		q = q.StartAfter(after.HeartbeatAt, s.lease(after.UUID))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("scan active leases of group %s: %w", group, err)
+	}
+	out := make([]WorkspaceLease, 0, len(snaps))
+	for _, snap := range snaps {
+		var l WorkspaceLease
+		if err := snap.DataTo(&l); err != nil {
+			return nil, fmt.Errorf("decode lease %s: %w", snap.Ref.ID, err)
+		}
+		l.UUID = snap.Ref.ID
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Instances reads runner instances by id in one batch; a missing id is absent from the result.
+func (s *LeaseStore) Instances(ctx context.Context, ids []string) (map[string]RunnerInstance, error) {
+	uniq := slices.Compact(slices.Sorted(slices.Values(ids)))
+	var refs []*firestore.DocumentRef
+	for _, id := range uniq {
+		if id != "" {
+			refs = append(refs, s.instance(id))
+		}
+	}
+	out := map[string]RunnerInstance{}
+	if len(refs) == 0 {
+		return out, nil
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("read runner instances: %w", err)
+	}
+	for _, snap := range snaps {
+		if !snap.Exists() {
+			continue
+		}
+		var in RunnerInstance
+		if err := snap.DataTo(&in); err != nil {
+			continue // an undecodable instance is unresolvable
+		}
+		in.UUID = snap.Ref.ID
+		out[in.UUID] = in
+	}
+	return out, nil
+}
+
+// HolderView is a lease's holder as one read saw it: resolved (found, in the lease's
+// organization and group) with a status, or unresolvable.
+type HolderView struct {
+	Resolved bool
+	Status   string
+}
+
+// ResolveHolder judges an instance as the holder of a lease.
+func ResolveHolder(l WorkspaceLease, in RunnerInstance, found bool) HolderView {
+	if !found || in.OrganizationUUID != l.OrganizationUUID || in.RunnerGroupUUID != l.RunnerGroupUUID {
+		return HolderView{}
+	}
+	return HolderView{Resolved: true, Status: in.Status}
+}
+
+// AbandonLease abandons a lease in one transaction if a re-read of the lease and of its holder
+// still supports decide's verdict: decide is given the fresh lease and holder and returns the
+// settlement to write, or nil to keep the lease. Reads come before writes; nothing but the
+// lease's status, settlement and released-at time is written, and nothing is deleted.
+func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, decide func(WorkspaceLease, HolderView) *Settlement) (bool, error) {
+	abandoned := false
+	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		abandoned = false
+		snap, err := tx.Get(s.lease(leaseID))
+		if status.Code(err) == codes.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var l WorkspaceLease
+		if err := snap.DataTo(&l); err != nil {
+			return err
+		}
+		l.UUID = leaseID
+		var view HolderView
+		if l.HolderUUID != "" {
+			isnap, err := tx.Get(s.instance(l.HolderUUID))
+			switch {
+			case status.Code(err) == codes.NotFound:
+			case err != nil:
+				return err
+			default:
+				var in RunnerInstance
+				if derr := isnap.DataTo(&in); derr == nil {
+					view = ResolveHolder(l, in, true)
+				}
+			}
+		}
+		st := decide(l, view)
+		if st == nil {
+			return nil
+		}
+		abandoned = true
+		return tx.Update(s.lease(leaseID), []firestore.Update{
+			{Path: "status", Value: LeaseAbandoned},
+			{Path: "released_at", Value: st.At},
+			{Path: "settlement", Value: st},
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("abandon lease %s: %w", leaseID, err)
+	}
+	return abandoned, nil
+}
