@@ -2,8 +2,9 @@ package executionsync
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
+
+	"github.com/stalesweep/stalesweep/internal/parallel"
 )
 
 // Starter starts the syncs of one run's candidates and reports how each start went. It is the
@@ -12,10 +13,11 @@ type Starter interface {
 	Start(ctx context.Context, reqs []SyncRequest) []SyncResult
 }
 
-// Inline runs each sync in this process, Concurrency at a time. One Start call is one run: once
-// a sync meets an error that stops executor calls (ResourceExhausted, PermissionDenied,
-// Unauthenticated), no further sync of that call reaches the executor, and once ctx is done no
-// further sync starts. Either way the rest are deferred, not errored.
+// Inline runs each sync in this process, Concurrency at a time, in a random order. One Start
+// call is one run: once a sync meets an error that stops executor calls (ResourceExhausted,
+// PermissionDenied, Unauthenticated), no further sync of that call reaches the executor, and
+// once ctx is done no further sync starts. Either way the rest are deferred, not errored. A sync
+// whose transaction failed (contention) is tried once more after the others.
 type Inline struct {
 	Syncer      *Syncer
 	Concurrency int
@@ -25,35 +27,24 @@ type Inline struct {
 func (p *Inline) Start(ctx context.Context, reqs []SyncRequest) []SyncResult {
 	results := make([]SyncResult, len(reqs))
 	var stopped atomic.Pointer[string]
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(p.Concurrency, 1), len(reqs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				switch why := stopped.Load(); {
-				case why != nil:
-					results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: *why}
-					continue
-				case ctx.Err() != nil:
-					results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: "budget_spent"}
-					continue
-				}
-				r := p.Syncer.Sync(ctx, reqs[i])
-				if r.Outcome == SyncErrored && r.Layer == LayerExecutor {
-					if why, ok := stopsCalls(r.Err); ok {
-						stopped.CompareAndSwap(nil, &why)
-					}
-				}
-				results[i] = r
+	parallel.ForEach(ctx, len(reqs), p.Concurrency, func(i int) bool {
+		switch why := stopped.Load(); {
+		case why != nil:
+			results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: *why}
+			return false
+		case ctx.Err() != nil:
+			results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: "budget_spent"}
+			return false
+		}
+		r := p.Syncer.Sync(ctx, reqs[i])
+		if r.Outcome == SyncErrored && r.Layer == LayerExecutor {
+			if why, ok := stopsCalls(r.Err); ok {
+				stopped.CompareAndSwap(nil, &why)
 			}
-		}()
-	}
-	for i := range reqs {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+		}
+		results[i] = r
+		// A settling transaction that lost to contention is worth one more try.
+		return r.Outcome == SyncErrored && r.Layer == LayerFirestore
+	})
 	return results
 }

@@ -8,10 +8,9 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -186,31 +185,27 @@ func (w *Workflow) settle(ctx context.Context, runUUID string, candidates []ledg
 		err     error
 	}
 	results := make([]result, len(candidates))
-	var g errgroup.Group
-	g.SetLimit(w.cfg.Concurrency)
-	for i, seen := range candidates {
-		g.Go(func() error {
-			var s Settlement
-			settled, err := w.store.AbandonLease(ctx, seen.UUID, func(l ledger.WorkspaceLease, holder ledger.HolderView) *ledger.Settlement {
-				if l.HolderUUID != seen.HolderUUID || !l.HeartbeatAt.Equal(seen.HeartbeatAt) {
-					return nil
-				}
-				abandon, why := Decide(l, holder, now, timeout)
-				if !abandon {
-					return nil
-				}
-				age := int64(now.Sub(l.HeartbeatAt) / time.Second)
-				s = Settlement{LeaseUUID: l.UUID, WorkspaceID: l.WorkspaceID, HolderUUID: l.HolderUUID, HolderStatus: holder.Status, Reason: why, HeartbeatAgeSeconds: age}
-				return &ledger.Settlement{At: now, WorkflowRunUUID: runUUID, Reason: why, Evidence: map[string]any{
-					"holder_runner_instance_uuid": l.HolderUUID, "holder_resolved": holder.Resolved, "holder_status": holder.Status,
-					"heartbeat_at": l.HeartbeatAt, "heartbeat_age_seconds": age, "heartbeat_timeout_seconds": int64(timeout / time.Second),
-				}}
-			})
-			results[i] = result{s: s, settled: settled, err: err}
-			return nil
+	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
+		seen := candidates[i]
+		var s Settlement
+		settled, err := w.store.AbandonLease(ctx, seen.UUID, func(l ledger.WorkspaceLease, holder ledger.HolderView) *ledger.Settlement {
+			if l.HolderUUID != seen.HolderUUID || !l.HeartbeatAt.Equal(seen.HeartbeatAt) {
+				return nil
+			}
+			abandon, why := Decide(l, holder, now, timeout)
+			if !abandon {
+				return nil
+			}
+			age := int64(now.Sub(l.HeartbeatAt) / time.Second)
+			s = Settlement{LeaseUUID: l.UUID, WorkspaceID: l.WorkspaceID, HolderUUID: l.HolderUUID, HolderStatus: holder.Status, Reason: why, HeartbeatAgeSeconds: age}
+			return &ledger.Settlement{At: now, WorkflowRunUUID: runUUID, Reason: why, Evidence: map[string]any{
+				"holder_runner_instance_uuid": l.HolderUUID, "holder_resolved": holder.Resolved, "holder_status": holder.Status,
+				"heartbeat_at": l.HeartbeatAt, "heartbeat_age_seconds": age, "heartbeat_timeout_seconds": int64(timeout / time.Second),
+			}}
 		})
-	}
-	_ = g.Wait()
+		results[i] = result{s: s, settled: settled, err: err}
+		return err != nil && ctx.Err() == nil
+	})
 	for i, r := range results {
 		l := log.With("lease_uuid", candidates[i].UUID, "workspace_id", candidates[i].WorkspaceID)
 		switch {

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -120,19 +119,15 @@ scan:
 
 	results := make([]ledger.Reclaim, len(stale))
 	errs := make([]error, len(stale))
-	var g errgroup.Group
-	g.SetLimit(w.cfg.Concurrency)
-	for i, t := range stale {
-		g.Go(func() error {
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return nil
-			}
-			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, t.HeartbeatTip, t.LastActivityAt, now, in.Reclaimer, w.cfg.MaxReclaims)
-			return nil
-		})
-	}
-	_ = g.Wait()
+	parallel.ForEach(ctx, len(stale), w.cfg.Concurrency, func(i int) bool {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			return false
+		}
+		t := stale[i]
+		results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, t.HeartbeatTip, t.LastActivityAt, now, in.Reclaimer, w.cfg.MaxReclaims)
+		return errs[i] != nil
+	})
 
 	for i, t := range stale {
 		res, err := results[i], errs[i]

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -106,25 +105,21 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 
 	results := make([]ledger.Abandonment, len(idle))
 	errs := make([]error, len(idle))
-	var g errgroup.Group
-	g.SetLimit(w.cfg.Concurrency)
-	for i, r := range idle {
-		g.Go(func() error {
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return nil
-			}
-			results[i], errs[i] = w.store.Abandon(ctx, r.RunID, r.LastMovedAt, deadline, now, ledger.Settlement{
-				At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
-				Evidence: map[string]any{
-					"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
-					"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
-				},
-			})
-			return nil
+	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			return false
+		}
+		r := idle[i]
+		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, r.LastMovedAt, deadline, now, ledger.Settlement{
+			At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
+			Evidence: map[string]any{
+				"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
+				"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
+			},
 		})
-	}
-	_ = g.Wait()
+		return errs[i] != nil // contention: worth one more try once the others are done
+	})
 
 	for i, r := range idle {
 		res, err := results[i], errs[i]
