@@ -239,3 +239,18 @@ func TestPMSweepCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestTheKubernetesWorkflowIsInTheDefaultBuild(t *testing.T) {
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	t.Setenv("STALESWEEP_KUBE_CLUSTERS", `{"clusters": {"eu": {"host": "https://127.0.0.1:1", "token_file": "/nonexistent"}}}`)
+	testenv.FirestoreProject(t, project)
+	code, stdout, stderr := invoke(t, "run", "runner.execution-sync-stale-kubernetes", "--data", `{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e"}`)
+	if code != exitOK || !strings.Contains(stdout, `"candidate_count": 0`) {
+		t.Errorf("exit %d: %s %s", code, stdout, stderr)
+	}
+	t.Setenv("STALESWEEP_KUBE_CLUSTERS", `{"clusters": {"eu": {}}}`)
+	if code, _, stderr := invoke(t, "run", "runner.execution-sync-stale-kubernetes", "--data", `{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e"}`); code != exitFailed || !strings.Contains(stderr, "STALESWEEP_KUBE_CLUSTERS") {
+		t.Errorf("a broken cluster configuration: exit %d: %s", code, stderr)
+	}
+}

@@ -79,14 +79,48 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	a.closers = append(a.closers, runClient.Close)
 
 	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx)
-	adapter := cloudrun.New(runClient, cfg.CloudRun)
 	syncCfg := cfg.Sync
-	syncCfg.Provider = ledger.ProviderCloudRun
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
-	syncer := executionsync.NewSyncer(store, adapter, now, syncCfg.LostGrace, log)
-	a.Syncers[ledger.ProviderCloudRun] = syncer
+	executors := []executionSync{{ledger.ProviderCloudRun, contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun, cloudrun.New(runClient, cfg.CloudRun)}}
+	kube, err := kubernetesExecutor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if kube != nil {
+		executors = append(executors, executionSync{ledger.ProviderKubernetes, contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes, kube})
+	}
+	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
+	// publishing its syncs.
+	syncDefs := func(starter func(*executionsync.Syncer) executionsync.Starter) ([]workflow.Definition, error) {
+		var defs []workflow.Definition
+		for _, x := range executors {
+			c := syncCfg
+			c.Provider = x.provider
+			syncer := executionsync.NewSyncer(store, x.exec, now, c.LostGrace, log)
+			a.Syncers[x.provider] = syncer
+			wf, err := executionsync.New(store, x.exec, starter(syncer), c, now)
+			if err != nil {
+				return nil, err
+			}
+			defs = append(defs, wf.Definition(x.typ, x.envelope))
+		}
+		return defs, nil
+	}
 
+	runsCfg := cfg.RunsSweep
+	runsCfg.Budget = cfg.within(runsCfg.Budget, runssweep.BudgetDefault)
+	tasks := ledger.NewTaskStore(a.Firestore, cfg.Tx)
+	pmCfg := cfg.PMSweep
+	pmCfg.Budget = cfg.within(pmCfg.Budget, pmsweep.BudgetDefault)
+	leases := ledger.NewLeaseStore(a.Firestore, cfg.Tx)
+	leaseCfg := cfg.LeaseSettle
+	leaseCfg.Budget = cfg.within(leaseCfg.Budget, leasesettle.BudgetDefault)
+	others := []workflow.Definition{
+		runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, now).Definition(),
+		pmsweep.New(tasks, pmCfg, now).Definition(),
+		leasesettle.New(leases, leaseCfg, now).Definition(),
+	}
 	engineOpts := workflow.Options{
 		Runs:     ledger.NewRunStore(a.Firestore),
 		Guards:   ledger.NewGuardStore(a.Firestore),
@@ -94,27 +128,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		Now:      now,
 		Log:      log,
 	}
-	inline, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: syncCfg.Concurrency}, syncCfg, now)
+	inline, err := syncDefs(func(s *executionsync.Syncer) executionsync.Starter {
+		return &executionsync.Inline{Syncer: s, Concurrency: syncCfg.Concurrency}
+	})
 	if err != nil {
 		return nil, err
 	}
-	runsCfg := cfg.RunsSweep
-	runsCfg.Budget = cfg.within(runsCfg.Budget, runssweep.BudgetDefault)
-	runsSweep := runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, now)
-	tasks := ledger.NewTaskStore(a.Firestore, cfg.Tx)
-	pmCfg := cfg.PMSweep
-	pmCfg.Budget = cfg.within(pmCfg.Budget, pmsweep.BudgetDefault)
-	pm := pmsweep.New(tasks, pmCfg, now)
-	leases := ledger.NewLeaseStore(a.Firestore, cfg.Tx)
-	leaseCfg := cfg.LeaseSettle
-	leaseCfg.Budget = cfg.within(leaseCfg.Budget, leasesettle.BudgetDefault)
-	leaseSettle := leasesettle.New(leases, leaseCfg, now)
-	a.Engine = workflow.NewEngine(engineOpts,
-		inline.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
-		runsSweep.Definition(),
-		pm.Definition(),
-		leaseSettle.Definition(),
-	)
+	a.Engine = workflow.NewEngine(engineOpts, append(inline, others...)...)
 
 	if !parts.Pipeline {
 		return a, nil
@@ -126,17 +146,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	a.closers = append(a.closers, ps.Close)
 	publisher := pipeline.NewPubSub(ps, 0, 0)
 	a.closers = append(a.closers, func() error { publisher.Stop(); return nil })
-
-	fanout, err := executionsync.New(store, adapter, &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}, syncCfg, now)
+	fanout, err := syncDefs(func(*executionsync.Syncer) executionsync.Starter {
+		return &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}
+	})
 	if err != nil {
 		return nil, err
 	}
-	a.Pipeline = workflow.NewEngine(engineOpts,
-		fanout.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun),
-		runsSweep.Definition(),
-		pm.Definition(),
-		leaseSettle.Definition(),
-	)
+	a.Pipeline = workflow.NewEngine(engineOpts, append(fanout, others...)...)
 	dispatch := cfg.Dispatch
 	dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
 	a.Dispatcher = pipeline.NewDispatcher(ledger.NewOrganizationStore(a.Firestore), publisher, cfg.Topics.Sweeps, dispatch, log)
@@ -145,6 +161,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	a.Dispatcher.ListQueuesWith(tasks.ListQueues)
 	a.Dispatcher.ListGroupsWith(leases.ListGroups)
 	return a, nil
+}
+
+// syncExecutor is an executor adapter as the execution-sync workflow uses it.
+type syncExecutor = executionsync.Executor
+
+// executionSync is one executor's execution-sync workflow: the rows' provider, the workflow
+// type, the seed's output envelope, and the adapter.
+type executionSync struct {
+	provider string
+	typ      contract.WorkflowType
+	envelope []string
+	exec     syncExecutor
 }
 
 // SyncBudget is how long one SyncExecution call may take.

@@ -64,6 +64,8 @@ type Config struct {
 	RunsSweep   runssweep.Config
 	PMSweep     pmsweep.Config
 	LeaseSettle leasesettle.Config
+	// KubeClusters is STALESWEEP_KUBE_CLUSTERS: inline JSON or a file path (see kubejobs).
+	KubeClusters string
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
@@ -100,6 +102,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.SyncBudget, err = durationVar(getenv, EnvSyncBudget); err != nil {
 		return Config{}, err
 	}
+	c.KubeClusters = getenv("STALESWEEP_KUBE_CLUSTERS")
 	c.Topics = pipeline.Topics{Ticks: getenv(EnvTopicTicks), Sweeps: getenv(EnvTopicSweeps), Syncs: getenv(EnvTopicSyncs)}.WithDefaults()
 	c.Auth = auth.Config{Mode: getenv(EnvAuth), Audience: getenv(EnvAuthAudience), OnCloudRun: getenv(EnvCloudRunService) != ""}
 	for _, a := range strings.Split(getenv(EnvAllowedCallers), ",") {

@@ -21,6 +21,12 @@ var EnvelopeCloudRun = []string{
 	"failed_at_state", "failed_step", "failed_layer", "error", "error_type",
 }
 
+// EnvelopeKubernetes lists the record fields seed 002's output echoes (it has no failure_type
+// or failed_action).
+var EnvelopeKubernetes = []string{
+	"completed_at", "failed_at", "failure_reason", "failed_at_state", "failed_step", "failed_layer", "error", "error_type",
+}
+
 // Workflow is one execution-sync workflow: one provider, one executor.
 type Workflow struct {
 	store   *ledger.ExecutionStore

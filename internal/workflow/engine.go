@@ -150,7 +150,10 @@ func (e *Engine) Definition(t contract.WorkflowType) (Definition, bool) {
 // Validate checks a request without running it.
 func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.RawMessage, error) {
 	def, ok := e.defs[req.Type]
-	if !ok {
+	switch {
+	case !ok && req.Type.Known():
+		return Definition{}, nil, contract.Invalid("workflow_type", "enum", "workflow type %q is not available in this build", req.Type)
+	case !ok:
 		return Definition{}, nil, contract.Invalid("workflow_type", "enum", "unknown workflow type %q", req.Type)
 	}
 	input, err := contract.Validate(req.Type, req.InitialData)

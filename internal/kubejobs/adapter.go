@@ -1,0 +1,173 @@
+// Package kubejobs is the Kubernetes executor adapter: it reads a batch/v1 Job from one of the
+// configured clusters and reduces it to an executor.Snapshot, for the execution-sync workflow
+// (runner.execution-sync-stale-kubernetes). Rows name their Job with provider_ref {cluster,
+// namespace, job, uid}.
+//
+// What holds:
+//   - Every call has its own timeout. Throttling (429) is ResourceExhausted and stops the run's
+//     calls; 5xx, timeouts and a broken connection are Unavailable and retried with backoff a
+//     bounded number of times; 401 and 403 are Unauthenticated and PermissionDenied.
+//   - NotFound — a Job deleted by ttlSecondsAfterFinished, or by hand — is unknown, not
+//     failure; so is a Job of the same name with another uid, which is a different execution.
+//   - The adapter needs only `get` on jobs in the rows' namespaces (docs/operations.md has the
+//     Role).
+package kubejobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stalesweep/stalesweep/internal/executor"
+)
+
+// JobGetter reads one Job; the typed clientset's BatchV1().Jobs(namespace) has it.
+type JobGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*batchv1.Job, error)
+}
+
+// Clusters finds the Jobs of a namespace on a named cluster.
+type Clusters interface {
+	Jobs(cluster, namespace string) (JobGetter, error)
+}
+
+// ErrUnknownCluster is a row naming a cluster the sweeper has no configuration for.
+var ErrUnknownCluster = errors.New("cluster not configured")
+
+// Defaults of Config.
+const (
+	CallTimeoutDefault = 10 * time.Second
+	MaxAttemptsDefault = 3
+	BackoffDefault     = 200 * time.Millisecond
+)
+
+// Config bounds the adapter's calls. Zero values take the defaults.
+type Config struct {
+	CallTimeout time.Duration
+	MaxAttempts int
+	Backoff     time.Duration
+}
+
+// Adapter observes Kubernetes Jobs.
+type Adapter struct {
+	clusters Clusters
+	cfg      Config
+}
+
+// New returns an adapter over clusters.
+func New(clusters Clusters, cfg Config) *Adapter {
+	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, CallTimeoutDefault)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, MaxAttemptsDefault)
+	cfg.Backoff = cmp.Or(cfg.Backoff, BackoffDefault)
+	return &Adapter{clusters: clusters, cfg: cfg}
+}
+
+// Ref is a row's provider_ref for a Kubernetes Job.
+type Ref struct {
+	Cluster, Namespace, Job, UID string
+}
+
+// ParseRef reads a provider_ref; ok is false unless all four fields are non-empty strings.
+func ParseRef(ref map[string]any) (Ref, bool) {
+	get := func(k string) string { s, _ := ref[k].(string); return s }
+	r := Ref{Cluster: get("cluster"), Namespace: get("namespace"), Job: get("job"), UID: get("uid")}
+	return r, r.Cluster != "" && r.Namespace != "" && r.Job != "" && r.UID != ""
+}
+
+// ValidRef reports whether a row's provider_ref names a Job.
+func (a *Adapter) ValidRef(ref map[string]any) bool {
+	_, ok := ParseRef(ref)
+	return ok
+}
+
+// Observe reads the Job ref names and classifies it.
+func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error) {
+	r, ok := ParseRef(ref)
+	if !ok {
+		return executor.Snapshot{}, status.Errorf(codes.InvalidArgument, "provider_ref %v does not name a Job", ref)
+	}
+	jobs, err := a.clusters.Jobs(r.Cluster, r.Namespace)
+	if err != nil {
+		return executor.Snapshot{}, status.Errorf(codes.FailedPrecondition, "cluster %q: %v", r.Cluster, err)
+	}
+	backoff := a.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		job, err := jobs.Get(callCtx, r.Job, metav1.GetOptions{})
+		cancel()
+		if err == nil {
+			if string(job.UID) != r.UID {
+				return unknown(r, "uid_mismatch", string(job.UID)), nil
+			}
+			snap := Classify(job)
+			snap.Evidence["cluster"] = r.Cluster
+			return snap, nil
+		}
+		if apierrors.IsNotFound(err) {
+			return unknown(r, "not_found", ""), nil
+		}
+		if ctx.Err() != nil {
+			return executor.Snapshot{}, fmt.Errorf("get job %s/%s on %s: %w", r.Namespace, r.Job, r.Cluster, ctx.Err())
+		}
+		code := Code(err)
+		if code == codes.Unavailable && attempt < a.cfg.MaxAttempts {
+			t := time.NewTimer(rand.N(backoff) + 1)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return executor.Snapshot{}, fmt.Errorf("get job %s/%s on %s: %w", r.Namespace, r.Job, r.Cluster, ctx.Err())
+			}
+			backoff *= 2
+			continue
+		}
+		return executor.Snapshot{}, status.Errorf(code, "get job %s/%s on %s (attempt %d): %v", r.Namespace, r.Job, r.Cluster, attempt, err)
+	}
+}
+
+func unknown(r Ref, why, foundUID string) executor.Snapshot {
+	ev := map[string]any{"source": "kubernetes", "cluster": r.Cluster, "namespace": r.Namespace, "job": r.Job, "uid": r.UID, "error": why}
+	if foundUID != "" {
+		ev["found_uid"] = foundUID
+	}
+	return executor.Snapshot{Verdict: executor.VerdictUnknown, Evidence: ev}
+}
+
+// Code maps an API server error onto the gRPC code the workflow reasons with.
+func Code(err error) codes.Code {
+	switch {
+	case err == nil:
+		return codes.OK
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case apierrors.IsNotFound(err):
+		return codes.NotFound
+	case apierrors.IsTooManyRequests(err):
+		return codes.ResourceExhausted
+	case apierrors.IsForbidden(err):
+		return codes.PermissionDenied
+	case apierrors.IsUnauthorized(err):
+		return codes.Unauthenticated
+	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+		return codes.DeadlineExceeded
+	case apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
+		return codes.Unavailable
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		if c := se.Status().Code; c >= 500 {
+			return codes.Unavailable
+		}
+		return codes.Unknown
+	}
+	return codes.Unavailable // no answer at all: a broken connection, a refused dial
+}

@@ -1,0 +1,180 @@
+package kubejobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ClusterConfig says how to reach one cluster. Exactly one way is set.
+type ClusterConfig struct {
+	// Kubeconfig is the path of a kubeconfig file; Context picks a context in it (default: its
+	// current context).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	// InCluster uses the service account of the pod stalesweep runs in.
+	InCluster bool `json:"in_cluster,omitempty"`
+	// GKE reaches a GKE cluster's endpoint with its CA and an OAuth2 access token from
+	// Application Default Credentials, fetched (and refreshed) on each request.
+	GKE *GKEConfig `json:"gke,omitempty"`
+	// Host, with CAData or CAFile and TokenFile, reaches any API server with a bearer token.
+	Host      string `json:"host,omitempty"`
+	CAData    string `json:"ca_data,omitempty"` // base64 of the PEM
+	CAFile    string `json:"ca_file,omitempty"`
+	TokenFile string `json:"token_file,omitempty"`
+}
+
+// GKEConfig is a GKE cluster's endpoint and CA (gcloud container clusters describe:
+// endpoint, masterAuth.clusterCaCertificate).
+type GKEConfig struct {
+	Endpoint string `json:"endpoint"`
+	CAData   string `json:"ca_data"` // base64 of the PEM, as GKE reports it
+}
+
+// ClustersEnv names the variable holding the clusters: inline JSON, or the path of a JSON
+// file, of the form {"clusters": {"NAME": ClusterConfig, ...}}.
+const ClustersEnv = "STALESWEEP_KUBE_CLUSTERS"
+
+// ParseClusters reads the clusters configuration from inline JSON or a file path. Each cluster
+// must say exactly one way to reach it.
+func ParseClusters(value string) (map[string]ClusterConfig, error) {
+	raw := []byte(value)
+	if t := strings.TrimSpace(value); !strings.HasPrefix(t, "{") {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read %s: %w", ClustersEnv, t, err)
+		}
+		raw = b
+	}
+	var doc struct {
+		Clusters map[string]ClusterConfig `json:"clusters"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", ClustersEnv, err)
+	}
+	names := make([]string, 0, len(doc.Clusters))
+	for name := range doc.Clusters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := doc.Clusters[name]
+		ways := 0
+		for _, set := range []bool{c.Kubeconfig != "", c.InCluster, c.GKE != nil, c.Host != ""} {
+			if set {
+				ways++
+			}
+		}
+		if ways != 1 {
+			return nil, fmt.Errorf("%s: cluster %q: set exactly one of kubeconfig, in_cluster, gke, host (found %d)", ClustersEnv, name, ways)
+		}
+		if c.GKE != nil && (c.GKE.Endpoint == "" || c.GKE.CAData == "") {
+			return nil, fmt.Errorf("%s: cluster %q: gke needs endpoint and ca_data", ClustersEnv, name)
+		}
+	}
+	return doc.Clusters, nil
+}
+
+// RESTConfig builds the client configuration of one cluster.
+func (c ClusterConfig) RESTConfig(ctx context.Context, timeout time.Duration) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case c.Kubeconfig != "":
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	case c.InCluster:
+		cfg, err = rest.InClusterConfig()
+	case c.GKE != nil:
+		var ca []byte
+		if ca, err = base64.StdEncoding.DecodeString(c.GKE.CAData); err != nil {
+			return nil, fmt.Errorf("gke ca_data: %w", err)
+		}
+		ts, terr := google.DefaultTokenSource(ctx, "https://www.googleapis.com/auth/cloud-platform")
+		if terr != nil {
+			return nil, fmt.Errorf("gke token source: %w", terr)
+		}
+		host := c.GKE.Endpoint
+		if !strings.HasPrefix(host, "https://") {
+			host = "https://" + host
+		}
+		cfg = &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return &oauth2.Transport{Source: ts, Base: rt}
+		}
+	default:
+		cfg = &rest.Config{Host: c.Host, BearerTokenFile: c.TokenFile, TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile}}
+		if c.CAData != "" {
+			if cfg.TLSClientConfig.CAData, err = base64.StdEncoding.DecodeString(c.CAData); err != nil {
+				return nil, fmt.Errorf("ca_data: %w", err)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = timeout
+	cfg.UserAgent = "stalesweep"
+	return cfg, nil
+}
+
+// Set is the configured clusters. Each cluster's clientset is built on first use; a failed
+// build is tried again on the next use.
+type Set struct {
+	configs map[string]ClusterConfig
+	timeout time.Duration
+
+	mu      sync.Mutex
+	clients map[string]batchclient.BatchV1Interface
+}
+
+// NewSet returns the clusters of configs; timeout bounds each request.
+func NewSet(configs map[string]ClusterConfig, timeout time.Duration) *Set {
+	return &Set{configs: configs, timeout: timeout, clients: map[string]batchclient.BatchV1Interface{}}
+}
+
+// Add makes a ready batch/v1 client (a fake clientset's BatchV1(), say) available under name.
+func (s *Set) Add(name string, c batchclient.BatchV1Interface) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[name] = c
+}
+
+// Jobs returns the Jobs of a namespace on a named cluster.
+func (s *Set) Jobs(cluster, namespace string) (JobGetter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clients[cluster]
+	if !ok {
+		cc, known := s.configs[cluster]
+		if !known {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownCluster, cluster)
+		}
+		cfg, err := cc.RESTConfig(context.Background(), s.timeout)
+		if err != nil {
+			return nil, fmt.Errorf("configure cluster %q: %w", cluster, err)
+		}
+		// The batch/v1 client alone: the full clientset would add every API group to the binary.
+		if c, err = batchclient.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("connect to cluster %q: %w", cluster, err)
+		}
+		s.clients[cluster] = c
+	}
+	return c.Jobs(namespace), nil
+}

@@ -1,0 +1,158 @@
+package kubejobs
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// The Kubernetes execution-sync workflow end to end: the Firestore emulator, the fake
+// clientset, and the same workflow body the Cloud Run one uses.
+func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
+	fs := testenv.Firestore(t)
+	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	jobs := map[string]*batchv1.Job{
+		"succeeded": succeededJob("build-1"), "failed": failedJob("build-2"), "finishing-ok": finishingSuccess("build-3"),
+		"finishing-bad": finishingFailure("build-4"), "suspended": suspendedJob("build-5"), "retrying": retryingJob("build-6"),
+	}
+	a, cs := adapter(t)
+	for _, j := range jobs {
+		if _, err := cs.BatchV1().Jobs(j.Namespace).Create(ctx, j, metaCreate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	org := uuid.NewString()
+	old := clock.Now().Add(-10 * time.Minute)
+	rows := map[string]string{}
+	put := func(name string, provider string, r map[string]any) string {
+		id := uuid.NewString()
+		if err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, ProviderRef: r,
+			Status: ledger.StatusRunning, Active: true, ObservedAt: old}); err != nil {
+			t.Fatal(err)
+		}
+		rows[name] = id
+		return id
+	}
+	for name, j := range jobs {
+		put(name, ledger.ProviderKubernetes, ref(j))
+	}
+	put("deleted", ledger.ProviderKubernetes, ref(runningJob("build-7")))
+	recreated := ref(runningJob("build-6"))
+	recreated["uid"] = "uid-of-the-first-build-6"
+	put("other-uid", ledger.ProviderKubernetes, recreated)
+	put("no-uid", ledger.ProviderKubernetes, map[string]any{"cluster": "eu", "namespace": "runners", "job": "build-1"})
+	put("cloud-run", ledger.ProviderCloudRun, map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"})
+
+	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
+	syncer := executionsync.NewSyncer(store, a, clock.Now, cfg.LostGrace, logging.Discard())
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
+		wf.Definition(contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes))
+	start := func() (workflow.Outcome, executionsync.Stats) {
+		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,
+			InitialData: json.RawMessage(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal})
+		if err != nil || out.Status != workflow.StateCompleted {
+			t.Fatalf("run: %v %v", out.Err, err)
+		}
+		var s executionsync.Stats
+		b, _ := json.Marshal(out.Stats)
+		_ = json.Unmarshal(b, &s)
+		return out, s
+	}
+
+	out, stats := start()
+	if out.Output["candidate_count"] != int64(9) || out.Output["started_count"] != int64(8) || out.Output["skipped_missing_metadata_count"] != int64(1) {
+		t.Errorf("output = %v", out.Output)
+	}
+	if stats.Settled["succeeded"] != 1 || stats.Settled["failed"] != 1 || stats.Refreshed != 4 || stats.Unknown != 2 {
+		t.Errorf("stats = %+v", stats)
+	}
+	get := func(name string) ledger.Execution {
+		r, err := store.Get(ctx, rows[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := get("succeeded"); r.Active || r.Outcome != "succeeded" || !r.CompletedAt.Equal(finished) || r.Settlement.Evidence["source"] != "kubernetes" {
+		t.Errorf("succeeded row = %+v", r)
+	}
+	if r := get("failed"); r.Active || r.Outcome != "failed" || !strings.Contains(r.FailureReason, "BackoffLimitExceeded") || !r.CompletedAt.Equal(finished) {
+		t.Errorf("failed row = %+v", r)
+	}
+	if r := get("finishing-ok"); !r.Active || r.Sync.PendingOutcome != "succeeded" || !r.ObservedAt.Equal(clock.Now()) {
+		t.Errorf("finishing row = %+v", r)
+	}
+	if r := get("finishing-bad"); !r.Active || r.Sync.PendingOutcome != "failed" {
+		t.Errorf("failing row = %+v", r)
+	}
+	for _, name := range []string{"suspended", "retrying"} {
+		if r := get(name); !r.Active || r.Sync.LastVerdict != "running" || r.Sync.PendingOutcome != "" {
+			t.Errorf("%s row = %+v", name, r)
+		}
+	}
+	for _, name := range []string{"deleted", "other-uid"} {
+		if r := get(name); !r.Active || !r.Sync.UnknownSince.Equal(clock.Now()) {
+			t.Errorf("%s row = %+v", name, r)
+		}
+	}
+	if r := get("cloud-run"); r.Sync.Attempts != 0 {
+		t.Errorf("the Kubernetes workflow touched a Cloud Run row: %+v", r)
+	}
+	seed := seedOutputFields(t)
+	for k := range out.Output {
+		if !seed[k] {
+			t.Errorf("output field %s is not in seed 002", k)
+		}
+	}
+
+	// The finishing Job completes; past the grace the deleted and replaced ones are lost.
+	done := succeededJob("build-3")
+	if _, err := cs.BatchV1().Jobs("runners").UpdateStatus(ctx, done, metaUpdate); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(16 * time.Minute)
+	_, stats = start()
+	if stats.Settled["succeeded"] != 1 || stats.Settled["lost"] != 2 {
+		t.Errorf("second run stats = %+v", stats)
+	}
+	if r := get("finishing-ok"); r.Active || r.Outcome != "succeeded" || r.Sync.PendingOutcome != "" {
+		t.Errorf("the finished row = %+v", r)
+	}
+}
+
+func seedOutputFields(t *testing.T) map[string]bool {
+	t.Helper()
+	doc, err := os.ReadFile("../contract/testdata/seeds/002_f9ac2157cfe43671.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	out := map[string]bool{}
+	for _, line := range strings.Split(s[strings.Index(s, "Output Schema"):strings.Index(s, "States")], "\n") {
+		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
+			out[strings.TrimSpace(name)] = true
+		}
+	}
+	return out
+}
