@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/auth"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
@@ -175,5 +177,24 @@ func TestStartWorkflowAnswers500WhenTheRunFails(t *testing.T) {
 	}
 	if !w.row(t, id).Active {
 		t.Error("a row was settled by a run whose executor refused access")
+	}
+}
+
+func TestTheRequestAudienceAcceptsTokensForTheURLCalled(t *testing.T) {
+	w := newWorld(t)
+	saved := verifier
+	defer func() { verifier = saved }()
+	verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
+		return auth.New(ctx, auth.Config{Audience: auth.AudienceRequest, Allowed: []string{allowed}, HTTPClient: certs})
+	})
+	self := "https://" + strings.TrimPrefix(baseURL, "http://")
+	withAud := func(aud string) http.Header {
+		return http.Header{"Authorization": {"Bearer " + idToken(t, map[string]any{"aud": aud})}}
+	}
+	if code, body := post(t, "/StartWorkflow", withAud(self), []byte(startBody(w.org, ""))); code != http.StatusOK {
+		t.Errorf("a token for this URL: %d %v", code, body)
+	}
+	if code, _ := post(t, "/StartWorkflow", withAud("https://some-other-service.run.app"), []byte(startBody(w.org, ""))); code != http.StatusUnauthorized {
+		t.Errorf("a token for another URL: %d, want 401", code)
 	}
 }

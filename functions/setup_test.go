@@ -45,6 +45,7 @@ var (
 	signer   *rsa.PrivateKey
 	audience = "https://stalesweep-test.example.run.app/StartWorkflow"
 	allowed  = "ops@example.com"
+	certs    *http.Client // fetches the test signing keys in place of Google's
 )
 
 const keyID = "test-key-1"
@@ -86,7 +87,7 @@ func setup() error {
 			"n": b64(signer.N.Bytes()), "e": b64(big.NewInt(int64(signer.E)).Bytes()),
 		}}})
 	}))
-	certs := &http.Client{Transport: rewrite{to: jwks.URL}}
+	certs = &http.Client{Transport: rewrite{to: jwks.URL}}
 	verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
 		return auth.New(ctx, auth.Config{Audience: audience, Allowed: []string{allowed}, HTTPClient: certs})
 	})

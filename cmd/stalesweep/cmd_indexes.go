@@ -6,37 +6,49 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
+// cmdIndexes writes (or, with --check, checks) the two files generated from ledger.Indexes:
+// firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module).
 func cmdIndexes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("indexes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "firestore.indexes.json", "file to write; - writes stdout")
-	check := fs.Bool("check", false, "fail if the file differs from what the code declares, instead of writing it")
+	root := fs.String("root", ".", "the repository root the files are under")
+	check := fs.Bool("check", false, "fail if a file differs from what the code declares, instead of writing it")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitInvalid
 	}
-	want, err := ledger.FirebaseIndexesJSON()
-	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep indexes: %v\n", err)
-		return exitFailed
+	files := []struct {
+		path   string
+		render func() ([]byte, error)
+	}{
+		{"firestore.indexes.json", ledger.FirebaseIndexesJSON},
+		{filepath.Join("terraform", "firestore_indexes.tf.json"), ledger.TerraformIndexesJSON},
 	}
-	switch {
-	case *out == "-":
-		_, _ = stdout.Write(want)
-	case *check:
-		got, err := os.ReadFile(*out)
-		if err != nil || !bytes.Equal(got, want) {
-			fmt.Fprintf(stderr, "stalesweep indexes: %s is not current; run: go run ./cmd/stalesweep indexes\n", *out)
-			return exitFailed
-		}
-	default:
-		if err := os.WriteFile(*out, want, 0o644); err != nil {
+	code := exitOK
+	for _, f := range files {
+		want, err := f.render()
+		if err != nil {
 			fmt.Fprintf(stderr, "stalesweep indexes: %v\n", err)
 			return exitFailed
 		}
+		path := filepath.Join(*root, f.path)
+		if *check {
+			got, err := os.ReadFile(path)
+			if err != nil || !bytes.Equal(got, want) {
+				fmt.Fprintf(stderr, "stalesweep indexes: %s is not current; run: go run ./cmd/stalesweep indexes\n", path)
+				code = exitFailed
+			}
+			continue
+		}
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			fmt.Fprintf(stderr, "stalesweep indexes: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", path)
 	}
-	return exitOK
+	return code
 }

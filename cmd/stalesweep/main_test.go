@@ -118,20 +118,23 @@ func TestRunSettlesAndPrintsTheOutput(t *testing.T) {
 }
 
 func TestIndexesCheck(t *testing.T) {
-	if code, _, stderr := invoke(t, "indexes", "--check", "--out", "../../firestore.indexes.json"); code != exitOK {
-		t.Errorf("the checked-in firestore.indexes.json is not current: %s", stderr)
+	if code, _, stderr := invoke(t, "indexes", "--check", "--root", "../.."); code != exitOK {
+		t.Errorf("the checked-in index files are not current: %s", stderr)
 	}
-	stale := filepath.Join(t.TempDir(), "idx.json")
-	_ = os.WriteFile(stale, []byte(`{"indexes": []}`), 0o600)
-	if code, _, _ := invoke(t, "indexes", "--check", "--out", stale); code != exitFailed {
-		t.Errorf("--check passed a stale file (exit %d)", code)
+	dir := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(dir, "terraform"), 0o755)
+	if code, _, _ := invoke(t, "indexes", "--check", "--root", dir); code != exitFailed {
+		t.Errorf("--check passed missing files (exit %d)", code)
 	}
-	fresh := filepath.Join(t.TempDir(), "idx.json")
-	if code, _, _ := invoke(t, "indexes", "--out", fresh); code != exitOK {
+	if code, _, _ := invoke(t, "indexes", "--root", dir); code != exitOK {
 		t.Fatal("writing the indexes failed")
 	}
-	if code, _, _ := invoke(t, "indexes", "--check", "--out", fresh); code != exitOK {
-		t.Error("a freshly written file does not pass --check")
+	if code, _, _ := invoke(t, "indexes", "--check", "--root", dir); code != exitOK {
+		t.Error("freshly written files do not pass --check")
+	}
+	_ = os.WriteFile(filepath.Join(dir, "terraform", "firestore_indexes.tf.json"), []byte(`{}`), 0o600)
+	if code, _, stderr := invoke(t, "indexes", "--check", "--root", dir); code != exitFailed || !strings.Contains(stderr, "firestore_indexes.tf.json") {
+		t.Errorf("--check passed a stale Terraform file (exit %d)", code)
 	}
 }
 

@@ -34,8 +34,12 @@ var issuers = []string{"accounts.google.com", "https://accounts.google.com"}
 
 // Config configures the verifier.
 type Config struct {
-	Mode     string   // ModeGoogle (default) or ModeOff
-	Audience string   // the function's URL; required in ModeGoogle
+	Mode string // ModeGoogle (default) or ModeOff
+	// Audience lists, comma-separated, the audiences a token may carry: the function's URLs,
+	// or "request" for the URL the request was made to (https://HOST), which is what Cloud Run
+	// itself checks the token against before the request reaches the function. Required in
+	// ModeGoogle.
+	Audience string
 	Allowed  []string // caller emails allowed to start runs
 	// OnCloudRun is true when the process runs on Cloud Run / Cloud Functions (K_SERVICE set).
 	OnCloudRun bool
@@ -46,10 +50,13 @@ type Config struct {
 // Verifier checks callers.
 type Verifier struct {
 	mode      string
-	audience  string
+	audiences []string
 	allowed   []string
 	validator *idtoken.Validator
 }
+
+// AudienceRequest is the audience meaning "the URL this request was made to".
+const AudienceRequest = "request"
 
 // New returns a verifier, or an error when the configuration cannot be enforced.
 func New(ctx context.Context, c Config) (*Verifier, error) {
@@ -67,8 +74,14 @@ func New(ctx context.Context, c Config) (*Verifier, error) {
 	default:
 		return nil, fmt.Errorf("auth: mode %q: want %q or %q", mode, ModeGoogle, ModeOff)
 	}
-	if c.Audience == "" {
-		return nil, fmt.Errorf("auth: no audience: set STALESWEEP_AUTH_AUDIENCE to the function's URL")
+	var audiences []string
+	for _, a := range strings.Split(c.Audience, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			audiences = append(audiences, a)
+		}
+	}
+	if len(audiences) == 0 {
+		return nil, fmt.Errorf("auth: no audience: set STALESWEEP_AUTH_AUDIENCE to the function's URL (or %q)", AudienceRequest)
 	}
 	var opts []idtoken.ClientOption
 	if c.HTTPClient != nil {
@@ -84,7 +97,19 @@ func New(ctx context.Context, c Config) (*Verifier, error) {
 			allowed = append(allowed, a)
 		}
 	}
-	return &Verifier{mode: mode, audience: c.Audience, allowed: allowed, validator: v}, nil
+	return &Verifier{mode: mode, audiences: audiences, allowed: allowed, validator: v}, nil
+}
+
+// expected lists the audiences a token for r may carry.
+func (v *Verifier) expected(r *http.Request) []string {
+	out := make([]string, 0, len(v.audiences))
+	for _, a := range v.audiences {
+		if a == AudienceRequest {
+			a = "https://" + r.Host
+		}
+		out = append(out, strings.TrimSuffix(a, "/"))
+	}
+	return out
 }
 
 // Disabled reports whether authentication is off.
@@ -100,9 +125,14 @@ func (v *Verifier) Caller(r *http.Request) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return "", contract.Errorf(contract.CodeUnauthorized, "an Authorization: Bearer ID token is required")
 	}
-	p, err := v.validator.Validate(r.Context(), token, v.audience)
+	// The library checks the signature and expiry; the audience is checked here against the
+	// list (it checks one audience only, and none when given "").
+	p, err := v.validator.Validate(r.Context(), token, "")
 	if err != nil {
 		return "", &contract.Error{Code: contract.CodeUnauthorized, Message: "the ID token is not valid for this service", Err: err}
+	}
+	if !slices.Contains(v.expected(r), strings.TrimSuffix(p.Audience, "/")) {
+		return "", contract.Errorf(contract.CodeUnauthorized, "the ID token was not minted for this service")
 	}
 	if !slices.Contains(issuers, p.Issuer) {
 		return "", contract.Errorf(contract.CodeUnauthorized, "the ID token was not issued by Google")

@@ -1,0 +1,148 @@
+variable "project_id" {
+  description = "The project stalesweep runs in (Firestore, Pub/Sub, the functions)."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the functions, the scheduler jobs and the source bucket."
+  type        = string
+}
+
+variable "name_prefix" {
+  description = "Prefix of every resource name. The operations guide assumes the default."
+  type        = string
+  default     = "stalesweep"
+}
+
+variable "source_dir" {
+  description = "The stalesweep module's root (the directory holding go.mod), zipped and uploaded as the functions' source."
+  type        = string
+  default     = null
+}
+
+variable "firestore_database" {
+  description = "The Firestore database (it must already exist, in Native mode)."
+  type        = string
+  default     = "(default)"
+}
+
+variable "enable_apis" {
+  description = "Enable the APIs the module needs."
+  type        = bool
+  default     = true
+}
+
+variable "enable_kubernetes" {
+  description = "Sync Kubernetes Jobs too. When false the functions are built with -tags nokubernetes (half the binary, no client-go) and no Kubernetes schedule or role is created."
+  type        = bool
+  default     = false
+}
+
+variable "kube_clusters" {
+  description = "STALESWEEP_KUBE_CLUSTERS: the clusters' JSON (see docs/operations.md). Used when enable_kubernetes."
+  type        = string
+  default     = ""
+}
+
+variable "retry_policy" {
+  description = "Retry policy of the event triggers: RETRY_POLICY_RETRY redelivers a failure worth retrying (for up to 24 h, then dead-letters it when enable_dead_letter); RETRY_POLICY_DO_NOT_RETRY leaves it to the next tick."
+  type        = string
+  default     = "RETRY_POLICY_RETRY"
+  validation {
+    condition     = contains(["RETRY_POLICY_RETRY", "RETRY_POLICY_DO_NOT_RETRY"], var.retry_policy)
+    error_message = "retry_policy must be RETRY_POLICY_RETRY or RETRY_POLICY_DO_NOT_RETRY."
+  }
+}
+
+variable "enable_dead_letter" {
+  description = "Attach the dead-letter topic to the Eventarc subscriptions of the event functions (with gcloud, at apply time: Eventarc owns those subscriptions)."
+  type        = bool
+  default     = true
+}
+
+variable "max_delivery_attempts" {
+  description = "Deliveries of one message before it is dead-lettered."
+  type        = number
+  default     = 10
+}
+
+variable "schedules" {
+  description = "One Cloud Scheduler job per workflow type: its cron schedule, the initial_data of every run it starts (defaults; the dispatcher adds each scope), and whether it is enabled."
+  type = map(object({
+    schedule     = string
+    initial_data = any
+    enabled      = optional(bool, true)
+  }))
+  default = {
+    "runner.execution-sync-stale-cloud-run" = {
+      schedule     = "* * * * *"
+      initial_data = { min_age_seconds = 60, limit = 25 }
+    }
+    "runner.execution-sync-stale-kubernetes" = {
+      schedule     = "* * * * *"
+      initial_data = { min_age_seconds = 60, limit = 25 }
+    }
+    "runner.workspace-lease-settle" = {
+      schedule     = "*/5 * * * *"
+      initial_data = { max_settlements = 50 }
+    }
+    "platform.extension.runs.sweep" = {
+      schedule     = "*/5 * * * *"
+      initial_data = { older_than_ms = 900000, limit = 200 }
+    }
+    "pm.sweep" = {
+      schedule     = "*/5 * * * *"
+      initial_data = { ttl = 300 }
+    }
+  }
+}
+
+variable "schedule_time_zone" {
+  description = "Time zone of the schedules."
+  type        = string
+  default     = "Etc/UTC"
+}
+
+variable "start_workflow_invokers" {
+  description = "Principals (user:..., serviceAccount:..., group:...) who may call the manual StartWorkflow function. Users and service accounts are also its callers' allow-list."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for p in var.start_workflow_invokers : !contains(["allUsers", "allAuthenticatedUsers"], p)])
+    error_message = "StartWorkflow is never public: allUsers and allAuthenticatedUsers are refused."
+  }
+}
+
+variable "function_settings" {
+  description = "Per function: timeout (seconds), maximum instances, concurrent requests per instance, memory, and the budget the function keeps under its timeout."
+  type = map(object({
+    timeout_seconds = number
+    max_instances   = number
+    concurrency     = number
+    memory          = string
+  }))
+  default = {
+    dispatch       = { timeout_seconds = 120, max_instances = 5, concurrency = 1, memory = "512Mi" }
+    sweep          = { timeout_seconds = 300, max_instances = 20, concurrency = 1, memory = "512Mi" }
+    sync_execution = { timeout_seconds = 120, max_instances = 50, concurrency = 8, memory = "512Mi" }
+    start_workflow = { timeout_seconds = 600, max_instances = 2, concurrency = 1, memory = "512Mi" }
+  }
+}
+
+variable "extension_sweep_floor_ms" {
+  description = "The least older_than_ms platform.extension.runs.sweep accepts on the scheduled path."
+  type        = number
+  default     = 60000
+}
+
+variable "lost_grace" {
+  description = "How long an execution may stay unknown to its executor before the row is settled lost (Go duration)."
+  type        = string
+  default     = "15m"
+}
+
+variable "labels" {
+  description = "Labels on every resource that takes them."
+  type        = map(string)
+  default     = {}
+}
