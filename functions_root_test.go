@@ -107,7 +107,9 @@ func TestTheMainTheBuildpackGeneratesServesEachTarget(t *testing.T) {
 			}
 			for target, probe := range map[string]func(url string) (int, string){
 				"StartWorkflow": func(url string) (int, string) { return get(t, url) },
-				"Dispatch":      func(url string) (int, string) { return post(t, url, `{"subscription": "s", "message": {"data": "bm90IGpzb24=", "messageId": "1"}}`) },
+				"Dispatch": func(url string) (int, string) {
+					return post(t, url, `{"subscription": "s", "message": {"data": "bm90IGpzb24=", "messageId": "1"}}`)
+				},
 			} {
 				code, body := serve(t, bin, target, probe)
 				want := http.StatusBadRequest // StartWorkflow at "/" refuses a GET, naming the method
