@@ -55,21 +55,15 @@ func (s *GuardStore) Acquire(ctx context.Context, key string, g Guard, ttl time.
 	ref := s.client.Collection(GuardsCollection).Doc(key)
 	g.ExpiresAt = g.AcquiredAt.Add(ttl)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		expired = nil
 		snap, err := tx.Get(ref)
-		switch {
-		case status.Code(err) == codes.NotFound:
-		case err != nil:
+		if status.Code(err) == codes.NotFound {
+			err = nil
+		}
+		if err != nil {
 			return err
-		default:
-			var cur Guard
-			if err := snap.DataTo(&cur); err != nil {
-				return err
-			}
-			if cur.ExpiresAt.After(g.AcquiredAt) {
-				return &GuardHeldError{Holder: cur}
-			}
-			expired = &cur
+		}
+		if expired, err = takeOver(snap, g); err != nil {
+			return err
 		}
 		return tx.Set(ref, g)
 	}, firestore.MaxAttempts(3))
@@ -77,6 +71,23 @@ func (s *GuardStore) Acquire(ctx context.Context, key string, g Guard, ttl time.
 		return nil, fmt.Errorf("acquire guard %s: %w", key, err)
 	}
 	return expired, nil
+}
+
+// takeOver decides whether g may take the guard whose current document is snap (nil or not
+// existing when there is none): a *GuardHeldError while it has not expired, else the expired
+// guard it replaces, if any.
+func takeOver(snap *firestore.DocumentSnapshot, g Guard) (*Guard, error) {
+	if snap == nil || !snap.Exists() {
+		return nil, nil
+	}
+	var cur Guard
+	if err := snap.DataTo(&cur); err != nil {
+		return nil, err
+	}
+	if cur.ExpiresAt.After(g.AcquiredAt) {
+		return nil, &GuardHeldError{Holder: cur}
+	}
+	return &cur, nil
 }
 
 // Release deletes the guard of key if run still holds it.

@@ -83,6 +83,48 @@ func (s *RunStore) CreateRun(ctx context.Context, r RunRecord) error {
 	return nil
 }
 
+// GuardClaim asks StartRun to take a scope's guard along with creating the record.
+type GuardClaim struct {
+	Key   string // GuardKey of the workflow type and scope
+	Guard Guard  // ExpiresAt is set from TTL
+	TTL   time.Duration
+}
+
+// StartRun creates a new run record and, with a claim, takes the scope's guard in the same
+// transaction: one commit for both, and neither without the other. It fails with a
+// *GuardHeldError when a guard that has not expired is held (checked first, as Acquire would),
+// and with ErrRunExists when the uuid is taken. When it takes over an expired guard it returns
+// that guard, so the caller can close the run that left it.
+func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
+	if claim == nil {
+		return nil, s.CreateRun(ctx, r)
+	}
+	g := claim.Guard
+	g.ExpiresAt = g.AcquiredAt.Add(claim.TTL)
+	guardRef := s.client.Collection(GuardsCollection).Doc(claim.Key)
+	runRef := s.ref(r.WorkflowRunUUID)
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{guardRef, runRef})
+		if err != nil {
+			return err
+		}
+		if expired, err = takeOver(snaps[0], g); err != nil {
+			return err
+		}
+		if snaps[1].Exists() {
+			return ErrRunExists
+		}
+		if err := tx.Set(guardRef, g); err != nil {
+			return err
+		}
+		return tx.Create(runRef, r)
+	}, firestore.MaxAttempts(3))
+	if err != nil {
+		return nil, fmt.Errorf("start run %s: %w", r.WorkflowRunUUID, err)
+	}
+	return expired, nil
+}
+
 // GetRun reads a record.
 func (s *RunStore) GetRun(ctx context.Context, uuid string) (RunRecord, error) {
 	snap, err := s.ref(uuid).Get(ctx)
@@ -103,16 +145,28 @@ type RunUpdate struct {
 	CompletedAt time.Time
 	FailedAt    time.Time
 	Failure     *Failure
+	// ReleaseGuard, when set, names a guard (a GuardKey) the transition deletes in the same
+	// transaction if this run still holds it.
+	ReleaseGuard string
 }
 
 // TransitionRun moves a record to state `to` at `at`, in a transaction, if its current state
-// is one of from; otherwise it fails with ErrBadTransition and writes nothing.
+// is one of from; otherwise it fails with ErrBadTransition and writes nothing. With
+// u.ReleaseGuard it also releases that guard, in the same transaction, if the run holds it.
 func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string, to string, at time.Time, u RunUpdate) error {
 	ref := s.ref(uuid)
+	refs := []*firestore.DocumentRef{ref}
+	if u.ReleaseGuard != "" {
+		refs = append(refs, s.client.Collection(GuardsCollection).Doc(u.ReleaseGuard))
+	}
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
+		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
+		}
+		snap := snaps[0]
+		if !snap.Exists() {
+			return status.Errorf(codes.NotFound, "run record %s not found", uuid)
 		}
 		cur, err := snap.DataAt("status")
 		if err != nil {
@@ -140,6 +194,13 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 		}
 		if u.Failure != nil {
 			updates = append(updates, firestore.Update{Path: "failure", Value: u.Failure})
+		}
+		if len(snaps) > 1 && snaps[1].Exists() {
+			if holder, _ := snaps[1].DataAt("workflow_run_uuid"); holder == uuid {
+				if err := tx.Delete(refs[1]); err != nil {
+					return err
+				}
+			}
 		}
 		return tx.Update(ref, updates)
 	}, firestore.MaxAttempts(3))

@@ -188,48 +188,33 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	log := e.log.With("workflow_type", string(def.Type), "workflow_run_uuid", runUUID, "trigger", string(req.Trigger))
 	initiated := e.now().UTC()
+	// The states before the body's are auto-advanced: the record is created in the last of them,
+	// its history listing each, so starting a run costs one commit rather than one per state.
+	state := len(def.States) - 2
+	history := make([]ledger.StateEntry, 0, state+1)
+	for _, s := range def.States[:state+1] {
+		history = append(history, ledger.StateEntry{State: s.Name, At: initiated})
+	}
 	rec := ledger.RunRecord{
 		WorkflowRunUUID: runUUID,
 		WorkflowType:    string(def.Type),
-		Status:          def.States[0].Name,
+		Status:          def.States[state].Name,
 		Trigger:         string(req.Trigger),
 		Actor:           req.Actor,
 		InitialData:     stored,
 		InitiatedAt:     initiated,
 		UpdatedAt:       initiated,
-		History:         []ledger.StateEntry{{State: def.States[0].Name, At: initiated}},
+		History:         history,
 	}
-	if e.guards != nil {
-		release, err := e.guard(ctx, def, input, runUUID, log)
-		if err != nil {
-			return Outcome{RunUUID: runUUID}, err
-		}
-		defer release()
+	guard, err := e.start(ctx, def, input, rec, log)
+	if err != nil {
+		return Outcome{RunUUID: runUUID}, err
 	}
-	if err := e.record(ctx, func(ctx context.Context) error { return e.runs.CreateRun(ctx, rec) }); err != nil {
-		if errors.Is(err, ledger.ErrRunExists) {
-			return Outcome{RunUUID: runUUID}, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " has already started", Err: ErrDuplicateRun}
-		}
-		return Outcome{}, err
-	}
+	defer guard.release()
 
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log}
 	env := envelope{rec: rec}
-	state := 0
-	var res Result
-	var bodyErr error
-	for ; state < len(def.States)-2; state++ {
-		next := def.States[state+1].Name
-		if err := e.record(ctx, func(ctx context.Context) error {
-			return e.runs.TransitionRun(ctx, runUUID, []string{def.States[state].Name}, next, e.now().UTC(), ledger.RunUpdate{})
-		}); err != nil {
-			bodyErr = &StepError{Step: "advance", Layer: "firestore", Reason: "record_failed", Err: err}
-			break
-		}
-	}
-	if bodyErr == nil {
-		res, bodyErr = e.runBody(ctx, def.Body, run)
-	}
+	res, bodyErr := e.runBody(ctx, def.Body, run)
 
 	output, err := outputMap(res.Output)
 	if err != nil && bodyErr == nil {
@@ -237,7 +222,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	stats, _ := outputMap(res.Stats)
 	at := e.now().UTC()
-	upd := ledger.RunUpdate{Stats: stats}
+	upd := ledger.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
 	out := Outcome{RunUUID: runUUID, Stats: stats}
 	if bodyErr == nil {
 		out.Status = StateCompleted
@@ -258,7 +243,9 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	if err := e.record(ctx, func(ctx context.Context) error {
 		return e.runs.TransitionRun(ctx, runUUID, from, out.Status, at, upd)
-	}); err != nil {
+	}); err == nil {
+		guard.released = true
+	} else {
 		log.Error("workflow run record not finished", "error", err.Error(), "status", out.Status)
 		if out.Err == nil {
 			out.Status, out.Err = StateFailed, &StepError{Step: "finish", Layer: "firestore", Reason: "record_failed", Err: err}
@@ -268,30 +255,59 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	return out, nil
 }
 
-// guard takes the scope's guard for the run and returns its release. It closes the record of a
-// run whose guard expired before it finished (its process died or overran).
-func (e *Engine) guard(ctx context.Context, def Definition, input json.RawMessage, runUUID string, log *slog.Logger) (func(), error) {
+// heldGuard is the guard a run took, if any.
+type heldGuard struct {
+	e        *Engine
+	ctx      context.Context
+	log      *slog.Logger
+	key      string // empty when the engine keeps no guards
+	runUUID  string
+	released bool // by the transition that finished the run
+}
+
+// release deletes the guard if the finishing transition did not: it expires by itself otherwise.
+func (g *heldGuard) release() {
+	if g.key == "" || g.released {
+		return
+	}
+	if err := g.e.record(g.ctx, func(ctx context.Context) error { return g.e.guards.Release(ctx, g.key, g.runUUID) }); err != nil {
+		g.log.Warn("guard not released; it expires by itself", "error", err.Error())
+	}
+}
+
+// start creates the run's record and, with guards, takes its scope's guard in the same
+// transaction. It closes the record of a run whose guard expired before it finished (its process
+// died or overran).
+func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger) (*heldGuard, error) {
+	runUUID := rec.WorkflowRunUUID
+	held := &heldGuard{e: e, ctx: ctx, log: log, runUUID: runUUID}
+	var claim *ledger.GuardClaim
 	scope := ScopeKey(def.Type, input)
-	key := ledger.GuardKey(string(def.Type), scope)
+	if e.guards != nil {
+		held.key = ledger.GuardKey(string(def.Type), scope)
+		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardTTL, Guard: ledger.Guard{
+			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
+		}}
+	}
 	var expired *ledger.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
-		expired, err = e.guards.Acquire(ctx, key, ledger.Guard{
-			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
-		}, e.guardTTL)
+		expired, err = e.runs.StartRun(ctx, rec, claim)
 		return err
 	})
-	var held *ledger.GuardHeldError
+	var busy *ledger.GuardHeldError
 	switch {
-	case errors.As(err, &held) && held.Holder.WorkflowRunUUID == runUUID:
+	case errors.As(err, &busy) && busy.Holder.WorkflowRunUUID == runUUID:
 		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " is already in progress", Err: ErrDuplicateRun}
-	case errors.As(err, &held):
+	case errors.As(err, &busy):
 		return nil, &contract.Error{
 			Code:    contract.CodeConflict,
 			Message: fmt.Sprintf("a run of %s on %s is in progress", def.Type, scope),
-			Details: map[string]any{"workflow_run_uuid": held.Holder.WorkflowRunUUID, "expires_at": held.Holder.ExpiresAt.UTC().Format(time.RFC3339)},
+			Details: map[string]any{"workflow_run_uuid": busy.Holder.WorkflowRunUUID, "expires_at": busy.Holder.ExpiresAt.UTC().Format(time.RFC3339)},
 			Err:     err,
 		}
+	case errors.Is(err, ledger.ErrRunExists):
+		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " has already started", Err: ErrDuplicateRun}
 	case err != nil:
 		return nil, err
 	}
@@ -312,11 +328,7 @@ func (e *Engine) guard(ctx context.Context, def Definition, input json.RawMessag
 			log.Warn("could not close a run whose guard expired", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID, "error", err.Error())
 		}
 	}
-	return func() {
-		if err := e.record(ctx, func(ctx context.Context) error { return e.guards.Release(ctx, key, runUUID) }); err != nil {
-			log.Warn("guard not released; it expires by itself", "error", err.Error())
-		}
-	}, nil
+	return held, nil
 }
 
 // ScopeKey names the scope a validated input covers: its scope fields' values joined by "/",
