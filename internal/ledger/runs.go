@@ -104,21 +104,26 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 	guardRef := s.client.Collection(GuardsCollection).Doc(claim.Key)
 	runRef := s.ref(r.WorkflowRunUUID)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{guardRef, runRef})
+		snap, err := tx.Get(guardRef)
+		if status.Code(err) == codes.NotFound {
+			err = nil
+		}
 		if err != nil {
 			return err
 		}
-		if expired, err = takeOver(snaps[0], g); err != nil {
+		if expired, err = takeOver(snap, g); err != nil {
 			return err
-		}
-		if snaps[1].Exists() {
-			return ErrRunExists
 		}
 		if err := tx.Set(guardRef, g); err != nil {
 			return err
 		}
+		// The record is not read: Create's precondition refuses a taken uuid at commit, and the
+		// whole transaction with it.
 		return tx.Create(runRef, r)
 	}, firestore.MaxAttempts(3))
+	if status.Code(err) == codes.AlreadyExists {
+		return nil, fmt.Errorf("start run %s: %w", r.WorkflowRunUUID, ErrRunExists)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start run %s: %w", r.WorkflowRunUUID, err)
 	}

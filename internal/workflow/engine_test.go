@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,6 +269,35 @@ func TestErrorTypeAndTransience(t *testing.T) {
 func (f fixture) guarded(t *testing.T, fs *firestore.Client, body workflow.Body) *workflow.Engine {
 	return workflow.NewEngine(workflow.Options{Runs: f.runs, Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute, Now: f.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Type: contract.ExecutionSyncCloudRun, States: workflow.Linear, Body: body})
+}
+
+// A run is the cheapest part of every sweep a tick fans out: one transaction starts it (guard
+// and record together) and one ends it (record and guard release together).
+func TestAGuardedRunCostsTwoCommits(t *testing.T) {
+	t.Parallel()
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	f := fixture{runs: ledger.NewRunStore(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	eng := f.guarded(t, fs, func(ctx context.Context, run workflow.Run) (workflow.Result, error) { return workflow.Result{}, nil })
+	spy.Reset()
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerSchedule, RunUUID: "run-a"})
+	if err != nil || out.Status != workflow.StateCompleted {
+		t.Fatalf("run: %v %v", out.Status, err)
+	}
+	writes := map[string]int{}
+	for _, w := range spy.Writes() {
+		writes[strings.SplitN(w.Document, "/documents/", 2)[1]]++
+	}
+	want := map[string]int{"sweep_runs/run-a": 2, "sweep_guards/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org): 2}
+	if c := spy.Commits(); c != 2 || !maps.Equal(writes, want) {
+		t.Errorf("%d commits writing %v; want 2 writing %v", c, writes, want)
+	}
+	if r := spy.Reads(); len(r) > 2 {
+		t.Errorf("read %d documents: %v; want the guard (none at the start) and the record and guard at the end", len(r), r)
+	}
+	if _, states := f.history(t, "run-a"); !slices.Equal(states, []string{"initiated", "reconciling", "completed"}) {
+		t.Errorf("history %v", states)
+	}
 }
 
 func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
