@@ -43,6 +43,8 @@ commands:
                                   reclaim zombie tasks of a queue (pm.sweep)
   demo                            seed the emulator, sweep until nothing stale remains, summarize
   serve                           serve the function targets locally (functions framework)
+  bench [--rows N] [--concurrency C] [--quick] [--out DIR]
+                                  measure throughput and cost against the emulators
   fake-cloudrun                   serve the Cloud Run Executions fake
   indexes                         write or check firestore.indexes.json
 
@@ -64,6 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdServe(ctx, rest, stderr)
 	case "pm":
 		return cmdPM(ctx, rest, stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, rest, stdout, stderr)
 	case "fake-cloudrun":
 		return cmdFakeCloudRun(ctx, rest, stdout, stderr)
 	case "indexes":

@@ -42,6 +42,23 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
+func TestBenchRefusesBadSizesNamingTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"bench", "--rows", "-1"}, "--rows"},
+		{[]string{"bench", "--rows", "100001"}, "--rows"},
+		{[]string{"bench", "--concurrency", "0"}, "--concurrency"},
+		{[]string{"bench", "--concurrency", "65"}, "--concurrency"},
+		{[]string{"bench", "extra"}, "extra"},
+	} {
+		if code, _, stderr := invoke(t, c.args...); code != exitInvalid || !strings.Contains(stderr, c.flag) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, exitInvalid, c.flag)
+		}
+	}
+}
+
 func TestRunRefusesInvalidInputWithTheFieldNamed(t *testing.T) {
 	for data, field := range map[string]string{
 		`{}`: "organization_uuid",

@@ -1,0 +1,198 @@
+// Package bench is `stalesweep bench`: it measures what settling costs and how fast it goes on
+// this machine, always as ratios of two things measured side by side in one run, because the
+// machines are shared and noisy. It starts what it needs (the Firestore and Pub/Sub emulators
+// unless the environment names them, the Cloud Run fake in process), prints a table with
+// progress while it runs, and writes bench.json and a chart of throughput against concurrency.
+//
+// Measurements (keys of bench.json):
+//
+//	settle_rows_per_s, raw_tx_per_s, settle_throughput_ratio
+//	    N stale rows settled by the execution-sync workflow (inline, fake with no latency) against
+//	    N single-document read-modify-write transactions of a bare client, same concurrency.
+//	reads_per_settled_row, writes_per_settled_row, queries_per_run,
+//	executor_calls_per_candidate, executor_calls_for_missing_metadata
+//	    counted by gRPC client interceptors on the Firestore and Cloud Run connections.
+//	scan_ms_small, scan_ms_large, scan_cost_ratio, scan_docs_read_small, scan_docs_read_large
+//	    one scan with few against many non-stale rows in the organization (and other tenants).
+//	throughput_by_concurrency
+//	    settle throughput at 1, 4 and 16 concurrent syncs, with no and with 50 ms executor latency.
+//	fanout_ms, raw_fanout_ms, fanout_ratio
+//	    a tick for many organizations through the Pub/Sub emulator (publish to the last run
+//	    record) against raw publish-and-receive of as many messages.
+//	cold_start_ms, binary_bytes
+//	    the functions server (this binary's serve): start to first request served, and size.
+package bench
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// Options sizes a bench run. Zero values take the defaults (or, with Quick, the quick sizes).
+type Options struct {
+	Rows        int  // rows settled in the throughput measurement (default 2000; quick 300)
+	Concurrency int  // syncs in flight, and concurrent raw transactions (default 8)
+	Quick       bool // every measurement small enough to finish in under a minute
+	Out         io.Writer
+	Dir         string // where bench.json and throughput.svg go (default bench-out)
+}
+
+type sizes struct {
+	rows, scanSmall, scanLarge, otherTenants, levelRows, latencyRows, fanoutScopes, coldStarts int
+}
+
+func (o Options) sizes() sizes {
+	if o.Quick {
+		return sizes{rows: cmp.Or(o.Rows, 300), scanSmall: 100, scanLarge: 2000, otherTenants: 500, levelRows: 100,
+			latencyRows: 16, fanoutScopes: 60, coldStarts: 3}
+	}
+	return sizes{rows: cmp.Or(o.Rows, 2000), scanSmall: 1000, scanLarge: 50000, otherTenants: 5000, levelRows: 400,
+		latencyRows: 60, fanoutScopes: 1000, coldStarts: 11}
+}
+
+// Point is one throughput measurement.
+type Point struct {
+	Concurrency int     `json:"concurrency"`
+	LatencyMs   int     `json:"executor_latency_ms"`
+	Rows        int     `json:"rows"`
+	RowsPerS    float64 `json:"rows_per_s"`
+}
+
+// Goal is one figure measured against its goal.
+type Goal struct {
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	Met    bool   `json:"met"`
+}
+
+// Result is bench.json.
+type Result struct {
+	StartedAt   time.Time `json:"started_at"`
+	DurationS   float64   `json:"duration_s"`
+	Quick       bool      `json:"quick"`
+	Cores       int       `json:"cores"`
+	Rows        int       `json:"rows"`
+	Concurrency int       `json:"concurrency"`
+
+	SettleRowsPerS        float64 `json:"settle_rows_per_s"`
+	RawTxPerS             float64 `json:"raw_tx_per_s"`
+	SettleThroughputRatio float64 `json:"settle_throughput_ratio"`
+
+	ReadsPerSettledRow              float64 `json:"reads_per_settled_row"`
+	WritesPerSettledRow             float64 `json:"writes_per_settled_row"`
+	QueriesPerRun                   float64 `json:"queries_per_run"`
+	ExecutorCallsPerCandidate       float64 `json:"executor_calls_per_candidate"`
+	ExecutorCallsForMissingMetadata int     `json:"executor_calls_for_missing_metadata"`
+
+	ScanMsSmall       float64 `json:"scan_ms_small"`
+	ScanMsLarge       float64 `json:"scan_ms_large"`
+	ScanCostRatio     float64 `json:"scan_cost_ratio"`
+	ScanDocsReadSmall int     `json:"scan_docs_read_small"`
+	ScanDocsReadLarge int     `json:"scan_docs_read_large"`
+	ScanRowsSmall     int     `json:"scan_rows_small"`
+	ScanRowsLarge     int     `json:"scan_rows_large"`
+	// The emulator's floor: its simplest query on the same collections, side by side.
+	ScanFloorMsSmall     float64 `json:"scan_floor_ms_small"`
+	ScanFloorMsLarge     float64 `json:"scan_floor_ms_large"`
+	ScanFloorRatio       float64 `json:"scan_floor_ratio"`
+	ScanCostRatioVsFloor float64 `json:"scan_cost_ratio_vs_emulator_floor"`
+
+	ThroughputByConcurrency []Point `json:"throughput_by_concurrency"`
+	PoolSpeedupAt50ms       float64 `json:"pool_speedup_at_50ms"`
+
+	FanoutScopes int     `json:"fanout_scopes"`
+	FanoutMs     float64 `json:"fanout_ms"`
+	RawFanoutMs  float64 `json:"raw_fanout_ms"`
+	FanoutRatio  float64 `json:"fanout_ratio"`
+
+	ColdStartMs float64 `json:"cold_start_ms"`
+	BinaryBytes int64   `json:"binary_bytes"`
+
+	Goals []Goal `json:"goals"`
+}
+
+// Run runs every measurement and writes DIR/bench.json and DIR/throughput.svg.
+func Run(ctx context.Context, o Options) (Result, error) {
+	o.Out = cmp.Or[io.Writer](o.Out, io.Discard)
+	o.Concurrency = cmp.Or(o.Concurrency, 8)
+	o.Dir = cmp.Or(o.Dir, "bench-out")
+	sz := o.sizes()
+	res := Result{StartedAt: time.Now().UTC(), Quick: o.Quick, Cores: runtime.NumCPU(), Rows: sz.rows, Concurrency: o.Concurrency}
+	p := &progress{w: o.Out}
+
+	e, err := start(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	defer e.stop(p)
+
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"settle throughput against raw transactions", func() error { return measureThroughput(ctx, e, p, sz, o.Concurrency, &res) }},
+		{"cost per row", func() error { return measureCost(ctx, e, p, sz, &res) }},
+		{"scan cost against collection size", func() error { return measureScan(ctx, e, p, sz, &res) }},
+		{"throughput by concurrency", func() error { return measureConcurrency(ctx, e, p, sz, &res) }},
+		{"fan-out through Pub/Sub", func() error { return measureFanout(ctx, e, p, sz, &res) }},
+		{"cold start and binary size", func() error { return measureColdStart(ctx, p, sz, &res) }},
+	}
+	for _, s := range steps {
+		p.section(s.name)
+		if err := s.run(); err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	res.Goals = goals(res)
+	res.DurationS = time.Since(res.StartedAt).Seconds()
+	table(o.Out, res)
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return res, err
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(o.Dir, "bench.json"), append(b, '\n'), 0o644); err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "throughput.svg"), chart(res.ThroughputByConcurrency), 0o644); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.Out, "\nwrote %s and %s\n", filepath.Join(o.Dir, "bench.json"), filepath.Join(o.Dir, "throughput.svg"))
+	return res, nil
+}
+
+// goals compares the figures with their goals.
+func goals(r Result) []Goal {
+	return []Goal{
+		{"settle_throughput_ratio", ">= 0.8", r.SettleThroughputRatio >= 0.8},
+		{"reads_per_settled_row", "<= 2 (scan + transaction)", r.ReadsPerSettledRow <= 2.0001},
+		{"writes_per_settled_row", "<= 1", r.WritesPerSettledRow <= 1.0001},
+		{"executor_calls_per_candidate", "1", r.ExecutorCallsPerCandidate > 0.9999 && r.ExecutorCallsPerCandidate < 1.0001},
+		{"executor_calls_for_missing_metadata", "0", r.ExecutorCallsForMissingMetadata == 0},
+		{"scan_docs_read equal", "small = large", r.ScanDocsReadSmall == r.ScanDocsReadLarge},
+		{"scan_cost_ratio", "close to 1 (<= 1.5)", r.ScanCostRatio <= 1.5},
+		{"scan_cost_ratio_vs_emulator_floor", "<= 1.5", r.ScanCostRatioVsFloor <= 1.5},
+		{"pool_speedup_at_50ms", ">= 4 (16 workers against 1)", r.PoolSpeedupAt50ms >= 4},
+	}
+}
+
+// progress prints what the bench is doing as it goes.
+type progress struct {
+	w     io.Writer
+	start time.Time
+}
+
+func (p *progress) section(name string) {
+	p.start = time.Now()
+	fmt.Fprintf(p.w, "\n== %s\n", name)
+}
+
+func (p *progress) say(format string, args ...any) {
+	fmt.Fprintf(p.w, "   %-60s %6.1fs\n", fmt.Sprintf(format, args...), time.Since(p.start).Seconds())
+}

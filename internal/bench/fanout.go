@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/emulator/localpipeline"
+	_ "github.com/stalesweep/stalesweep/functions" // the targets the fan-out goes through
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
+)
+
+// measureFanout publishes one tick for many organizations into the Pub/Sub emulator, pushed to
+// the functions served in this process, and times it until the last run record is completed;
+// then times the emulator pushing as many raw messages to a handler that only acknowledges.
+func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Result) error {
+	n := sz.fanoutScopes
+	res.FanoutScopes = n
+	fs, projectID, done, err := projectID(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := bulk(ctx, fs, n, func(int) (*firestore.DocumentRef, any) {
+		return fs.Collection(ledger.OrganizationsCollection).Doc(uuid.NewString()), ledger.Organization{SweepsEnabled: true}
+	}); err != nil {
+		return err
+	}
+	for k, v := range map[string]string{"GOOGLE_CLOUD_PROJECT": projectID, app.EnvCloudRunEndpoint: e.fake.Addr, app.EnvAuth: "off", app.EnvLogLevel: "error"} {
+		os.Setenv(k, v)
+	}
+	os.Unsetenv("FUNCTION_TARGET")
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	// The framework prints a line per push; keep it off the bench's table.
+	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		saved := os.Stdout
+		os.Stdout = null
+		defer func() { os.Stdout = saved; null.Close() }()
+	}
+	go func() { _ = funcframework.StartHostPort("127.0.0.1", strconv.Itoa(port)) }()
+	ps, err := pubsub.NewClient(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	if err := localpipeline.Create(ctx, ps, pipeline.Topics{}, "http://127.0.0.1:"+strconv.Itoa(port)); err != nil {
+		return err
+	}
+
+	tick, _ := json.Marshal(map[string]any{"workflow_type": contract.ExecutionSyncCloudRun, "initial_data": map[string]any{}})
+	pub := ps.Publisher(pipeline.TicksDefault)
+	defer pub.Stop()
+	begin := time.Now()
+	if _, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{pipeline.AttrTrigger: "schedule"}}).Get(ctx); err != nil {
+		return err
+	}
+	completed := fs.Collection(ledger.RunsCollection).Where("status", "==", "completed")
+	if err := waitFor(ctx, 5*time.Minute, func() (bool, error) {
+		r, err := completed.NewAggregationQuery().WithCount("n").Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		c, _ := r["n"].(interface{ GetIntegerValue() int64 })
+		return c != nil && c.GetIntegerValue() >= int64(n), nil
+	}); err != nil {
+		return fmt.Errorf("wait for %d run records: %w", n, err)
+	}
+	res.FanoutMs = float64(time.Since(begin).Milliseconds())
+	p.say("tick → Dispatch → %d × Sweep → %d run records: %.0f ms", n, n, res.FanoutMs)
+
+	raw, err := rawFanout(ctx, ps, projectID, n)
+	if err != nil {
+		return err
+	}
+	res.RawFanoutMs = float64(raw.Milliseconds())
+	res.FanoutRatio = res.RawFanoutMs / res.FanoutMs
+	p.say("raw: %d messages published and pushed to a handler that only acknowledges: %.0f ms", n, res.RawFanoutMs)
+	return nil
+}
+
+// rawFanout publishes n messages to a topic pushed to a local handler that acknowledges, and
+// times it until all n have arrived.
+func rawFanout(ctx context.Context, ps *pubsub.Client, projectID string, n int) (time.Duration, error) {
+	var got atomic.Int64
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Close()
+	topic := fmt.Sprintf("projects/%s/topics/bench-raw", projectID)
+	if _, err := ps.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil {
+		return 0, err
+	}
+	if _, err := ps.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
+		Name: fmt.Sprintf("projects/%s/subscriptions/bench-raw", projectID), Topic: topic,
+		PushConfig: &pubsubpb.PushConfig{PushEndpoint: "http://" + lis.Addr().String() + "/raw"}, AckDeadlineSeconds: 60,
+	}); err != nil {
+		return 0, err
+	}
+	pub := ps.Publisher("bench-raw")
+	defer pub.Stop()
+	begin := time.Now()
+	results := make([]*pubsub.PublishResult, n)
+	for i := range n {
+		results[i] = pub.Publish(ctx, &pubsub.Message{Data: []byte(`{"n": ` + strconv.Itoa(i) + `}`)})
+	}
+	for _, r := range results {
+		if _, err := r.Get(ctx); err != nil {
+			return 0, err
+		}
+	}
+	err = waitFor(ctx, 5*time.Minute, func() (bool, error) { return got.Load() >= int64(n), nil })
+	return time.Since(begin), err
+}
+
+// waitFor polls cond until it holds: the emulator's pushes are asynchronous and offer nothing
+// to block on.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
