@@ -210,7 +210,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{RunUUID: runUUID}, err
 	}
-	defer guard.release()
+	defer guard.release(ctx)
 
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log}
 	env := envelope{rec: rec}
@@ -258,7 +258,6 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 // heldGuard is the guard a run took, if any.
 type heldGuard struct {
 	e        *Engine
-	ctx      context.Context
 	log      *slog.Logger
 	key      string // empty when the engine keeps no guards
 	runUUID  string
@@ -266,11 +265,11 @@ type heldGuard struct {
 }
 
 // release deletes the guard if the finishing transition did not: it expires by itself otherwise.
-func (g *heldGuard) release() {
+func (g *heldGuard) release(ctx context.Context) {
 	if g.key == "" || g.released {
 		return
 	}
-	if err := g.e.record(g.ctx, func(ctx context.Context) error { return g.e.guards.Release(ctx, g.key, g.runUUID) }); err != nil {
+	if err := g.e.record(ctx, func(ctx context.Context) error { return g.e.guards.Release(ctx, g.key, g.runUUID) }); err != nil {
 		g.log.Warn("guard not released; it expires by itself", "error", err.Error())
 	}
 }
@@ -280,7 +279,7 @@ func (g *heldGuard) release() {
 // died or overran).
 func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
-	held := &heldGuard{e: e, ctx: ctx, log: log, runUUID: runUUID}
+	held := &heldGuard{e: e, log: log, runUUID: runUUID}
 	var claim *ledger.GuardClaim
 	scope := ScopeKey(def.Type, input)
 	if e.guards != nil {
