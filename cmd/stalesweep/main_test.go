@@ -229,9 +229,10 @@ func TestPMSweepCommand(t *testing.T) {
 	project := testenv.Project()
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
 	fs := testenv.FirestoreProject(t, project)
-	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
+	// Firestore took these writes an hour ago (the command reads Firestore's own clock).
+	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
 	for _, id := range []string{"a", "b"} {
 		if err := tasks.Enqueue(ctx, "builds", id, "slug-"+id, old); err != nil {
 			t.Fatal(err)

@@ -117,9 +117,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	leaseCfg := cfg.LeaseSettle
 	leaseCfg.Budget = cfg.within(leaseCfg.Budget, leasesettle.BudgetDefault)
 	others := []workflow.Definition{
-		runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, now).Definition(),
-		pmsweep.New(tasks, pmCfg, now).Definition(),
-		leasesettle.New(leases, leaseCfg, now).Definition(),
+		// The workflows that settle on age alone judge it on Firestore's clock, as their writers
+		// stamp it: no process's clock enters the comparison.
+		runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, ledger.ServerClock(a.Firestore)).Definition(),
+		pmsweep.New(tasks, pmCfg, ledger.ServerClock(a.Firestore)).Definition(),
+		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
 	}
 	engineOpts := workflow.Options{
 		Runs:     ledger.NewRunStore(a.Firestore),

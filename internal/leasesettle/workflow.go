@@ -58,12 +58,12 @@ type Store interface {
 type Workflow struct {
 	store Store
 	cfg   Config
-	now   func() time.Time
+	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
 }
 
 // New returns the workflow.
-func New(store Store, cfg Config, now func() time.Time) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), now: now}
+func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
+	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
 }
 
 // Definition returns the workflow as the engine runs it: atomic, as seed 004 says.
@@ -110,11 +110,14 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	log = log.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
-	now := w.now()
 	out := Output{RunnerGroupUUID: in.RunnerGroupUUID, OrganizationUUID: in.OrganizationUUID, MaxSettlements: in.MaxSettlements, Settlements: []Settlement{}}
 	stats := Stats{Kept: map[string]int{}}
 	fail := func(step string, err error) (Output, Stats, error) {
 		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
+	}
+	now, err := w.clock(ctx)
+	if err != nil {
+		return fail("clock", err)
 	}
 	group, err := w.store.GetGroup(ctx, in.RunnerGroupUUID)
 	if err != nil {

@@ -80,12 +80,13 @@ type env struct {
 func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) leasesettle.Store) *env {
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), group: uuid.NewString()}
 	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	e.store = ledger.NewLeaseStore(e.fs, ledger.TxConfig{})
+	// Firestore's clock, which the writers stamp and the run reads, is the test's clock.
+	e.store = ledger.NewLeaseStore(e.fs, ledger.TxConfig{ServerTime: e.clock.Now})
 	var store leasesettle.Store = e.store
 	if wrap != nil {
 		store = wrap(store)
 	}
-	e.wf = leasesettle.New(store, cfg, e.clock.Now)
+	e.wf = leasesettle.New(store, cfg, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	if err := e.store.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func (e *env) instance(status string) string {
 	return id
 }
 
-// lease has holder acquire a workspace lease whose last heartbeat was `ago`.
+// lease has holder acquire a workspace lease whose last heartbeat Firestore took `ago`.
 func (e *env) lease(holder string, ago time.Duration) string {
 	e.t.Helper()
 	return e.leaseIn(e.org, e.group, holder, ago)
@@ -112,8 +113,10 @@ func (e *env) lease(holder string, ago time.Duration) string {
 func (e *env) leaseIn(org, group, holder string, ago time.Duration) string {
 	e.t.Helper()
 	id := uuid.NewString()
-	if err := e.store.Acquire(context.Background(), ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group,
-		WorkspaceID: "ws-" + id[:6], HolderUUID: holder}, e.clock.Now().Add(-ago)); err != nil {
+	then := e.clock.Now().Add(-ago)
+	store := ledger.NewLeaseStore(e.fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
+	if err := store.Acquire(context.Background(), ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group,
+		WorkspaceID: "ws-" + id[:6], HolderUUID: holder}, then); err != nil {
 		e.t.Fatal(err)
 	}
 	return id
@@ -416,10 +419,10 @@ func TestTheLeaseLifecycle(t *testing.T) {
 	holder := e.instance("running")
 	id := e.lease(holder, 0)
 	e.clock.Advance(time.Minute)
-	if err := e.store.Heartbeat(ctx, id, holder, e.clock.Now()); err != nil {
+	if err := e.store.Heartbeat(ctx, id, holder); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Heartbeat(ctx, id, "someone-else", e.clock.Now()); err == nil {
+	if err := e.store.Heartbeat(ctx, id, "someone-else"); err == nil {
 		t.Error("another instance heartbeated the lease")
 	}
 	if err := e.store.Release(ctx, id, holder, e.clock.Now()); err != nil {
@@ -428,7 +431,7 @@ func TestTheLeaseLifecycle(t *testing.T) {
 	if l := e.get(id); l.Status != ledger.LeaseReleased || !l.ReleasedAt.Equal(e.clock.Now()) || !l.HeartbeatAt.Equal(e.clock.Now()) {
 		t.Errorf("lease = %+v", l)
 	}
-	if err := e.store.Heartbeat(ctx, id, holder, e.clock.Now()); err == nil {
+	if err := e.store.Heartbeat(ctx, id, holder); err == nil {
 		t.Error("a released lease took a heartbeat")
 	}
 }

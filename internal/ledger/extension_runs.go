@@ -82,10 +82,12 @@ func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *fir
 	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
 }
 
-// Start records a new running run at `at`. A background run takes its tenant's extension
-// interlock in the same transaction, and fails with ErrInterlockHeld while another run holds it.
+// Start records a new running run that the app started at `at` (its own clock, kept as
+// started_at); last_moved_at is Firestore's time of the write. A background run takes its
+// tenant's extension interlock in the same transaction, and fails with ErrInterlockHeld while
+// another run holds it.
 func (s *ExtensionRunStore) Start(ctx context.Context, r ExtensionRun, at time.Time) error {
-	r.Status, r.Outcome, r.StartedAt, r.LastMovedAt, r.FinishedAt, r.Settlement = ExtensionRunning, "", at, at, time.Time{}, nil
+	r.Status, r.Outcome, r.StartedAt, r.LastMovedAt, r.FinishedAt, r.Settlement = ExtensionRunning, "", at, s.cfg.stampTime(), time.Time{}, nil
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if _, err := tx.Get(s.run(r.RunID)); err == nil {
 			return ErrRunIDTaken
@@ -106,6 +108,12 @@ func (s *ExtensionRunStore) Start(ctx context.Context, r ExtensionRun, at time.T
 				return err
 			}
 		}
+		if r.LastMovedAt.IsZero() {
+			return tx.Create(s.run(r.RunID), struct {
+				ExtensionRun
+				LastMovedAt time.Time `firestore:"last_moved_at,serverTimestamp"`
+			}{ExtensionRun: r})
+		}
 		return tx.Create(s.run(r.RunID), r)
 	})
 	if err != nil {
@@ -114,8 +122,9 @@ func (s *ExtensionRunStore) Start(ctx context.Context, r ExtensionRun, at time.T
 	return nil
 }
 
-// Move records that a running run made progress at `at`.
-func (s *ExtensionRunStore) Move(ctx context.Context, runID string, at time.Time) error {
+// Move records that a running run made progress: last_moved_at becomes Firestore's time of the
+// write (the app's own clock is not asked: staleness is judged on Firestore's).
+func (s *ExtensionRunStore) Move(ctx context.Context, runID string) error {
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(s.run(runID))
 		if err != nil {
@@ -124,7 +133,7 @@ func (s *ExtensionRunStore) Move(ctx context.Context, runID string, at time.Time
 		if st, _ := snap.DataAt("status"); st != ExtensionRunning {
 			return ErrRunNotRunning
 		}
-		return tx.Update(s.run(runID), []firestore.Update{{Path: "last_moved_at", Value: at}})
+		return tx.Update(s.run(runID), []firestore.Update{{Path: "last_moved_at", Value: s.cfg.stamp()}})
 	})
 	if err != nil {
 		return fmt.Errorf("move extension run %s: %w", runID, err)

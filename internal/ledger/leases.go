@@ -162,10 +162,19 @@ func (s *LeaseStore) SetInstanceStatus(ctx context.Context, id, st string) error
 	return nil
 }
 
-// Acquire records a new active lease of a workspace for an instance of the lease's group.
+// Acquire records a new active lease of a workspace for an instance of the lease's group,
+// acquired at `at` (the holder's clock, kept as acquired_at); heartbeat_at is Firestore's time of
+// the write.
 func (s *LeaseStore) Acquire(ctx context.Context, l WorkspaceLease, at time.Time) error {
-	l.Status, l.AcquiredAt, l.HeartbeatAt, l.ReleasedAt, l.Settlement = LeaseActive, at, at, time.Time{}, nil
-	if _, err := s.lease(l.UUID).Create(ctx, l); err != nil {
+	l.Status, l.AcquiredAt, l.HeartbeatAt, l.ReleasedAt, l.Settlement = LeaseActive, at, s.cfg.stampTime(), time.Time{}, nil
+	var doc any = l
+	if l.HeartbeatAt.IsZero() {
+		doc = struct {
+			WorkspaceLease
+			HeartbeatAt time.Time `firestore:"heartbeat_at,serverTimestamp"`
+		}{WorkspaceLease: l}
+	}
+	if _, err := s.lease(l.UUID).Create(ctx, doc); err != nil {
 		return fmt.Errorf("acquire lease %s: %w", l.UUID, err)
 	}
 	return nil
@@ -190,13 +199,14 @@ func (s *LeaseStore) holderCheck(tx *firestore.Transaction, leaseID, holder stri
 	return nil
 }
 
-// Heartbeat refreshes an active lease its holder still holds.
-func (s *LeaseStore) Heartbeat(ctx context.Context, leaseID, holder string, at time.Time) error {
+// Heartbeat refreshes an active lease its holder still holds: heartbeat_at becomes Firestore's
+// time of the write (the holder's own clock is not asked: staleness is judged on Firestore's).
+func (s *LeaseStore) Heartbeat(ctx context.Context, leaseID, holder string) error {
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := s.holderCheck(tx, leaseID, holder); err != nil {
 			return err
 		}
-		return tx.Update(s.lease(leaseID), []firestore.Update{{Path: "heartbeat_at", Value: at}})
+		return tx.Update(s.lease(leaseID), []firestore.Update{{Path: "heartbeat_at", Value: s.cfg.stamp()}})
 	})
 	if err != nil {
 		return fmt.Errorf("heartbeat lease %s: %w", leaseID, err)

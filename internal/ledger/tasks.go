@@ -48,7 +48,7 @@ type Task struct {
 	Status         string    `firestore:"status"`
 	WorkerID       string    `firestore:"worker_id,omitempty"`
 	CreatedAt      time.Time `firestore:"created_at"`
-	LastActivityAt time.Time `firestore:"last_activity_at"`
+	LastActivityAt time.Time `firestore:"last_activity_at"` // Firestore's time of the latest append
 	StatusTip      string    `firestore:"status_tip"`
 	ReportTip      string    `firestore:"report_tip"`
 	HeartbeatTip   string    `firestore:"heartbeat_tip"`
@@ -161,7 +161,14 @@ func (s *TaskStore) Enqueue(ctx context.Context, queue, taskID, slug string, at 
 				return err
 			}
 		}
-		return tx.Create(ref, Task{Slug: slug, Status: TaskNew, CreatedAt: at, LastActivityAt: at, StatusTip: tip})
+		t := Task{Slug: slug, Status: TaskNew, CreatedAt: at, LastActivityAt: s.cfg.stampTime(), StatusTip: tip}
+		if t.LastActivityAt.IsZero() {
+			return tx.Create(ref, struct {
+				Task
+				LastActivityAt time.Time `firestore:"last_activity_at,serverTimestamp"`
+			}{Task: t})
+		}
+		return tx.Create(ref, t)
 	})
 	if err != nil {
 		return fmt.Errorf("enqueue task %s/%s: %w", queue, taskID, err)
@@ -201,7 +208,7 @@ func (s *TaskStore) Next(ctx context.Context, queue, worker string, at time.Time
 			return tx.Update(snap.Ref, []firestore.Update{
 				{Path: "status", Value: TaskWorking}, {Path: "worker_id", Value: worker},
 				{Path: "status_tip", Value: st}, {Path: "heartbeat_tip", Value: hb},
-				{Path: "last_activity_at", Value: later(t.LastActivityAt, at)},
+				{Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)},
 			})
 		})
 		switch {
@@ -241,7 +248,7 @@ func (s *TaskStore) Heartbeat(ctx context.Context, lease Lease, at time.Time) (L
 			return err
 		}
 		next.HeartbeatTip = hb
-		return tx.Update(ref, []firestore.Update{{Path: "heartbeat_tip", Value: hb}, {Path: "last_activity_at", Value: later(t.LastActivityAt, at)}})
+		return tx.Update(ref, []firestore.Update{{Path: "heartbeat_tip", Value: hb}, {Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)}})
 	})
 	if err != nil {
 		return lease, fmt.Errorf("heartbeat task %s/%s: %w", lease.Queue, lease.TaskID, err)
@@ -257,7 +264,7 @@ func (s *TaskStore) Report(ctx context.Context, lease Lease, body string, at tim
 		if id, err = appendEntry(tx, ref, t.ID, ChainReports, t.ReportTip, at, map[string]any{"worker_id": lease.WorkerID, "body": body}); err != nil {
 			return err
 		}
-		return tx.Update(ref, []firestore.Update{{Path: "report_tip", Value: id}, {Path: "last_activity_at", Value: later(t.LastActivityAt, at)}})
+		return tx.Update(ref, []firestore.Update{{Path: "report_tip", Value: id}, {Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)}})
 	})
 	if err != nil {
 		return "", fmt.Errorf("report on task %s/%s: %w", lease.Queue, lease.TaskID, err)
@@ -287,7 +294,7 @@ func (s *TaskStore) finish(ctx context.Context, lease Lease, final, reason strin
 		}
 		u := []firestore.Update{
 			{Path: "status", Value: final}, {Path: "status_tip", Value: st},
-			{Path: "last_activity_at", Value: later(t.LastActivityAt, at)},
+			{Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)},
 		}
 		if reason != "" {
 			u = append(u, firestore.Update{Path: "failure_reason", Value: reason})
@@ -467,7 +474,7 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat st
 			firestore.Update{Path: "status_tip", Value: st},
 			firestore.Update{Path: "heartbeat_tip", Value: hb},
 			firestore.Update{Path: "reclaim_count", Value: count},
-			firestore.Update{Path: "last_activity_at", Value: later(t.LastActivityAt, now)},
+			firestore.Update{Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)},
 		))
 	})
 	if err != nil {

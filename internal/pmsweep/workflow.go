@@ -24,12 +24,12 @@ type Store interface {
 type Workflow struct {
 	store Store
 	cfg   Config
-	now   func() time.Time
+	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
 }
 
 // New returns the sweep.
-func New(store Store, cfg Config, now func() time.Time) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), now: now}
+func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
+	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
 }
 
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
@@ -55,13 +55,16 @@ func (w *Workflow) RunOnce(ctx context.Context, in Input, log *slog.Logger) (Out
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	log = log.With("queue", in.Queue)
-	now := w.now()
 	ttl := time.Duration(in.TTL) * time.Second
 	warnAt := ttl * 2 / 3
 	out := Output{Reclaimed: []Reclaimed{}, Raced: []Raced{}, DryRun: in.DryRun, TTL: in.TTL}
 	stats := Stats{RacedWhy: map[string]int{}}
 	fail := func(step string, err error) (Output, Stats, error) {
 		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
+	}
+	now, err := w.clock(ctx)
+	if err != nil {
+		return fail("clock", err)
 	}
 
 	// Working tasks, least recently active first: the stale ones come first, then the ones

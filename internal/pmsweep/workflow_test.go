@@ -41,12 +41,13 @@ type env struct {
 func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.Store) *env {
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), queue: "q-" + uuid.NewString()[:8]}
 	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	e.tasks = ledger.NewTaskStore(e.fs, ledger.TxConfig{})
+	// Firestore's clock, which the writers stamp and the sweep reads, is the test's clock.
+	e.tasks = ledger.NewTaskStore(e.fs, ledger.TxConfig{ServerTime: e.clock.Now})
 	var store pmsweep.Store = e.tasks
 	if wrap != nil {
 		store = wrap(store)
 	}
-	e.wf = pmsweep.New(store, cfg, e.clock.Now)
+	e.wf = pmsweep.New(store, cfg, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	return e
 }
@@ -121,10 +122,10 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(100 * time.Second)
-	if _, err := e.tasks.Heartbeat(ctx, leases[3], e.clock.Now().Add(-300*time.Second)); err != nil { // task 3: exactly the TTL
+	// Task 3's worker's clock runs 300 s behind: its heartbeat still counts when Firestore took it.
+	if _, err := e.tasks.Heartbeat(ctx, leases[3], e.clock.Now().Add(-300*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(0)
 	o := e.sweep(pmsweep.Input{TTL: 300, Reclaimer: "janitor-7"})
 	// Tasks 0 and 1 are 300 s silent: not more than the TTL yet.
 	if o.Scanned != 4 || o.Stale != 0 || len(o.Reclaimed) != 0 {
@@ -132,7 +133,7 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 	}
 	e.clock.Advance(time.Second)
 	o = e.sweep(pmsweep.Input{TTL: 300, Reclaimer: "janitor-7"})
-	if o.Scanned != 4 || o.Stale != 3 || len(o.Reclaimed) != 3 || len(o.Raced) != 0 || o.DryRun || o.TTL != 300 {
+	if o.Scanned != 4 || o.Stale != 2 || len(o.Reclaimed) != 2 || len(o.Raced) != 0 || o.DryRun || o.TTL != 300 {
 		t.Fatalf("output = %+v", o)
 	}
 	got := []string{}
@@ -154,7 +155,7 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, []string{"task-000", "task-001", "task-003"}) {
+	if !slices.Equal(got, []string{"task-000", "task-001"}) {
 		t.Errorf("reclaimed %v", got)
 	}
 	b, _ := json.Marshal(o)
@@ -164,14 +165,14 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 		t.Errorf("output keys = %v, want exactly the seed's six", keys)
 	}
 	// The reclaimed tasks are handed out again.
-	for range 3 {
+	for range 2 {
 		l, err := e.tasks.Next(ctx, e.queue, "worker-new", e.clock.Now())
 		if err != nil || !slices.Contains(got, l.TaskID) {
 			t.Errorf("next after the reclaim: %+v %v", l, err)
 		}
 	}
 	if _, err := e.tasks.Next(ctx, e.queue, "worker-new", e.clock.Now()); !errors.Is(err, ledger.ErrNoTask) {
-		t.Errorf("a fourth next: %v, want ErrNoTask (task 2 is still its worker's)", err)
+		t.Errorf("a third next: %v, want ErrNoTask (tasks 2 and 3 are still their workers')", err)
 	}
 }
 

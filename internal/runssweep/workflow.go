@@ -26,12 +26,12 @@ const ReasonIdle = "idle_past_deadline"
 type Workflow struct {
 	store Store
 	cfg   Config
-	now   func() time.Time
+	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
 }
 
 // New returns the sweep.
-func New(store Store, cfg Config, now func() time.Time) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), now: now}
+func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
+	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
 }
 
 // Definition returns the sweep as the engine runs it. Seed 000 defines no states, so it runs
@@ -92,10 +92,14 @@ func Deadline(now time.Time, olderThanMs int64) time.Time {
 func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
-	now := w.now()
-	deadline := Deadline(now, in.OlderThanMs)
 	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
-	stats := Stats{Deadline: deadline.Format(time.RFC3339Nano)}
+	stats := Stats{}
+	now, err := w.clock(ctx)
+	if err != nil {
+		return out, stats, &workflow.StepError{Step: "clock", Layer: "firestore", Reason: "clock_failed", Err: err}
+	}
+	deadline := Deadline(now, in.OlderThanMs)
+	stats.Deadline = deadline.Format(time.RFC3339Nano)
 
 	idle, err := w.store.ScanIdle(ctx, deadline, in.Limit)
 	if err != nil {

@@ -43,22 +43,24 @@ type env struct {
 func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), tenant: "tenant-" + uuid.NewString()[:8]}
 	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	e.store = ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{})
+	// Firestore's clock, which the writers stamp and the sweep reads, is the test's clock.
+	e.store = ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{ServerTime: e.clock.Now})
 	var store runssweep.Store = e.store
 	if wrap != nil {
 		store = wrap(store)
 	}
-	e.wf = runssweep.New(store, runssweep.Config{}, e.clock.Now)
+	e.wf = runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	return e
 }
 
-// start starts a run the way an app does, `ago` before now.
+// start starts a run the way an app does, with Firestore stamping it `ago` before now.
 func (e *env) start(ext string, background bool, ago time.Duration) string {
 	e.t.Helper()
 	id := "run-" + uuid.NewString()
-	err := e.store.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: ext, JobName: "sync-" + ext, Background: background},
-		e.clock.Now().Add(-ago))
+	then := e.clock.Now().Add(-ago)
+	store := ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
+	err := store.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: ext, JobName: "sync-" + ext, Background: background}, then)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -308,7 +310,7 @@ func TestARunThatMovesAfterTheScanIsNotSwept(t *testing.T) {
 	other := e.start("erp", true, time.Hour)
 	mv.target = target
 	mv.move = func() {
-		if err := e.store.Move(context.Background(), target, e.clock.Now().Add(-time.Second)); err != nil {
+		if err := e.store.Move(context.Background(), target); err != nil {
 			t.Error(err)
 		}
 	}
@@ -472,7 +474,7 @@ func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	a := e.start("crm", true, time.Minute)
-	if err := e.store.Move(ctx, a, e.clock.Now()); err != nil {
+	if err := e.store.Move(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.run(a); !r.LastMovedAt.Equal(e.clock.Now()) {
@@ -492,7 +494,7 @@ func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
 	if _, ok := e.interlock("crm"); ok {
 		t.Error("finishing the holder did not release the interlock")
 	}
-	if err := e.store.Move(ctx, a, e.clock.Now()); !errors.Is(err, ledger.ErrRunNotRunning) {
+	if err := e.store.Move(ctx, a); !errors.Is(err, ledger.ErrRunNotRunning) {
 		t.Errorf("moving a finished run: %v", err)
 	}
 	if err := e.store.Finish(ctx, a, ledger.ExtensionFailed, "x", e.clock.Now()); !errors.Is(err, ledger.ErrRunNotRunning) {

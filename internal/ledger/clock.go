@@ -1,0 +1,74 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Staleness is measured on Firestore's clock alone. Writers stamp the fields staleness is
+// judged on (extension_runs.last_moved_at, tasks.last_activity_at,
+// workspace_leases.heartbeat_at) with the server timestamp, and a sweep takes its "now" from
+// Firestore too (ServerClock), so no process's own clock — a worker's or the sweeper's — enters
+// the comparison: a worker whose clock is an hour off is judged on when Firestore accepted its
+// writes, not on what its clock said.
+
+// Clock tells the time a run judges staleness at.
+type Clock func(ctx context.Context) (time.Time, error)
+
+// ClockCollection holds the document ServerClock reads. It is never written: reading a missing
+// document still returns the server's read time.
+const ClockCollection = "sweep_clock"
+
+// ServerClock is Firestore's clock: the read time of one read (of a document that need not
+// exist), which costs one billed read per call. A sweep calls it once, at its start.
+func ServerClock(client *firestore.Client) Clock {
+	ref := client.Collection(ClockCollection).Doc("now")
+	return func(ctx context.Context) (time.Time, error) {
+		snap, err := ref.Get(ctx)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return time.Time{}, fmt.Errorf("read firestore's clock: %w", err)
+		}
+		if snap == nil || snap.ReadTime.IsZero() {
+			return time.Time{}, errors.New("read firestore's clock: the read carried no read time")
+		}
+		return snap.ReadTime.UTC(), nil
+	}
+}
+
+// LocalClock is a process clock as a Clock: for tests, which move time by hand.
+func LocalClock(now func() time.Time) Clock {
+	return func(context.Context) (time.Time, error) { return now(), nil }
+}
+
+// stamp is the value a writer method stores in a staleness field: the server timestamp, or, in
+// tests that set TxConfig.ServerTime, that clock's time standing in for it.
+func (c TxConfig) stamp() any {
+	if c.ServerTime != nil {
+		return c.ServerTime().UTC()
+	}
+	return firestore.ServerTimestamp
+}
+
+// stampTime is stamp for a struct field: the stand-in's time, or the zero time, which the
+// writer replaces with a field tagged serverTimestamp.
+func (c TxConfig) stampTime() time.Time {
+	if c.ServerTime != nil {
+		return c.ServerTime().UTC()
+	}
+	return time.Time{}
+}
+
+// stampAfter is stamp for a field that must never go back: a stand-in time earlier than prev
+// keeps prev (the server's own timestamps only move forward).
+func (c TxConfig) stampAfter(prev time.Time) any {
+	if c.ServerTime != nil {
+		return later(prev, c.ServerTime().UTC())
+	}
+	return firestore.ServerTimestamp
+}
