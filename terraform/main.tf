@@ -37,6 +37,8 @@ locals {
     STALESWEEP_TOPIC_SYNCS              = local.topics.syncs
     STALESWEEP_LOST_GRACE               = var.lost_grace
     STALESWEEP_EXTENSION_SWEEP_FLOOR_MS = tostring(var.extension_sweep_floor_ms)
+    STALESWEEP_STORM_FRACTION           = tostring(var.storm_fraction)
+    STALESWEEP_STORM_MIN_ROWS           = tostring(var.storm_min_rows)
     STALESWEEP_KUBE_CLUSTERS            = var.enable_kubernetes ? var.kube_clusters : ""
   }
 }

@@ -135,6 +135,26 @@ variable "extension_sweep_floor_ms" {
   default     = 60000
 }
 
+variable "storm_fraction" {
+  description = "The storm guard: the largest share of a scope's live rows one run may settle on age alone (runs sweep, pm.sweep, lease settle); above it the run settles none of them and fails with storm_guard. 1 turns the guard off."
+  type        = number
+  default     = 0.5
+  validation {
+    condition     = var.storm_fraction > 0 && var.storm_fraction <= 1
+    error_message = "storm_fraction must be greater than 0 and at most 1."
+  }
+}
+
+variable "storm_min_rows" {
+  description = "The storm guard: how many rows one run may always settle on age alone, whatever storm_fraction says (small scopes)."
+  type        = number
+  default     = 10
+  validation {
+    condition     = var.storm_min_rows >= 1
+    error_message = "storm_min_rows must be at least 1."
+  }
+}
+
 variable "lost_grace" {
   description = "How long an execution may stay unknown to its executor before the row is settled lost (Go duration)."
   type        = string

@@ -17,10 +17,11 @@ import (
 )
 
 // cmdPM is `stalesweep pm sweep`, the seed's command line for pm.sweep. It exits 0 whether or
-// not anything was reclaimed or raced; 2 on invalid flags; 1 if the sweep could not run.
+// not anything was reclaimed or raced; 2 on invalid flags; 1 if the sweep could not run or the
+// storm guard stopped it (the output is printed either way).
 func cmdPM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "sweep" {
-		fmt.Fprintln(stderr, "usage: stalesweep pm sweep [--queue Q] [--ttl SECONDS] [--reclaimer ID] [--dry-run]")
+		fmt.Fprintln(stderr, "usage: stalesweep pm sweep [--queue Q] [--ttl SECONDS] [--reclaimer ID] [--dry-run] [--override-storm-guard]")
 		return exitInvalid
 	}
 	fs := flag.NewFlagSet("pm sweep", flag.ContinueOnError)
@@ -30,6 +31,7 @@ func cmdPM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reclaimer := fs.String("reclaimer", pmsweep.ReclaimerDefault, "who reclaims (recorded on the preempt heartbeat and the reclaim status)")
 	dryRun := fs.Bool("dry-run", false, "report what would be reclaimed without writing")
 	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	override := fs.Bool("override-storm-guard", false, "reclaim even when the storm guard would stop the sweep: only after checking that the workers really are gone")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
 		return exitInvalid
 	}
@@ -52,7 +54,10 @@ func cmdPM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer a.Close()
-	out, err := a.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: input, Trigger: workflow.TriggerLocal, Actor: actor()})
+	if *override {
+		fmt.Fprintln(stderr, "stalesweep pm sweep: the storm guard is overridden for this sweep (--override-storm-guard)")
+	}
+	out, err := a.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: input, Trigger: workflow.TriggerLocal, Actor: actor(), StormOverride: *override})
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep pm sweep: %v\n", err)
 		if workflow.IsValidation(err) {

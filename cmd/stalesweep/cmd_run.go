@@ -21,8 +21,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.SetOutput(stderr)
 	data := fs.String("data", "{}", "initial_data as JSON; @FILE reads a file, @- reads stdin")
 	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT; "+app.EmulatorProjectLocal+" against the emulator)")
+	override := fs.Bool("override-storm-guard", false, "let a run the storm guard stops settle anyway: only after checking that the workers really are gone")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P]\n\nworkflow types:\n")
+		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard]\n\nworkflow types:\n")
 		for _, t := range contract.WorkflowTypes() {
 			fmt.Fprintf(stderr, "  %s\n", t)
 		}
@@ -63,11 +64,15 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer a.Close()
 
+	if *override {
+		fmt.Fprintln(stderr, "stalesweep run: the storm guard is overridden for this run (--override-storm-guard)")
+	}
 	out, err := a.Engine.Start(ctx, workflow.Request{
-		Type:        contract.WorkflowType(typ),
-		InitialData: raw,
-		Trigger:     workflow.TriggerLocal,
-		Actor:       actor(),
+		Type:          contract.WorkflowType(typ),
+		InitialData:   raw,
+		Trigger:       workflow.TriggerLocal,
+		Actor:         actor(),
+		StormOverride: *override,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)

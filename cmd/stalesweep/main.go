@@ -2,7 +2,7 @@
 // locally, runs the demo, and serves the Cloud Run fake.
 //
 //	stalesweep run WORKFLOW_TYPE --data '{...initial_data...}'   one run inline; output JSON on stdout
-//	stalesweep pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run]
+//	stalesweep pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run] [--override-storm-guard]
 //	stalesweep demo                                             the main job on a fresh machine
 //	stalesweep serve [--addr 127.0.0.1:8080]                    the function targets, locally
 //	stalesweep fake-cloudrun --addr 127.0.0.1:PORT --executions FILE
@@ -39,7 +39,7 @@ const usage = `usage: stalesweep COMMAND [flags]
 
 commands:
   run WORKFLOW_TYPE --data JSON   run one workflow inline; prints its output JSON
-  pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run]
+  pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run] [--override-storm-guard]
                                   reclaim zombie tasks of a queue (pm.sweep)
   demo                            seed the emulator, sweep until nothing stale remains, summarize
   serve                           serve the function targets locally (functions framework)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -258,6 +259,33 @@ func TestPMSweepCommand(t *testing.T) {
 		if code, _, _ := invoke(t, args...); code != exitInvalid {
 			t.Errorf("%v exited %d, want %d", args, code, exitInvalid)
 		}
+	}
+}
+
+func TestTheStormGuardStopsTheCommandUntilTheOperatorOverridesIt(t *testing.T) {
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	fs := testenv.FirestoreProject(t, project)
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	for i := range 12 {
+		id := fmt.Sprintf("t%02d", i)
+		if err := tasks.Enqueue(ctx, "builds", id, "s", old); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tasks.Next(ctx, "builds", "w", old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := invoke(t, "pm", "sweep", "--queue", "builds", "--ttl", "60")
+	var out map[string]any
+	if code != exitFailed || json.Unmarshal([]byte(stdout), &out) != nil || len(out["reclaimed"].([]any)) != 0 || !strings.Contains(stderr, "storm guard") {
+		t.Fatalf("every task silent: exit %d, %s %s; want 1, nothing reclaimed, the storm guard named", code, stdout, stderr)
+	}
+	code, stdout, stderr = invoke(t, "pm", "sweep", "--queue", "builds", "--ttl", "60", "--override-storm-guard")
+	if code != exitOK || json.Unmarshal([]byte(stdout), &out) != nil || len(out["reclaimed"].([]any)) != 12 || !strings.Contains(stderr, "overridden") {
+		t.Errorf("with the override: exit %d, %s %s", code, stdout, stderr)
 	}
 }
 

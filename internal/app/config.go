@@ -14,6 +14,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Environment variables a process reads its configuration from. Durations use Go's syntax
@@ -39,6 +40,8 @@ const (
 	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
 	EnvRunsSweepFloorMs  = "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS"
 	EnvPMMaxReclaims     = "STALESWEEP_PM_MAX_RECLAIMS"
+	EnvStormFraction     = "STALESWEEP_STORM_FRACTION"
+	EnvStormMinRows      = "STALESWEEP_STORM_MIN_ROWS"
 	EnvPlatformTimeout   = "CLOUD_RUN_TIMEOUT_SECONDS" // set by the platform on gen2 functions
 	EnvProjectFallback   = "GCLOUD_PROJECT"
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named
@@ -120,6 +123,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.PMSweep.MaxReclaims = int64(maxReclaims)
+	var guard storm.Config
+	if v := getenv(EnvStormFraction); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return Config{}, fmt.Errorf("%s=%q: want a fraction greater than 0 and at most 1 (1 turns the storm guard off)", EnvStormFraction, v)
+		}
+		guard.Fraction = f
+	}
+	minRows, err := intVar(getenv, EnvStormMinRows, 1, 1_000_000)
+	if err != nil {
+		return Config{}, err
+	}
+	guard.MinRows = int64(minRows)
+	c.RunsSweep.Storm, c.PMSweep.Storm, c.LeaseSettle.Storm = guard, guard, guard
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {
 		return Config{}, err

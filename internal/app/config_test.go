@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -34,10 +36,28 @@ func TestConfigDefaultsAndEmulatorProject(t *testing.T) {
 }
 
 func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
-	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x"} {
+	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x",
+		EnvStormFraction: "1.5", EnvStormMinRows: "0"} {
 		_, err := ConfigFromEnv(env(map[string]string{name: v}))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: err = %v, want one naming the variable", name, v, err)
+		}
+	}
+}
+
+func TestTheStormGuardIsConfiguredForEveryAgeBasedWorkflow(t *testing.T) {
+	c, err := ConfigFromEnv(env(map[string]string{EnvStormFraction: "0.25", EnvStormMinRows: "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, g := range map[string]storm.Config{"runs sweep": c.RunsSweep.Storm, "pm.sweep": c.PMSweep.Storm, "lease settle": c.LeaseSettle.Storm} {
+		if g.Fraction != 0.25 || g.MinRows != 3 {
+			t.Errorf("%s: %+v", name, g)
+		}
+	}
+	for _, bad := range []string{"0", "-0.5", "x", "NaN"} {
+		if _, err := ConfigFromEnv(env(map[string]string{EnvStormFraction: bad})); err == nil {
+			t.Errorf("%s=%s accepted", EnvStormFraction, bad)
 		}
 	}
 }

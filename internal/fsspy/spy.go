@@ -84,9 +84,16 @@ type watched struct {
 }
 
 func (w *watched) SendMsg(m any) error {
-	if q, ok := m.(*firestorepb.RunQueryRequest); ok && q.GetStructuredQuery() != nil {
+	var q *firestorepb.StructuredQuery
+	switch r := m.(type) {
+	case *firestorepb.RunQueryRequest:
+		q = r.GetStructuredQuery()
+	case *firestorepb.RunAggregationQueryRequest: // counts: the query under the aggregation
+		q = r.GetStructuredAggregationQuery().GetStructuredQuery()
+	}
+	if q != nil {
 		w.spy.mu.Lock()
-		w.spy.queries = append(w.spy.queries, q.GetStructuredQuery())
+		w.spy.queries = append(w.spy.queries, q)
 		w.spy.mu.Unlock()
 	}
 	return w.ClientStream.SendMsg(m)
@@ -126,7 +133,8 @@ func (s *Spy) Writes() []Write {
 	return append([]Write(nil), s.writes...)
 }
 
-// Queries returns every structured query run, in order.
+// Queries returns every structured query run, in order, the ones under count aggregations
+// included.
 func (s *Spy) Queries() []*firestorepb.StructuredQuery {
 	s.mu.Lock()
 	defer s.mu.Unlock()

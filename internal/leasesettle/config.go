@@ -3,6 +3,8 @@ package leasesettle
 import (
 	"cmp"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Input defaults and bounds.
@@ -25,6 +27,9 @@ type Config struct {
 	PageSize    int
 	Concurrency int
 	Budget      time.Duration
+	// Storm stops a run from abandoning, on heartbeat age alone, more than a fraction of the
+	// group's active leases. Leases whose holder is terminal are not age alone: exempt.
+	Storm storm.Config
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -33,6 +38,7 @@ func (c Config) WithDefaults() Config {
 	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	c.Storm = c.Storm.WithDefaults()
 	return c
 }
 
@@ -76,4 +82,7 @@ type Stats struct {
 	OverBudget  int            `json:"over_budget"`   // abandonable, left for the next run (max_settlements)
 	ScanCapped  bool           `json:"scan_capped"`   // stopped at MaxExamined
 	OutOfBudget bool           `json:"out_of_budget"` // the time budget ran out
+	// StormGuard is the guard's verdict: leases the run would abandon on heartbeat age alone
+	// (unresolvable holders), against the group's active leases.
+	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -52,6 +53,8 @@ type Store interface {
 	ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error)
 	Instances(ctx context.Context, ids []string) (map[string]ledger.RunnerInstance, error)
 	AbandonLease(ctx context.Context, leaseID string, decide func(ledger.WorkspaceLease, ledger.HolderView) *ledger.Settlement) (bool, error)
+	CountActive(ctx context.Context, org, group string) (int64, error)
+	CountStale(ctx context.Context, org, group string, before time.Time) (int64, error)
 }
 
 // Workflow is runner.workspace-lease-settle.
@@ -101,12 +104,18 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.Logger)
+	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.StormOverride, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
-// RunOnce is one run over one group.
-func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *slog.Logger) (Output, Stats, error) {
+// RunOnce is one run over one group. override lets it go ahead where the storm guard would
+// stop it.
+//
+// It reads the group's active leases oldest heartbeat first and decides each, keeping up to
+// max_settlements candidates; it reads on past that while heartbeats are stale, so that the
+// storm guard counts every lease it would abandon on age alone (up to MaxExamined). Then the
+// guard judges, and only then does anything get written.
+func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	log = log.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
@@ -125,11 +134,16 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 	}
 	out.HeartbeatTimeoutSeconds = group.HeartbeatTimeoutSeconds
 	timeout := time.Duration(group.HeartbeatTimeoutSeconds) * time.Second
+	stale := func(l ledger.WorkspaceLease) bool { return now.Sub(l.HeartbeatAt) > timeout }
 
-	// Page until max_settlements leases are abandoned, the leases run out, or MaxExamined.
+	var candidates []ledger.WorkspaceLease
+	var reasons []string           // each candidate's reason
+	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
 	var after *ledger.LeaseCursor
-	for out.Settled < in.MaxSettlements && out.Examined < w.cfg.MaxExamined {
-		page, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, min(w.cfg.PageSize, w.cfg.MaxExamined-out.Examined))
+	unread := false // the scan stopped with stale heartbeats still behind it
+	for out.Examined < w.cfg.MaxExamined {
+		want := min(w.cfg.PageSize, w.cfg.MaxExamined-out.Examined)
+		page, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
 		if err != nil {
 			if ctx.Err() != nil {
 				stats.OutOfBudget = true
@@ -145,38 +159,97 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 		if err != nil {
 			return fail("holders", err)
 		}
-		var candidates []ledger.WorkspaceLease
 		for _, l := range page {
 			out.Examined++
 			inst, found := instances[l.HolderUUID]
 			abandon, why := Decide(l, ledger.ResolveHolder(l, inst, found), now, timeout)
 			switch {
+			case abandon && why == ReasonHolderUnresolvableStale:
+				ageAlone++
+			case stale(l):
+				staleOther++
+			}
+			switch {
 			case !abandon:
 				stats.Kept[why]++
-			case out.Settled+len(candidates) < in.MaxSettlements:
-				candidates = append(candidates, l)
+			case len(candidates) < in.MaxSettlements:
+				candidates, reasons = append(candidates, l), append(reasons, why)
 			default:
 				stats.OverBudget++
 			}
 		}
-		w.settle(ctx, runUUID, candidates, now, timeout, &out, &stats, log)
-		if len(page) < w.cfg.PageSize {
-			break
+		if len(page) < want {
+			break // read them all
 		}
 		last := page[len(page)-1]
+		if len(candidates) >= in.MaxSettlements && !stale(last) {
+			break // nothing behind can be taken this run or counts toward the guard
+		}
 		after = &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
 		if out.Examined >= w.cfg.MaxExamined {
 			stats.ScanCapped = true
+			unread = stale(last)
 			log.Warn("lease scan stopped at its cap; the rest of the group waits for the next run", "examined", out.Examined)
 		}
 	}
+
+	if stats.OutOfBudget {
+		out.Outcome, out.Reason = "nothing_to_settle", "the run's budget ran out while it read the group's leases; nothing was written"
+		return out, stats, nil
+	}
+	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread)
+	if err != nil {
+		return fail("count", err)
+	}
+	verdict.Overridden = verdict.Tripped && override
+	stats.StormGuard = &verdict
+	if verdict.Holds() {
+		// Leases whose holder is terminal are not age alone: they are still abandoned.
+		var kept []ledger.WorkspaceLease
+		for i, l := range candidates {
+			if reasons[i] != ReasonHolderUnresolvableStale {
+				kept = append(kept, l)
+			}
+		}
+		stats.Kept[storm.Reason] += len(candidates) - len(kept)
+		candidates = kept
+		log.Error("storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them",
+			"aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
+	} else if verdict.Overridden {
+		log.Warn("storm guard overridden by the operator: abandoning past it", "aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
+	}
+	w.settle(ctx, runUUID, candidates, now, timeout, &out, &stats, log)
+
 	if out.Settled > 0 {
 		out.Outcome = "settled"
 	} else {
 		out.Outcome = "nothing_to_settle"
 	}
 	out.Reason = fmt.Sprintf("abandoned %d of %d active leases examined (at most %d per run)", out.Settled, out.Examined, in.MaxSettlements)
+	if verdict.Holds() {
+		return out, stats, &workflow.StepError{Step: "storm_guard", Layer: "workflow", Reason: storm.Reason, Err: verdict.Err()}
+	}
 	return out, stats, nil
+}
+
+// judge is the storm guard's verdict on a run that examined ageAlone leases it would abandon on
+// heartbeat age alone and staleOther stale ones it judged otherwise. When stale leases were left
+// unread (the scan's cap), every one of them is counted as age alone: the guard errs on the side
+// of holding back.
+func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread bool) (storm.Verdict, error) {
+	aged := ageAlone
+	if unread {
+		total, err := w.store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
+		if err != nil {
+			return storm.Verdict{}, err
+		}
+		aged = max(aged, total-staleOther)
+	}
+	live, err := w.store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	if err != nil {
+		return storm.Verdict{}, err
+	}
+	return w.cfg.Storm.Judge(aged, live), nil
 }
 
 // settle abandons each candidate in its own transaction, which decides again on a fresh read of

@@ -356,7 +356,7 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, _, err := e.wf.RunOnce(context.Background(), fmt.Sprintf("run-%d", i), leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50}, logging.Discard())
+			o, _, err := e.wf.RunOnce(context.Background(), fmt.Sprintf("run-%d", i), leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50}, true, logging.Discard()) // past the storm guard
 			if err != nil {
 				t.Error(err)
 			}

@@ -251,10 +251,7 @@ type LeaseCursor struct {
 // ScanActive returns up to limit active leases of one group of one organization, oldest
 // heartbeat first, after the cursor.
 func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *LeaseCursor, limit int) ([]WorkspaceLease, error) {
-	q := s.client.Collection(WorkspaceLeasesCollection).
-		Where("organization_uuid", "==", org).
-		Where("runner_group_uuid", "==", group).
-		Where("status", "==", LeaseActive).
+	q := s.active(org, group).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
@@ -274,6 +271,23 @@ func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *L
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// CountActive counts one group's active leases: its live rows, for the storm guard.
+func (s *LeaseStore) CountActive(ctx context.Context, org, group string) (int64, error) {
+	return count(ctx, s.active(org, group), "count active leases of group "+group)
+}
+
+// CountStale counts one group's active leases whose heartbeat is before `before`.
+func (s *LeaseStore) CountStale(ctx context.Context, org, group string, before time.Time) (int64, error) {
+	return count(ctx, s.active(org, group).Where("heartbeat_at", "<", before), "count stale leases of group "+group)
+}
+
+func (s *LeaseStore) active(org, group string) firestore.Query {
+	return s.client.Collection(WorkspaceLeasesCollection).
+		Where("organization_uuid", "==", org).
+		Where("runner_group_uuid", "==", group).
+		Where("status", "==", LeaseActive)
 }
 
 // Instances reads runner instances by id in one batch; a missing id is absent from the result.

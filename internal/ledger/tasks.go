@@ -381,11 +381,27 @@ func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCu
 // CountWorking counts a queue's working tasks with an aggregation query (no documents read).
 func (s *TaskStore) CountWorking(ctx context.Context, queue string) (int64, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
+	return count(ctx, q, "count working tasks of "+queue)
+}
+
+// CountSilent counts a queue's working tasks whose last activity is before `before`: the tasks
+// a sweep would reclaim, were it unbounded.
+func (s *TaskStore) CountSilent(ctx context.Context, queue string, before time.Time) (int64, error) {
+	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking).Where("last_activity_at", "<", before)
+	return count(ctx, q, "count silent tasks of "+queue)
+}
+
+// count runs a count aggregation.
+func count(ctx context.Context, q firestore.Query, what string) (int64, error) {
 	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("count working tasks of %s: %w", queue, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	return aggregateInt(res["n"])
+	n, err := aggregateInt(res["n"])
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return n, nil
 }
 
 // ListQueues returns up to limit queue ids, including queues that have tasks but no document of

@@ -3,6 +3,8 @@ package pmsweep
 import (
 	"cmp"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Input defaults, as the seed gives them.
@@ -28,6 +30,9 @@ type Config struct {
 	PageSize    int
 	Concurrency int
 	Budget      time.Duration
+	// Storm stops a sweep that would reclaim more than a fraction of the queue's working
+	// tasks: a stall of the store or the network, not a queue of dead workers.
+	Storm storm.Config
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -37,6 +42,7 @@ func (c Config) WithDefaults() Config {
 	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	c.Storm = c.Storm.WithDefaults()
 	return c
 }
 
@@ -87,4 +93,6 @@ type Stats struct {
 	Deferred    int            `json:"deferred"`  // stale, not handled: MaxStale or budget
 	Capped      bool           `json:"capped"`    // more stale tasks than MaxStale
 	OutOfBudget bool           `json:"out_of_budget"`
+	// StormGuard is the guard's verdict: silent working tasks against working ones.
+	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -17,6 +18,7 @@ import (
 type Store interface {
 	ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error)
 	CountWorking(ctx context.Context, queue string) (int64, error)
+	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
 	ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (ledger.Reclaim, error)
 }
 
@@ -43,15 +45,16 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.RunOnce(ctx, in, run.Logger)
+	out, stats, err := w.RunOnce(ctx, in, run.StormOverride, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
 // ageSeconds is how long a task has been silent, in whole seconds.
 func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
 
-// RunOnce is one sweep of one queue.
-func (w *Workflow) RunOnce(ctx context.Context, in Input, log *slog.Logger) (Output, Stats, error) {
+// RunOnce is one sweep of one queue. override lets it go ahead where the storm guard would
+// stop it.
+func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	log = log.With("queue", in.Queue)
@@ -110,6 +113,25 @@ scan:
 			"%d working tasks have been silent for more than 2/3 of the TTL (longest %ds of %ds) without being stale yet: "+
 				"heartbeat at most every TTL/3 (%ds) or they will be reclaimed while alive", stats.NearTTL, int64(longestLive/time.Second), in.TTL, in.TTL/3))
 		log.Warn("tasks close to the TTL", "near_ttl", stats.NearTTL, "longest_silence_s", int64(longestLive/time.Second), "ttl", in.TTL)
+	}
+
+	// Every silent task counts, not only the ones this run handles.
+	silent, err := w.store.CountSilent(ctx, in.Queue, now.Add(-ttl))
+	if err != nil {
+		return fail("count", err)
+	}
+	verdict := w.cfg.Storm.Judge(silent, n)
+	verdict.Overridden = verdict.Tripped && override
+	stats.StormGuard = &verdict
+	switch {
+	case verdict.Holds() && in.DryRun:
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the storm guard would refuse this sweep: %d of %d working tasks are silent, more than the %d allowed", verdict.Aged, verdict.Live, verdict.Allowed))
+	case verdict.Holds():
+		log.Error("storm guard: silent tasks are too large a share of the working ones; reclaimed none",
+			"silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed, "ttl", in.TTL)
+		return out, stats, &workflow.StepError{Step: "storm_guard", Layer: "workflow", Reason: storm.Reason, Err: verdict.Err()}
+	case verdict.Overridden:
+		log.Warn("storm guard overridden by the operator: reclaiming past it", "silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed)
 	}
 
 	if in.DryRun {

@@ -3,6 +3,8 @@ package runssweep
 import (
 	"cmp"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Input defaults and bounds, as seed 000 gives them.
@@ -24,6 +26,9 @@ type Config struct {
 	ScheduledFloorMs int64
 	Concurrency      int
 	Budget           time.Duration
+	// Storm stops a run that would abandon more than a fraction of the fleet's running
+	// invocations: a stall of the store or the network, not a fleet of dead apps.
+	Storm storm.Config
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -31,6 +36,7 @@ func (c Config) WithDefaults() Config {
 	c.ScheduledFloorMs = cmp.Or(c.ScheduledFloorMs, ScheduledFloorMsDefault)
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	c.Storm = c.Storm.WithDefaults()
 	return c
 }
 
@@ -68,4 +74,7 @@ type Stats struct {
 	InterlocksHeldByOther int    `json:"interlocks_held_by_other"` // left alone, logged
 	Deadline              string `json:"deadline"`
 	OutOfBudget           bool   `json:"out_of_budget"`
+	// StormGuard is the guard's verdict: idle runs (all of them, not only this run's limit)
+	// against running ones.
+	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 }

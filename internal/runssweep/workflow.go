@@ -10,12 +10,15 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
 type Store interface {
 	ScanIdle(ctx context.Context, deadline time.Time, limit int) ([]ledger.ExtensionRun, error)
+	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
+	CountRunning(ctx context.Context) (int64, error)
 	Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, s ledger.Settlement) (ledger.Abandonment, error)
 }
 
@@ -71,7 +74,7 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.Logger)
+	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.StormOverride, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
@@ -88,8 +91,8 @@ func Deadline(now time.Time, olderThanMs int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// RunOnce is one sweep.
-func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *slog.Logger) (Output, Stats, error) {
+// RunOnce is one sweep. override lets it go ahead where the storm guard would stop it.
+func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
@@ -100,6 +103,28 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 	}
 	deadline := Deadline(now, in.OlderThanMs)
 	stats.Deadline = deadline.Format(time.RFC3339Nano)
+
+	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
+	// still a storm.
+	aged, err := w.store.CountIdle(ctx, deadline)
+	if err != nil {
+		return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+	}
+	live, err := w.store.CountRunning(ctx)
+	if err != nil {
+		return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+	}
+	verdict := w.cfg.Storm.Judge(aged, live)
+	verdict.Overridden = verdict.Tripped && override
+	stats.StormGuard = &verdict
+	switch {
+	case verdict.Holds():
+		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none",
+			"idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed, "older_than_ms", in.OlderThanMs)
+		return out, stats, &workflow.StepError{Step: "storm_guard", Layer: "workflow", Reason: storm.Reason, Err: verdict.Err()}
+	case verdict.Overridden:
+		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
+	}
 
 	idle, err := w.store.ScanIdle(ctx, deadline, in.Limit)
 	if err != nil {

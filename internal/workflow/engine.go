@@ -53,6 +53,9 @@ type Run struct {
 	Trigger Trigger
 	Actor   string
 	Logger  *slog.Logger // carries the run's ids
+	// StormOverride lets a run the storm guard stops go ahead (internal/storm). Only the
+	// stalesweep command, run by an operator, can set it.
+	StormOverride bool
 }
 
 // Result is what a body returns.
@@ -90,6 +93,9 @@ type Request struct {
 	Actor       string
 	// RunUUID names the run; empty means a new random one.
 	RunUUID string
+	// StormOverride lets the run go ahead where the storm guard would stop it. Only a local
+	// run (the stalesweep command) may ask; any other trigger is refused with forbidden.
+	StormOverride bool
 }
 
 // Outcome is a finished run.
@@ -178,6 +184,9 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if req.StormOverride && req.Trigger != TriggerLocal {
+		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may override the storm guard, not a %s run", req.Trigger)
+	}
 	stored, err := ledger.StorableJSON(input)
 	if err != nil {
 		return Outcome{}, err
@@ -212,7 +221,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	defer guard.release(ctx)
 
-	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log}
+	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log, StormOverride: req.StormOverride}
 	env := envelope{rec: rec}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 

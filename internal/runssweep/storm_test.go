@@ -1,0 +1,139 @@
+package runssweep_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// stormLog collects log lines written from many goroutines.
+type stormLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *stormLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// errors returns the messages of the ERROR lines.
+func (l *stormLog) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line["severity"] == "ERROR" {
+			out = append(out, fmt.Sprint(line["message"]))
+		}
+	}
+	return out
+}
+
+// A scheduled sweep that would abandon more than half of the fleet's running invocations
+// abandons none, fails with storm_guard and says so at ERROR; at half it goes ahead; an operator
+// overrides it from the command, and nothing else can.
+func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	logs := &stormLog{}
+	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
+	start := func(trigger workflow.Trigger, override bool) (workflow.Outcome, runssweep.Stats, error) {
+		out, err := engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
+			Trigger: trigger, StormOverride: override, Actor: "ops@example.com"})
+		var s runssweep.Stats
+		b, _ := json.Marshal(out.Stats)
+		_ = json.Unmarshal(b, &s)
+		return out, s, err
+	}
+	var idle []string
+	for i := range 16 {
+		idle = append(idle, e.start(fmt.Sprintf("idle-%02d", i), i%2 == 0, time.Hour))
+	}
+	for i := range 14 {
+		e.start(fmt.Sprintf("live-%02d", i), true, time.Second)
+	}
+	e.spy.Reset()
+
+	// 16 idle of 30 running: more than half, and more than the minimum of 10.
+	out, s, err := start(workflow.TriggerSchedule, false)
+	if err != nil || out.Status != workflow.StateFailed || out.Err == nil || !errors.Is(out.Err, storm.ErrTripped) {
+		t.Fatalf("run: %+v %v, want failed by the storm guard", out, err)
+	}
+	if s.StormGuard == nil || !s.StormGuard.Tripped || s.StormGuard.Aged != 16 || s.StormGuard.Live != 30 || s.StormGuard.Allowed != 15 {
+		t.Errorf("verdict %+v, want 16 aged of 30 live, 15 allowed, tripped", s.StormGuard)
+	}
+	rec, err := ledger.NewRunStore(e.fs).GetRun(context.Background(), out.RunUUID)
+	if err != nil || rec.Failure == nil || rec.Failure.Reason != storm.Reason || rec.Failure.Step != "storm_guard" {
+		t.Errorf("run record failure %+v (%v), want reason %s", rec.Failure, err, storm.Reason)
+	}
+	for _, w := range e.spy.Writes() {
+		if strings.Contains(w.Document, "/"+ledger.ExtensionRunsCollection+"/") || strings.Contains(w.Document, "/"+ledger.ExtensionInterlocksCollection+"/") {
+			t.Errorf("a stopped sweep wrote %s", w.Document)
+		}
+	}
+	if msgs := logs.errors(); !containsPrefix(msgs, "storm guard") {
+		t.Errorf("ERROR lines %q, want the storm guard's", msgs)
+	}
+
+	// Nothing but the command may override.
+	for _, trigger := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual} {
+		if _, _, err := start(trigger, true); contract.CodeOf(err) != contract.CodeForbidden {
+			t.Errorf("an override on a %s run: %v, want forbidden", trigger, err)
+		}
+	}
+	out, s, err = start(workflow.TriggerLocal, true)
+	if err != nil || out.Status != workflow.StateCompleted || s.StormGuard == nil || !s.StormGuard.Overridden {
+		t.Fatalf("the operator's override: %+v %+v %v", out, s.StormGuard, err)
+	}
+	if fmt.Sprint(out.Output["swept"]) != "16" {
+		t.Errorf("swept %v, want the 16 idle runs", out.Output["swept"])
+	}
+	for _, id := range idle {
+		if r := e.run(id); r.Outcome != ledger.OutcomeAbandoned {
+			t.Errorf("idle run %s = %+v after the override", id, r)
+		}
+	}
+}
+
+func TestAtTheStormGuardsLimitTheSweepGoesAhead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for i := range 15 {
+		e.start(fmt.Sprintf("idle-%02d", i), false, time.Hour)
+	}
+	for i := range 15 {
+		e.start(fmt.Sprintf("live-%02d", i), false, time.Second)
+	}
+	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
+	if o.Swept != 15 || s.StormGuard == nil || s.StormGuard.Tripped || s.StormGuard.Aged != 15 || s.StormGuard.Live != 30 {
+		t.Errorf("output %+v, verdict %+v: want 15 swept at exactly half", o, s.StormGuard)
+	}
+}
+
+func containsPrefix(msgs []string, prefix string) bool {
+	for _, m := range msgs {
+		if strings.HasPrefix(m, prefix) {
+			return true
+		}
+	}
+	return false
+}
