@@ -15,6 +15,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
+	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
@@ -35,6 +36,9 @@ type Parts struct {
 	// Pipeline builds the Pub/Sub client, the dispatcher, and the engine whose execution-sync
 	// runs publish their syncs instead of running them here.
 	Pipeline bool
+	// FirestoreDialOptions are added to the Firestore connection: tests watch it with them
+	// (internal/fsspy).
+	FirestoreDialOptions []grpc.DialOption
 }
 
 // App is one process's dependencies.
@@ -64,7 +68,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			_ = a.Close()
 		}
 	}()
-	a.Firestore, err = ledger.Open(ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database})
+	a.Firestore, err = ledger.Open(ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: parts.FirestoreDialOptions})
 	if err != nil {
 		return nil, err
 	}
