@@ -14,10 +14,12 @@ type Starter interface {
 }
 
 // Inline runs each sync in this process, Concurrency at a time, in a random order. One Start
-// call is one run: once a sync meets an error that stops executor calls (ResourceExhausted,
-// PermissionDenied, Unauthenticated), no further sync of that call reaches the executor, and
-// once ctx is done no further sync starts. Either way the rest are deferred, not errored. A sync
-// whose transaction failed (contention) is tried once more after the others.
+// call is one run: once an executor call returns an error that stops executor calls
+// (ResourceExhausted, PermissionDenied, Unauthenticated) — as soon as it returns, before the
+// error is recorded on its row — no further sync of that call begins, so none reaches the
+// executor; the syncs already in flight (at most Concurrency−1) run to their end. Once ctx is
+// done no further sync starts. Either way the rest are deferred, not errored. A sync whose
+// transaction failed (contention) is tried once more after the others.
 type Inline struct {
 	Syncer      *Syncer
 	Concurrency int
@@ -27,6 +29,11 @@ type Inline struct {
 func (p *Inline) Start(ctx context.Context, reqs []SyncRequest) []SyncResult {
 	results := make([]SyncResult, len(reqs))
 	var stopped atomic.Pointer[string]
+	stop := func(err error) {
+		if why, ok := stopsCalls(err); ok {
+			stopped.CompareAndSwap(nil, &why)
+		}
+	}
 	parallel.ForEach(ctx, len(reqs), p.Concurrency, func(i int) bool {
 		switch why := stopped.Load(); {
 		case why != nil:
@@ -36,12 +43,7 @@ func (p *Inline) Start(ctx context.Context, reqs []SyncRequest) []SyncResult {
 			results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: "budget_spent"}
 			return false
 		}
-		r := p.Syncer.Sync(ctx, reqs[i])
-		if r.Outcome == SyncErrored && r.Layer == LayerExecutor {
-			if why, ok := stopsCalls(r.Err); ok {
-				stopped.CompareAndSwap(nil, &why)
-			}
-		}
+		r := p.Syncer.sync(ctx, reqs[i], false, stop)
 		results[i] = r
 		// A settling transaction that lost to contention is worth one more try.
 		return r.Outcome == SyncErrored && r.Layer == LayerFirestore

@@ -102,17 +102,20 @@ func NewSyncer(store *ledger.ExecutionStore, exec Executor, now func() time.Time
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
 // if any, in the result; it never panics on a bad row.
 func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
-	return s.sync(ctx, req, false)
+	return s.sync(ctx, req, false, nil)
 }
 
 // SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
 // decision is written together with a receipt for (run, row), and a request whose receipt exists
 // ends as SyncDuplicate having written nothing.
 func (s *Syncer) SyncOnce(ctx context.Context, req SyncRequest) SyncResult {
-	return s.sync(ctx, req, true)
+	return s.sync(ctx, req, true, nil)
 }
 
-func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool) SyncResult {
+// sync is one sync. callFailed, when not nil, hears of a failed executor call as soon as the
+// call returns, before the error is recorded on the row: a run that stops its executor calls on
+// that error must not keep calling while the row is being written.
+func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFailed func(error)) SyncResult {
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
 	apply := func(decide func(ledger.Execution) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
 		if once {
@@ -130,6 +133,9 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool) SyncResul
 		if ctx.Err() != nil {
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
+		}
+		if callFailed != nil {
+			callFailed(err)
 		}
 		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
 		log.Warn("executor call failed; nothing settled", "error", err.Error(), "code", status.Code(err).String())

@@ -1,0 +1,636 @@
+package executionsync_test
+
+// Executor faults (issue 10, item 1) through the Cloud Run fake: what the execution-sync workflow
+// guarantees when Cloud Run fails, throttles, forgets, refuses or stalls. The Kubernetes
+// equivalents are in internal/kubejobs/faults_test.go.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"cloud.google.com/go/run/apiv2/runpb"
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// a. Unavailable and DeadlineExceeded on 30% of the calls: a sync whose call failed settles
+// nothing and writes only the error it records (sync.last_error, sync.last_error_at,
+// sync.attempts + 1); every row is settled within five runs.
+func TestTransientCallErrorsSettleNothingOnTheErroredRowAndEveryRowWithinFiveRuns(t *testing.T) {
+	t.Parallel()
+	// A row errors with Unavailable only when all three of the adapter's attempts fail (0.3³, about
+	// 2.7% of rows), so the Unavailable case takes the most rows a run syncs (limit 200) to have
+	// errored rows at all; the test fails if it has none. Five runs are enough for this seeded
+	// pattern; in general a row fails five runs running with probability 0.3⁵ (0.24%) when its
+	// failures are not retried, so the bound is the pattern's, not a certainty. What the code
+	// guarantees — an errored row stays a candidate of the next run — is checked on every run.
+	tests := []struct {
+		name  string
+		codes []codes.Code
+		rows  int
+	}{
+		{"Unavailable, after the adapter's three attempts", []codes.Code{codes.Unavailable}, 200},
+		{"DeadlineExceeded, never retried", []codes.Code{codes.DeadlineExceeded}, 60},
+		{"Unavailable and DeadlineExceeded mixed", []codes.Code{codes.Unavailable, codes.DeadlineExceeded}, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rows := tt.rows
+			var picker *faultCodePicker
+			// One sync at a time, so the fake's seeded draws fall on the same calls in every run of
+			// the test: the fault pattern, and so every count below, is reproducible.
+			e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 1}, wrap: func(x executionsync.Executor) executionsync.Executor {
+				picker = &faultCodePicker{Executor: x, codes: tt.codes, rate: 0.3, rng: rand.New(rand.NewPCG(10, 1))}
+				return picker
+			}})
+			picker.fake = e.fake
+			seeded := faultSeed(e, rows, succeeded)
+
+			failedCalls := map[string]int64{} // failed calls recorded on each row so far
+			byCode := map[string]int{}
+			settled := map[string]string{} // row → the run that settled it
+			for run := 1; run <= 5 && len(settled) < rows; run++ {
+				e.clock.Advance(time.Minute) // each run's writes carry its own time
+				now := e.clock.Now()
+				out := e.start(map[string]any{"limit": 200})
+				o, s := outputOf(t, out)
+				if out.Status != workflow.StateCompleted {
+					t.Fatalf("run %d ended %s: %v", run, out.Status, out.Err)
+				}
+				if o.CandidateCount != rows-len(settled) || s.Deferred != 0 || s.StoppedBy != "" {
+					t.Errorf("run %d: %d candidates (want %d), deferred %d, stopped by %q", run, o.CandidateCount, rows-len(settled), s.Deferred, s.StoppedBy)
+				}
+				if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !faultSameSet(faultRowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
+					t.Errorf("run %d: errored %d, %d errors listed, failed starts %v", run, s.Errored, len(s.Errors), o.FailedRunnerExecutionUUIDs)
+				}
+				for _, re := range s.Errors {
+					byCode[re.Code]++
+					if re.Layer != executionsync.LayerExecutor || !slices.ContainsFunc(tt.codes, func(c codes.Code) bool { return c.String() == re.Code }) {
+						t.Errorf("run %d: row %s errored in %s with %s, want the executor with one of %v", run, re.RunnerExecutionUUID, re.Layer, re.Code, tt.codes)
+					}
+					failedCalls[re.RunnerExecutionUUID]++
+					faultCheckErrored(t, seeded[re.RunnerExecutionUUID], e.get(re.RunnerExecutionUUID), failedCalls[re.RunnerExecutionUUID], re.Code, now)
+				}
+				if s.Settled["succeeded"] != o.StartedCount || len(s.Settled) > 1 {
+					t.Errorf("run %d: settled %v, want every started row succeeded (%d)", run, s.Settled, o.StartedCount)
+				}
+				for _, id := range o.StartedRunnerExecutionUUIDs {
+					r := e.get(id)
+					if r.Active || r.Outcome != ledger.OutcomeSucceeded || r.Settlement == nil || r.Settlement.WorkflowRunUUID != out.RunUUID ||
+						r.Sync.Attempts != failedCalls[id]+1 {
+						t.Errorf("run %d: started row %s not settled by it: active=%t outcome=%s settlement=%+v attempts=%d (want %d)",
+							run, id, r.Active, r.Outcome, r.Settlement, r.Sync.Attempts, failedCalls[id]+1)
+					}
+					settled[id] = out.RunUUID
+				}
+				t.Logf("run %d: %d candidates, %d settled, %d errored %v", run, o.CandidateCount, o.StartedCount, s.Errored, byCode)
+			}
+
+			// The faults happened: rows errored, with each code the case injects. Unavailable is
+			// retried, so it shows as more calls than observations; a row errors with it only when
+			// every attempt failed, which the Unavailable-only case must see.
+			if len(failedCalls) == 0 {
+				t.Fatal("no sync errored: the test injected nothing")
+			}
+			observes, calls := picker.observed(), e.fake.Calls(cloudrunfake.GetExecution)
+			if retried := slices.Contains(tt.codes, codes.Unavailable); retried != (calls > observes) {
+				t.Errorf("%d Cloud Run calls for %d observations: the adapter should retry Unavailable only", calls, observes)
+			}
+			if slices.Contains(tt.codes, codes.DeadlineExceeded) && byCode[codes.DeadlineExceeded.String()] == 0 {
+				t.Errorf("no row errored with DeadlineExceeded: %v", byCode)
+			}
+			if len(tt.codes) == 1 && byCode[tt.codes[0].String()] == 0 {
+				t.Errorf("no row errored with %s: %v", tt.codes[0], byCode)
+			}
+			// Every row settled, once.
+			if len(settled) != rows {
+				t.Errorf("%d of %d rows settled within five runs", len(settled), rows)
+			}
+			for id, n := range e.executionWrites("settlement") {
+				if n != 1 {
+					t.Errorf("row %s has %d settlement writes, want 1", id, n)
+				}
+			}
+		})
+	}
+}
+
+// b. ResourceExhausted: once it has reached the run, no sync begins — no new executor call is
+// made — for the rest of the run. The syncs already in flight (at most Concurrency − 1) run to
+// their end and settle what they were told; every row not begun is deferred, counted, and left
+// untouched for the next run. The error's own write on its row is slowed down here (Firestore
+// latency), so a stop that waited for that write would show as further calls.
+func TestResourceExhaustedBeginsNoSyncAfterItAndDefersTheRest(t *testing.T) {
+	t.Parallel()
+	const rows, failAt = 40, 6
+	for _, concurrency := range []int{1, 4, 8} {
+		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) {
+			t.Parallel()
+			var spy *faultStopSpy
+			e := faultNewEnv(t, options{cfg: executionsync.Config{Concurrency: concurrency}, wrap: func(x executionsync.Executor) executionsync.Executor {
+				spy = &faultStopSpy{Executor: x, failAt: failAt}
+				return spy
+			}}, faultSlowErrorWrites(300*time.Millisecond))
+			spy.fake = e.fake
+			seeded := faultSeed(e, rows, succeeded)
+
+			out := e.start(map[string]any{"limit": 200})
+			o, s := outputOf(t, out)
+			if out.Status != workflow.StateCompleted {
+				t.Fatalf("run ended %s: %v; quota pressure is not a failure", out.Status, out.Err)
+			}
+			begun, after, exhausted := spy.counts()
+			if exhausted != 1 {
+				t.Fatalf("%d calls came back ResourceExhausted, want the 1 injected", exhausted)
+			}
+			if after > concurrency-1 {
+				t.Errorf("%d syncs reached Cloud Run after the ResourceExhausted, want at most %d (those already in flight)", after, concurrency-1)
+			}
+			if concurrency == 1 && begun != failAt {
+				t.Errorf("one worker made %d calls, want %d: none after the ResourceExhausted", begun, failAt)
+			}
+			if calls := e.fake.Calls(cloudrunfake.GetExecution); calls != begun {
+				t.Errorf("Cloud Run calls = %d, want %d (one per sync begun)", calls, begun)
+			}
+			if s.StoppedBy != "resource_exhausted" || s.Errored != 1 || s.Deferred != rows-begun || s.Settled["succeeded"] != begun-1 || s.OutOfBudget {
+				t.Errorf("stats = %+v; want stopped by resource_exhausted, 1 errored, %d deferred, %d settled", s, rows-begun, begun-1)
+			}
+			if o.StartedCount != begun-1 || o.FailedStartCount != rows-begun+1 {
+				t.Errorf("output = %+v", o)
+			}
+			if len(s.Errors) != 1 || s.Errors[0].Code != codes.ResourceExhausted.String() || s.Errors[0].Layer != executionsync.LayerExecutor {
+				t.Fatalf("errors = %+v", s.Errors)
+			}
+			exhaustedRow := s.Errors[0].RunnerExecutionUUID
+			failedStart := map[string]bool{}
+			for _, id := range o.FailedRunnerExecutionUUIDs {
+				failedStart[id] = true
+			}
+			for id, want := range seeded {
+				got := e.get(id)
+				switch {
+				case id == exhaustedRow:
+					faultCheckErrored(t, want, got, 1, codes.ResourceExhausted.String(), e.clock.Now())
+				case failedStart[id]: // deferred: never sent to Cloud Run, never written
+					if d := faultDiff(want, got); len(d) > 0 {
+						t.Errorf("deferred row %s changed: %v", id, d)
+					}
+				default: // in flight, or begun before the stop: settled from Cloud Run's answer
+					if got.Active || got.Outcome != ledger.OutcomeSucceeded {
+						t.Errorf("row %s begun before the stop was not settled: active=%t outcome=%s", id, got.Active, got.Outcome)
+					}
+				}
+			}
+
+			// Deferred, not dropped: the next run settles every row left.
+			_, s = outputOf(t, e.start(map[string]any{"limit": 200}))
+			if s.Settled["succeeded"] != rows-begun+1 || s.StoppedBy != "" {
+				t.Errorf("the next run: %+v, want the %d rows left settled", s, rows-begun+1)
+			}
+		})
+	}
+}
+
+// c. NotFound is unknown, never an outcome: the row keeps its status and observed_at, records
+// when Cloud Run stopped knowing the execution, and is settled lost (status failed, outcome
+// lost) only once it has stayed unknown for the grace — at exactly the grace, or any time after.
+func TestNotFoundIsUnknownUntilTheGraceAndOnlyThenLost(t *testing.T) {
+	t.Parallel()
+	const grace = 15 * time.Minute
+	tests := []struct {
+		name  string
+		after time.Duration // from the first run that found it unknown
+		lost  bool
+	}{
+		{"unknown for less than the grace: still unknown, status untouched", grace - time.Microsecond, false},
+		{"unknown for exactly the grace: lost", grace, true},
+		{"unknown past the grace: lost", grace + time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, options{cfg: executionsync.Config{LostGrace: grace}})
+			id := e.stale(running)
+			name := e.get(id).ProviderRef[cloudrun.RefKey].(string)
+			e.fake.RemoveExecution(name) // aged out of Cloud Run
+			if _, ok := e.fake.Execution(name); ok {
+				t.Fatal("the execution is still in the fake")
+			}
+			seeded := e.get(id)
+			since := e.clock.Now()
+
+			out := e.start(map[string]any{})
+			_, s := outputOf(t, out)
+			if s.Unknown != 1 || len(s.Settled) != 0 || s.Errored != 0 {
+				t.Fatalf("first run stats = %+v, want one unknown", s)
+			}
+			faultCheckUnknown(t, seeded, e.get(id), since, since, 1)
+
+			e.clock.Advance(tt.after)
+			now := e.clock.Now()
+			out = e.start(map[string]any{})
+			_, s = outputOf(t, out)
+			if calls := e.fake.Calls(cloudrunfake.GetExecution); calls != 2 {
+				t.Errorf("Cloud Run calls = %d, want 2 (one a run; NotFound is not retried)", calls)
+			}
+			got := e.get(id)
+			if !tt.lost {
+				if s.Unknown != 1 || len(s.Settled) != 0 {
+					t.Errorf("second run stats = %+v, want one unknown, nothing settled", s)
+				}
+				faultCheckUnknown(t, seeded, got, since, now, 2)
+				return
+			}
+			if s.Unknown != 0 || !reflect.DeepEqual(s.Settled, map[string]int{ledger.OutcomeLost: 1}) {
+				t.Errorf("second run stats = %+v, want one settled lost and nothing else", s)
+			}
+			faultCheckLost(t, seeded, got, since, now, out.RunUUID, grace)
+			if ev := got.Settlement.Evidence; ev["error"] != "NotFound" || ev["execution"] != name {
+				t.Errorf("lost evidence = %v, want Cloud Run's NotFound for %s", ev, name)
+			}
+		})
+	}
+}
+
+// d. PermissionDenied (and Unauthenticated): nothing settled, executor calls stop, the run fails
+// and its record says why.
+func TestPermissionDeniedSettlesNothingAndTheRunRecordSaysWhy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		code   codes.Code
+		reason string
+	}{
+		{codes.PermissionDenied, "permission_denied"},
+		{codes.Unauthenticated, "unauthenticated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code.String(), func(t *testing.T) {
+			t.Parallel()
+			const rows, concurrency = 12, 4
+			e := newEnv(t, options{cfg: executionsync.Config{Concurrency: concurrency}})
+			seeded := faultSeed(e, rows, succeeded)
+			e.spy.Reset()
+			e.fake.FailRate(cloudrunfake.GetExecution, tt.code, 1) // access is denied for every execution
+
+			out := e.start(map[string]any{"limit": 200})
+			o, s := outputOf(t, out)
+			if out.Status != workflow.StateFailed {
+				t.Fatalf("run ended %s, want failed", out.Status)
+			}
+			if s.Errored < 1 || s.Errored > concurrency || s.Deferred != rows-s.Errored || len(s.Settled) != 0 || s.StoppedBy != tt.reason {
+				t.Errorf("stats = %+v; want 1..%d errored, the rest deferred, nothing settled, stopped by %s", s, concurrency, tt.reason)
+			}
+			if calls := e.fake.Calls(cloudrunfake.GetExecution); calls != s.Errored {
+				t.Errorf("Cloud Run calls = %d, want %d: one per errored row, none after the stop", calls, s.Errored)
+			}
+			if o.StartedCount != 0 || o.FailedStartCount != rows {
+				t.Errorf("output = %+v, want no row started", o)
+			}
+			faultCheckFailedRecord(t, e.runs, out, "executor_"+tt.reason, tt.code, e.clock.Now())
+			if out.Output["failure_reason"] != "executor_"+tt.reason || out.Output["failed_layer"] != "executor" {
+				t.Errorf("output envelope = %v", out.Output)
+			}
+
+			errored := faultRowsOf(s.Errors)
+			for id, want := range seeded {
+				got := e.get(id)
+				if slices.Contains(errored, id) {
+					faultCheckErrored(t, want, got, 1, tt.code.String(), e.clock.Now())
+				} else if d := faultDiff(want, got); len(d) > 0 {
+					t.Errorf("deferred row %s changed: %v", id, d)
+				}
+			}
+			if w := e.executionWrites("settlement"); len(w) != 0 {
+				t.Errorf("settlement writes: %v", w)
+			}
+		})
+	}
+}
+
+// e. A call slower than the adapter's per-call timeout is cut at the timeout: the row is
+// errored with DeadlineExceeded in the run's stats, and nothing is settled. A call answered
+// within its timeout settles as usual, so the timeout is what makes the difference.
+func TestCallsSlowerThanTheirTimeoutAreErroredDeadlineExceededAndSettleNothing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		timeout, latency time.Duration
+		cut              bool
+	}{
+		{"latency beyond the per-call timeout", 50 * time.Millisecond, time.Minute, true},
+		{"latency within the per-call timeout", 10 * time.Second, 20 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const rows = 8
+			e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 4}, cloudRun: cloudrun.Config{CallTimeout: tt.timeout}})
+			seeded := faultSeed(e, rows, succeeded)
+			e.fake.SetLatency(cloudrunfake.GetExecution, tt.latency)
+
+			out := e.start(map[string]any{"limit": 200})
+			o, s := outputOf(t, out)
+			if out.Status != workflow.StateCompleted {
+				t.Fatalf("run ended %s: %v", out.Status, out.Err)
+			}
+			if calls := e.fake.Calls(cloudrunfake.GetExecution); calls != rows {
+				t.Errorf("Cloud Run calls = %d, want %d (DeadlineExceeded is not retried)", calls, rows)
+			}
+			if s.Deferred != 0 || s.OutOfBudget {
+				t.Errorf("stats = %+v: the run's budget is not what cut the calls", s)
+			}
+			if !tt.cut {
+				if s.Settled["succeeded"] != rows || s.Errored != 0 {
+					t.Errorf("stats = %+v, want every row settled", s)
+				}
+				return
+			}
+			if s.Errored != rows || len(s.Settled) != 0 || o.FailedStartCount != rows {
+				t.Errorf("stats = %+v output = %+v, want every row errored, none settled", s, o)
+			}
+			for _, re := range s.Errors {
+				if re.Code != codes.DeadlineExceeded.String() || re.Layer != executionsync.LayerExecutor {
+					t.Errorf("row %s errored %s in %s, want DeadlineExceeded in the executor", re.RunnerExecutionUUID, re.Code, re.Layer)
+				}
+			}
+			for id, want := range seeded {
+				faultCheckErrored(t, want, e.get(id), 1, codes.DeadlineExceeded.String(), e.clock.Now())
+			}
+		})
+	}
+}
+
+// faultCodePicker sets, before each observation, the code the fake fails a rate of GetExecution
+// calls with: one code picked by its own seeded source from codes. The fake's seeded source
+// decides which calls fail.
+type faultCodePicker struct {
+	executionsync.Executor
+	fake  *cloudrunfake.Server
+	codes []codes.Code
+	rate  float64
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	observes int
+}
+
+func (p *faultCodePicker) Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error) {
+	p.mu.Lock()
+	p.observes++
+	p.fake.FailRate(cloudrunfake.GetExecution, p.codes[p.rng.IntN(len(p.codes))], p.rate)
+	p.mu.Unlock()
+	return p.Executor.Observe(ctx, ref)
+}
+
+func (p *faultCodePicker) observed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.observes
+}
+
+// faultStopSpy counts the syncs that reach the executor (observations begun), arms one
+// ResourceExhausted on the fake when the failAt-th begins, and counts the observations begun
+// after a ResourceExhausted came back from the executor.
+type faultStopSpy struct {
+	executionsync.Executor
+	fake   *cloudrunfake.Server
+	failAt int
+
+	mu        sync.Mutex
+	begun     int
+	after     int
+	exhausted int
+}
+
+func (s *faultStopSpy) Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error) {
+	s.mu.Lock()
+	s.begun++
+	if s.exhausted > 0 {
+		s.after++
+	}
+	if s.begun == s.failAt {
+		s.fake.FailNext(cloudrunfake.GetExecution, codes.ResourceExhausted, 1)
+	}
+	s.mu.Unlock()
+	snap, err := s.Executor.Observe(ctx, ref)
+	if status.Code(err) == codes.ResourceExhausted {
+		s.mu.Lock()
+		s.exhausted++
+		s.mu.Unlock()
+	}
+	return snap, err
+}
+
+func (s *faultStopSpy) counts() (begun, after, exhausted int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.begun, s.after, s.exhausted
+}
+
+// faultSlowErrorWrites delays by d every Firestore commit that records an executor error on a
+// row (it writes sync.last_error): latency on the bookkeeping write of a failed call.
+func faultSlowErrorWrites(d time.Duration) grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if c, ok := req.(*firestorepb.CommitRequest); ok && slices.ContainsFunc(c.GetWrites(), func(w *firestorepb.Write) bool {
+			return slices.Contains(w.GetUpdateMask().GetFieldPaths(), "sync.last_error")
+		}) {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+}
+
+// faultNewEnv is newEnv with more dial options on the Firestore connection (a fault
+// interceptor); the rest is wired as newEnv wires it.
+func faultNewEnv(t *testing.T, o options, dial ...grpc.DialOption) *env {
+	t.Helper()
+	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), other: uuid.NewString()}
+	e.fs = testenv.Firestore(t, append(e.spy.DialOptions(), dial...)...)
+	fake, err := cloudrunfake.NewServer(cloudrunfake.WithClock(e.clock.Now), cloudrunfake.WithSeed(42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	e.fake = fake
+	client, err := cloudrun.Dial(context.Background(), fake.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{})
+	e.runs = ledger.NewRunStore(e.fs)
+	if o.cloudRun.Backoff == 0 {
+		o.cloudRun.Backoff = time.Millisecond
+	}
+	var exec executionsync.Executor = cloudrun.New(client, o.cloudRun)
+	if o.wrap != nil {
+		exec = o.wrap(exec)
+	}
+	cfg := o.cfg
+	cfg.Provider = ledger.ProviderCloudRun
+	cfg = cfg.WithDefaults()
+	log := logging.Discard()
+	syncer := executionsync.NewSyncer(e.store, exec, e.clock.Now, cfg.LostGrace, log)
+	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.engine = workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: log}, wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	return e
+}
+
+// faultSeed seeds n stale rows whose executions exec makes, and returns them as read back.
+func faultSeed(e *env, n int, exec func(string, time.Time) *runpb.Execution) map[string]ledger.Execution {
+	e.t.Helper()
+	out := make(map[string]ledger.Execution, n)
+	for range n {
+		id := e.stale(exec)
+		out[id] = e.get(id)
+	}
+	return out
+}
+
+// faultCheckErrored checks that got is want but for what a failed executor call records: the
+// error (code first) at the run's time, and one more sync attempt per failed call.
+func faultCheckErrored(t *testing.T, want, got ledger.Execution, attempts int64, code string, at time.Time) {
+	t.Helper()
+	if d := faultDiff(want, got, "Sync.LastError", "Sync.LastErrorAt", "Sync.Attempts"); len(d) > 0 {
+		t.Errorf("row %s changed by a failed call: %v", want.UUID, d)
+	}
+	if !strings.HasPrefix(got.Sync.LastError, code+": ") || !got.Sync.LastErrorAt.Equal(at) || got.Sync.Attempts != attempts {
+		t.Errorf("row %s recorded error %q at %v after %d attempts, want %s at %v after %d",
+			want.UUID, got.Sync.LastError, got.Sync.LastErrorAt, got.Sync.Attempts, code, at, attempts)
+	}
+}
+
+// faultCheckUnknown checks that got is want but for what an unknown verdict records.
+func faultCheckUnknown(t *testing.T, want, got ledger.Execution, since, at time.Time, attempts int64) {
+	t.Helper()
+	if d := faultDiff(want, got, "Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts"); len(d) > 0 {
+		t.Errorf("unknown row %s changed beyond its sync state: %v", want.UUID, d)
+	}
+	if s := got.Sync; !s.UnknownSince.Equal(since) || !s.LastSyncedAt.Equal(at) || s.LastVerdict != string(executor.VerdictUnknown) || s.Attempts != attempts {
+		t.Errorf("unknown row %s sync = %+v, want unknown since %v, synced at %v, %d attempts", want.UUID, s, since, at, attempts)
+	}
+}
+
+// faultCheckLost checks that got is want settled lost by run at now, unknown since since.
+func faultCheckLost(t *testing.T, want, got ledger.Execution, since, now time.Time, run string, grace time.Duration) {
+	t.Helper()
+	if d := faultDiff(want, got, "Active", "Status", "Outcome", "CompletedAt", "FailureReason", "Settlement",
+		"Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts"); len(d) > 0 {
+		t.Errorf("lost row %s changed beyond its settlement: %v", want.UUID, d)
+	}
+	if got.Active || got.Status != ledger.StatusFailed || got.Outcome != ledger.OutcomeLost || !got.CompletedAt.Equal(now) ||
+		!strings.Contains(got.FailureReason, grace.String()) || !got.Sync.UnknownSince.IsZero() {
+		t.Errorf("lost row %s: active=%t status=%s outcome=%s completed_at=%v failure_reason=%q sync=%+v",
+			want.UUID, got.Active, got.Status, got.Outcome, got.CompletedAt, got.FailureReason, got.Sync)
+	}
+	st := got.Settlement
+	if st == nil || st.Reason != executionsync.ReasonLost || st.WorkflowRunUUID != run || !st.At.Equal(now) {
+		t.Fatalf("lost row %s settlement = %+v", want.UUID, st)
+	}
+	if at, _ := st.Evidence["unknown_since"].(time.Time); !at.Equal(since) {
+		t.Errorf("lost evidence unknown_since = %v, want %v", st.Evidence["unknown_since"], since)
+	}
+	if at, _ := st.Evidence["row_observed_at"].(time.Time); !at.Equal(want.ObservedAt) {
+		t.Errorf("lost evidence row_observed_at = %v, want %v", st.Evidence["row_observed_at"], want.ObservedAt)
+	}
+}
+
+// faultCheckFailedRecord checks the run record of a run stopped by an executor refusal.
+func faultCheckFailedRecord(t *testing.T, runs *ledger.RunStore, out workflow.Outcome, reason string, code codes.Code, at time.Time) {
+	t.Helper()
+	rec, err := runs.GetRun(context.Background(), out.RunUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflow.StateFailed || !rec.FailedAt.Equal(at) || !rec.CompletedAt.IsZero() {
+		t.Errorf("run record status %s failed_at %v completed_at %v, want failed at %v", rec.Status, rec.FailedAt, rec.CompletedAt, at)
+	}
+	want := ledger.Failure{Reason: reason, Type: workflow.FailurePermanent, Step: "sync", Layer: "executor",
+		AtState: "reconciling", Action: "complete", ErrorType: code.String()}
+	if rec.Failure == nil {
+		t.Fatal("run record has no failure")
+	}
+	got := *rec.Failure
+	if !strings.Contains(got.Error, code.String()) {
+		t.Errorf("run record error %q does not carry %s", got.Error, code)
+	}
+	got.Error = ""
+	if got != want {
+		t.Errorf("run record failure = %+v, want %+v", got, want)
+	}
+	if rec.Stats["stopped_by"] != strings.TrimPrefix(reason, "executor_") {
+		t.Errorf("run record stats stopped_by = %v", rec.Stats["stopped_by"])
+	}
+}
+
+// faultDiff names the fields in which got differs from want, leaving out the paths in skip
+// ("Sync.Attempts").
+func faultDiff(want, got ledger.Execution, skip ...string) []string {
+	var diffs []string
+	var walk func(path string, w, g reflect.Value)
+	walk = func(path string, w, g reflect.Value) {
+		if slices.Contains(skip, path) {
+			return
+		}
+		if tw, ok := w.Interface().(time.Time); ok {
+			if tg := g.Interface().(time.Time); !tw.Equal(tg) {
+				diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", path, tg, tw))
+			}
+			return
+		}
+		if w.Kind() == reflect.Struct {
+			for i := range w.NumField() {
+				if f := w.Type().Field(i); f.IsExported() {
+					walk(strings.TrimPrefix(path+"."+f.Name, "."), w.Field(i), g.Field(i))
+				}
+			}
+			return
+		}
+		if !reflect.DeepEqual(w.Interface(), g.Interface()) {
+			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", path, g.Interface(), w.Interface()))
+		}
+	}
+	walk("", reflect.ValueOf(want), reflect.ValueOf(got))
+	return diffs
+}
+
+func faultRowsOf(errs []executionsync.RowError) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.RunnerExecutionUUID)
+	}
+	return out
+}
+
+func faultSameSet(a, b []string) bool { return slices.Equal(sorted(a), sorted(b)) }
