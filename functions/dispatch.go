@@ -1,11 +1,9 @@
 package functions
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-
-	"github.com/cloudevents/sdk-go/v2/event"
+	"net/http"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -15,14 +13,12 @@ import (
 // Dispatch fans a tick out: one sweep message per scope of the tick's workflow. The tick's data
 // is {"workflow_type", "initial_data"}; the runs it starts are named after the tick's message
 // id, so a redelivered tick starts nothing twice.
-func Dispatch(ctx context.Context, e event.Event) error {
-	msg, log, ok := pubsubMessage(ctx, e, "Dispatch")
-	if !ok {
-		return nil
-	}
-	start, err := message.ParseStart(msg.Data)
+func Dispatch(w http.ResponseWriter, r *http.Request) { servePush(w, r, "Dispatch", dispatch) }
+
+func dispatch(ctx context.Context, d delivery) error {
+	start, err := message.ParseStart(d.msg.Data)
 	if err != nil {
-		log.ErrorContext(ctx, "malformed tick acknowledged without a dispatch", "error", err.Error())
+		d.log.ErrorContext(ctx, "malformed tick acknowledged without a dispatch", "error", err.Error())
 		return nil
 	}
 	a, err := deps.Get(ctx)
@@ -32,18 +28,18 @@ func Dispatch(ctx context.Context, e event.Event) error {
 	rep, err := a.Dispatcher.Dispatch(ctx, pipeline.Tick{
 		WorkflowType: start.WorkflowType,
 		InitialData:  start.InitialData,
-		Trigger:      string(trigger(msg)),
-		Actor:        msg.Attributes[pipeline.AttrActor],
-		TickID:       cmp.Or(msg.MessageID, e.ID()),
+		Trigger:      string(trigger(d.msg)),
+		Actor:        d.msg.Attributes[pipeline.AttrActor],
+		TickID:       d.msg.MessageID, // never empty: DecodePush falls back to the event id
 	})
 	switch {
 	case err != nil && contract.CodeOf(err) == contract.CodeValidationFailed:
-		log.ErrorContext(ctx, "invalid tick acknowledged without a dispatch", "workflow_type", string(start.WorkflowType), "error", err.Error())
+		d.log.ErrorContext(ctx, "invalid tick acknowledged without a dispatch", "workflow_type", string(start.WorkflowType), "error", err.Error())
 		return nil
 	case err != nil:
-		log.WarnContext(ctx, "dispatch incomplete", "report", rep, "error", err.Error())
+		d.log.WarnContext(ctx, "dispatch incomplete", "report", rep, "error", err.Error())
 		return fmt.Errorf("dispatch: %w", err)
 	}
-	log.InfoContext(ctx, "dispatch completed", "report", rep)
+	d.log.InfoContext(ctx, "dispatch completed", "report", rep)
 	return nil
 }

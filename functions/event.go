@@ -2,31 +2,66 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// pubsubMessage reads the Pub/Sub message out of a messagePublished CloudEvent (or a raw push
-// body the framework converted). ok is false when the event was malformed; it has been logged
-// at ERROR, and the caller acknowledges it.
-func pubsubMessage(ctx context.Context, e event.Event, target string) (message.PubSub, *slog.Logger, bool) {
-	log := logger().With("target", target, "event_id", e.ID(), "event_type", e.Type())
-	if tp, ok := e.Extensions()["traceparent"].(string); ok {
-		log = log.With("traceparent", tp)
+// delivery is one Pub/Sub message handed to an event target, with a logger that carries the
+// ids an operator finds it by.
+type delivery struct {
+	msg message.PubSub
+	log *slog.Logger
+}
+
+// handleFunc handles one delivered message: nil acknowledges it, an error asks for a redelivery.
+type handleFunc func(ctx context.Context, d delivery) error
+
+// servePush is the HTTP face of the event targets. They are registered as HTTP functions, not
+// CloudEvent ones, because the framework's CloudEvent path reads the whole body before any code
+// of ours runs; here the body is read through a limit (message.MaxPushBytes) and an oversized
+// one is refused unread. message.DecodePush accepts the three shapes a push arrives in (Eventarc's
+// binary CloudEvent, a structured one, a raw push body).
+//
+// Answers: 200 acknowledges — a handled message, and one that could never succeed (malformed,
+// oversized, invalid, a duplicate, a scope another run holds), logged at ERROR or INFO, since a
+// redelivery would fail the same way; 500 asks for a redelivery, for a failure worth retrying;
+// 405 for a method other than POST.
+func servePush(w http.ResponseWriter, r *http.Request, target string, handle handleFunc) {
+	ctx := r.Context()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, r.Method+" is not allowed: deliveries are POSTed", http.StatusMethodNotAllowed)
+		return
 	}
-	msg, err := message.ParsePubSub(e.Data())
-	if err != nil {
+	r.Body = http.MaxBytesReader(w, r.Body, message.MaxPushBytes+1)
+	push, err := message.DecodePush(r)
+	log := logger().With("target", target, "event_id", push.EventID, "event_type", push.EventType, "push_shape", string(push.Shape))
+	if push.Traceparent != "" {
+		log = log.With("traceparent", push.Traceparent)
+	}
+	var ve *contract.ValidationError
+	switch {
+	case errors.As(err, &ve):
 		log.ErrorContext(ctx, "malformed event acknowledged without a run", "error", err.Error())
-		return message.PubSub{}, nil, false
+		w.WriteHeader(http.StatusOK)
+		return
+	case err != nil: // the body broke off: the message never arrived whole, a redelivery may
+		log.WarnContext(ctx, "delivery not read whole; answered 500 for a redelivery", "error", err.Error())
+		http.Error(w, "the delivery could not be read", http.StatusInternalServerError)
+		return
 	}
-	if msg.MessageID == "" {
-		msg.MessageID = e.ID()
+	d := delivery{msg: push.Message, log: log.With("message_id", push.Message.MessageID)}
+	if err := handle(ctx, d); err != nil {
+		d.log.ErrorContext(ctx, "delivery failed; answered 500 for a redelivery", "error", err.Error())
+		http.Error(w, "the message was not handled; redeliver it", http.StatusInternalServerError)
+		return
 	}
-	return msg, log.With("message_id", msg.MessageID), true
+	w.WriteHeader(http.StatusOK)
 }
 
 // trigger reads a message's trigger attribute: manual when it says so, else schedule.

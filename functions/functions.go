@@ -1,20 +1,27 @@
 // Package functions holds stalesweep's Cloud Functions entry points, and nothing else: init
-// registers the targets; each handler decodes its request or event, calls one piece of the
-// pipeline, and maps the result to a response or to nil/an error.
+// registers the targets; each handler decodes its request, calls one piece of the pipeline, and
+// maps the result to a response.
 //
 // Targets:
 //
-//	Dispatch      (CloudEvent, stalesweep-ticks)  a tick → one sweep message per scope
-//	Sweep         (CloudEvent, stalesweep-sweeps) a sweep message → one run on one scope,
-//	                                              its syncs published to stalesweep-syncs
-//	SyncExecution (CloudEvent, stalesweep-syncs)  a sync message → one row synced, exactly once
-//	StartWorkflow (HTTP)                          POST {"workflow_type", "initial_data"} → one run
-//	                                              on one scope, syncs inline, output returned
+//	Dispatch      (Pub/Sub push, stalesweep-ticks)  a tick → one sweep message per scope
+//	Sweep         (Pub/Sub push, stalesweep-sweeps) a sweep message → one run on one scope,
+//	                                                its syncs published to stalesweep-syncs
+//	SyncExecution (Pub/Sub push, stalesweep-syncs)  a sync message → one row synced, exactly once
+//	StartWorkflow (HTTP)                            POST {"workflow_type", "initial_data"} → one
+//	                                                run on one scope, syncs inline, output returned
 //
-// Acknowledgement: a handler returns nil (acknowledged) for a message that could never succeed
-// — malformed, invalid, a duplicate, a scope another run holds — after logging it, and an error
-// only for a failure worth redelivering. Dependencies are built once per instance, lazily, from
-// the environment (internal/app); a failed build is retried on the next call.
+// Every target is registered with functions.HTTP, the three Pub/Sub ones included: the
+// framework's CloudEvent registration reads the whole request body before any code of ours
+// runs, so an oversized delivery would be read into memory unchecked. The event targets decode
+// the push themselves (message.DecodePush: Eventarc's binary CloudEvent, a structured one, or a
+// raw push body as the Pub/Sub emulator sends it), reading at most message.MaxPushBytes.
+//
+// Acknowledgement: an event target answers 200 (acknowledged) for a message that could never
+// succeed — malformed, oversized, invalid, a duplicate, a scope another run holds — after
+// logging it, and 500 (redelivered, when the trigger retries) only for a failure worth
+// redelivering. Dependencies are built once per instance, lazily, from the environment
+// (internal/app); a failed build is retried on the next call.
 package functions
 
 import (
@@ -32,9 +39,9 @@ import (
 )
 
 func init() {
-	functions.CloudEvent("Dispatch", Dispatch)
-	functions.CloudEvent("Sweep", Sweep)
-	functions.CloudEvent("SyncExecution", SyncExecution)
+	functions.HTTP("Dispatch", Dispatch)
+	functions.HTTP("Sweep", Sweep)
+	functions.HTTP("SyncExecution", SyncExecution)
 	functions.HTTP("StartWorkflow", StartWorkflow)
 }
 

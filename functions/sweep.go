@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
-	"github.com/cloudevents/sdk-go/v2/event"
+	"net/http"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -18,14 +17,12 @@ import (
 // Sweep runs one workflow run on one scope for a message on the sweeps topic, whose data is
 // {"workflow_type", "initial_data"} and whose workflow_run_uuid attribute names the run. The
 // run's syncs are published to the syncs topic.
-func Sweep(ctx context.Context, e event.Event) error {
-	msg, log, ok := pubsubMessage(ctx, e, "Sweep")
-	if !ok {
-		return nil
-	}
-	start, err := message.ParseStart(msg.Data)
+func Sweep(w http.ResponseWriter, r *http.Request) { servePush(w, r, "Sweep", sweep) }
+
+func sweep(ctx context.Context, d delivery) error {
+	start, err := message.ParseStart(d.msg.Data)
 	if err != nil {
-		log.ErrorContext(ctx, "malformed sweep message acknowledged without a run", "error", err.Error())
+		d.log.ErrorContext(ctx, "malformed sweep message acknowledged without a run", "error", err.Error())
 		return nil
 	}
 	a, err := deps.Get(ctx)
@@ -35,11 +32,11 @@ func Sweep(ctx context.Context, e event.Event) error {
 	out, err := a.Pipeline.Start(ctx, workflow.Request{
 		Type:        start.WorkflowType,
 		InitialData: start.InitialData,
-		Trigger:     trigger(msg),
-		Actor:       msg.Attributes[pipeline.AttrActor],
-		RunUUID:     msg.Attributes[pipeline.AttrWorkflowRunUUID],
+		Trigger:     trigger(d.msg),
+		Actor:       d.msg.Attributes[pipeline.AttrActor],
+		RunUUID:     d.msg.Attributes[pipeline.AttrWorkflowRunUUID],
 	})
-	return acknowledge(ctx, log.With("workflow_type", string(start.WorkflowType)), out, err)
+	return acknowledge(ctx, d.log.With("workflow_type", string(start.WorkflowType)), out, err)
 }
 
 // acknowledge maps a run's end to the event's: nil for everything but a failure worth

@@ -1,36 +1,28 @@
 package functions
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-
-	"github.com/cloudevents/sdk-go/v2/event"
+	"net/http"
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/message"
 )
 
 // SyncExecution syncs one runner execution for a message on the syncs topic. The message names
 // the run and the row as the scan saw it; the row's decision is written with a receipt for
 // (run, row), so a redelivered message writes nothing. A failure worth retrying (the executor or
 // Firestore unavailable) returns an error; everything else is acknowledged.
-func SyncExecution(ctx context.Context, e event.Event) error {
-	msg, log, ok := pubsubMessage(ctx, e, "SyncExecution")
-	if !ok {
-		return nil
-	}
-	var req executionsync.SyncRequest
-	dec := json.NewDecoder(bytes.NewReader(msg.Data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		log.ErrorContext(ctx, "malformed sync message acknowledged", "error", err.Error())
-		return nil
-	}
-	log = log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
+func SyncExecution(w http.ResponseWriter, r *http.Request) {
+	servePush(w, r, "SyncExecution", syncExecution)
+}
+
+func syncExecution(ctx context.Context, d delivery) error {
+	req, err := message.ParseSync(d.msg.Data)
+	log := d.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
 		"runner_execution_uuid", req.RunnerExecutionUUID)
-	if err := req.Validate(); err != nil {
-		log.ErrorContext(ctx, "invalid sync message acknowledged", "error", err.Error())
+	if err != nil {
+		log.ErrorContext(ctx, "malformed or invalid sync message acknowledged", "error", err.Error())
 		return nil
 	}
 	a, err := deps.Get(ctx)

@@ -3,9 +3,8 @@
 // a local functions server (stalesweep serve), as Eventarc does in production.
 //
 // The emulator's push delivers the raw push body ({"subscription", "message"}) with no ce-*
-// headers; the functions framework turns it into the same messagePublished CloudEvent the
-// targets get from Eventarc (it also prints a warning that the path names no topic, which is
-// harmless here).
+// headers; the event targets read that shape as well as Eventarc's messagePublished CloudEvent
+// (message.DecodePush), so the local chain runs the same code as production.
 package localpipeline
 
 import (

@@ -121,18 +121,28 @@ func violations(root *jsonschema.ValidationError) []Violation {
 			return
 		case *kind.AdditionalProperties:
 			for _, name := range k.Properties {
+				if name == "" { // a violation must name a field: name the object holding it
+					out = append(out, Violation{Field: orInput(field), Rule: rule, Message: "has a field with an empty name, which is not a known field"})
+					continue
+				}
 				out = append(out, Violation{Field: join(field, name), Rule: rule, Message: "is not a known field"})
 			}
 			return
 		}
-		if field == "" {
-			field = "initial_data"
-		}
+		field = orInput(field)
 		out = append(out, Violation{Field: field, Rule: rule, Message: msg})
 	}
 	walk(root)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return slices.Compact(out)
+}
+
+// orInput names the input itself where a path is empty.
+func orInput(field string) string {
+	if field == "" {
+		return "initial_data"
+	}
+	return field
 }
 
 func join(parent, name string) string {

@@ -27,6 +27,7 @@ func TestExecutionSyncInputRejections(t *testing.T) {
 		{"negative min_age_seconds", `{"organization_uuid": "` + org + `", "min_age_seconds": -1}`, "min_age_seconds", "minimum"},
 		{"min_age_seconds over a year", `{"organization_uuid": "` + org + `", "min_age_seconds": 31536001}`, "min_age_seconds", "maximum"},
 		{"unknown field", `{"organization_uuid": "` + org + `", "limt": 5}`, "limt", "additionalProperties"},
+		{"field with an empty name", `{"organization_uuid": "` + org + `", "": 5}`, "initial_data", "additionalProperties"},
 		{"not an object", `[1, 2]`, "initial_data", "type"},
 		{"not JSON", `{"organization_uuid":`, "initial_data", "type"},
 		{"two values", `{} {}`, "initial_data", "type"},

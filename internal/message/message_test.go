@@ -40,6 +40,8 @@ func TestParseStartRejections(t *testing.T) {
 		{"unknown type", `{"workflow_type": "nope"}`, "workflow_type", "enum"},
 		{"type not a string", `{"workflow_type": 3}`, "workflow_type", "type"},
 		{"unknown field", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "data": {}}`, "data", "additionalProperties"},
+		{"field with an empty name", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "": {}}`, "body", "additionalProperties"},
+		{"unknown field with a quote", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "a\"b": {}}`, `a"b`, "additionalProperties"},
 		{"initial_data an array", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": [1]}`, "initial_data", "type"},
 		{"initial_data a string", `{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": "x"}`, "initial_data", "type"},
 		{"two objects", `{"workflow_type": "runner.execution-sync-stale-cloud-run"} {}`, "body", "type"},
