@@ -3,7 +3,6 @@ package executionsync
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -189,10 +188,14 @@ func (r SyncRequest) Validate() error {
 	switch {
 	case r.WorkflowRunUUID == "":
 		return contract.Invalid("workflow_run_uuid", "required", "is required")
+	case ledger.CheckDocID(r.WorkflowRunUUID) != nil:
+		return contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.WorkflowRunUUID))
 	case uuid.Validate(r.OrganizationUUID) != nil:
 		return contract.Invalid("organization_uuid", "format", "must be a UUID")
-	case r.RunnerExecutionUUID == "" || strings.Contains(r.RunnerExecutionUUID, "/"):
-		return contract.Invalid("runner_execution_uuid", "required", "must be a document id")
+	case r.RunnerExecutionUUID == "":
+		return contract.Invalid("runner_execution_uuid", "required", "is required")
+	case ledger.CheckDocID(r.RunnerExecutionUUID) != nil:
+		return contract.Invalid("runner_execution_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.RunnerExecutionUUID))
 	case r.Provider == "":
 		return contract.Invalid("provider", "required", "is required")
 	case len(r.ProviderRef) == 0:

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -49,16 +50,23 @@ type GKEConfig struct {
 // file, of the form {"clusters": {"NAME": ClusterConfig, ...}}.
 const ClustersEnv = "STALESWEEP_KUBE_CLUSTERS"
 
-// ParseClusters reads the clusters configuration from inline JSON or a file path. Each cluster
-// must say exactly one way to reach it.
+// MaxClustersBytes bounds the clusters configuration, inline or in its file.
+const MaxClustersBytes = 1 << 20
+
+// ParseClusters reads the clusters configuration from inline JSON or a file path (at most
+// MaxClustersBytes either way). It must be one JSON object; each cluster must have a name and
+// say exactly one way to reach it.
 func ParseClusters(value string) (map[string]ClusterConfig, error) {
 	raw := []byte(value)
 	if t := strings.TrimSpace(value); !strings.HasPrefix(t, "{") {
-		b, err := os.ReadFile(t)
+		b, err := readBounded(t, MaxClustersBytes)
 		if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", ClustersEnv, t, err)
 		}
 		raw = b
+	}
+	if len(raw) > MaxClustersBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", ClustersEnv, MaxClustersBytes)
 	}
 	var doc struct {
 		Clusters map[string]ClusterConfig `json:"clusters"`
@@ -68,12 +76,18 @@ func ParseClusters(value string) (map[string]ClusterConfig, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", ClustersEnv, err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: must hold exactly one JSON object; found more after it", ClustersEnv)
+	}
 	names := make([]string, 0, len(doc.Clusters))
 	for name := range doc.Clusters {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("%s: a cluster has an empty name; rows name their cluster by it", ClustersEnv)
+		}
 		c := doc.Clusters[name]
 		ways := 0
 		for _, set := range []bool{c.Kubeconfig != "", c.InCluster, c.GKE != nil, c.Host != ""} {
@@ -89,6 +103,24 @@ func ParseClusters(value string) (map[string]ClusterConfig, error) {
 		}
 	}
 	return doc.Clusters, nil
+}
+
+// readBounded reads a file, refusing one larger than limit (or that never ends, as a device
+// might) without reading more than limit+1 bytes of it.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
 }
 
 // RESTConfig builds the client configuration of one cluster.

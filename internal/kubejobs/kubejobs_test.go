@@ -180,6 +180,10 @@ func TestParseClusters(t *testing.T) {
 		"unknown field":  `{"clusters": {"x": {"in_cluster": true, "insecure": true}}}`,
 		"not json":       `{"clusters": `,
 		"missing file":   `/nonexistent/clusters.json`,
+		"trailing text":  `{"clusters": {"x": {"in_cluster": true}}} and more`,
+		"empty name":     `{"clusters": {"": {"in_cluster": true}}}`,
+		"endless file":   `/dev/zero`,
+		"too large":      `{"clusters": {}, "pad": "` + strings.Repeat("x", MaxClustersBytes) + `"}`,
 	} {
 		if _, err := ParseClusters(bad); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/option"
@@ -85,3 +87,23 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 }
 
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
+
+// CheckDocID reports why id cannot name a Firestore document, or nil: it must be valid UTF-8 of
+// at most 1,500 bytes, hold no "/", not be "." or "..", and not match __.*__.
+func CheckDocID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("is empty")
+	case len(id) > 1500:
+		return fmt.Errorf("is longer than 1500 bytes")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("is not valid UTF-8")
+	case strings.Contains(id, "/"):
+		return fmt.Errorf("holds a /")
+	case id == "." || id == "..":
+		return fmt.Errorf("is %q", id)
+	case len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__"):
+		return fmt.Errorf("matches __.*__, which Firestore reserves")
+	}
+	return nil
+}

@@ -213,7 +213,9 @@ func TestParseSync(t *testing.T) {
 		{"provider_ref a string", strings.Replace(valid, `{"execution": "projects/p/locations/l/jobs/j/executions/e"}`, `"e"`, 1), "provider_ref", "type", false},
 		{"no run", strings.Replace(valid, `"run-1"`, `""`, 1), "workflow_run_uuid", "required", true},
 		{"organization not a uuid", strings.Replace(valid, fuzzOrg, "acme", 1), "organization_uuid", "format", true},
-		{"row id a path", strings.Replace(valid, `"row-1"`, `"../x"`, 1), "runner_execution_uuid", "required", true},
+		{"row id a path", strings.Replace(valid, `"row-1"`, `"../x"`, 1), "runner_execution_uuid", "format", true},
+		{"row id reserved by Firestore", strings.Replace(valid, `"row-1"`, `"__x__"`, 1), "runner_execution_uuid", "format", true},
+		{"run id reserved by Firestore", strings.Replace(valid, `"run-1"`, `".."`, 1), "workflow_run_uuid", "format", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

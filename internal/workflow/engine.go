@@ -184,6 +184,11 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if req.RunUUID != "" {
+		if err := ledger.CheckDocID(req.RunUUID); err != nil {
+			return Outcome{}, contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", err)
+		}
+	}
 	if req.StormOverride && req.Trigger != TriggerLocal {
 		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may override the storm guard, not a %s run", req.Trigger)
 	}

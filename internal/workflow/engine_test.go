@@ -215,6 +215,9 @@ func TestInvalidRequestsWriteNothing(t *testing.T) {
 		{Type: "runner.unknown", InitialData: validInput},
 		{Type: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{"organization_uuid": "nope"}`)},
 		{Type: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{}`)},
+		{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, RunUUID: "__reserved__"},
+		{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, RunUUID: "a/b"},
+		{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, RunUUID: ".."},
 	} {
 		if _, err := eng.Start(context.Background(), req); !workflow.IsValidation(err) {
 			t.Errorf("%s %s: err = %v, want a validation error", req.Type, req.InitialData, err)
