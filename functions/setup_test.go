@@ -29,6 +29,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/auth"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testenv"
@@ -46,6 +47,9 @@ var (
 	audience = "https://stalesweep-test.example.run.app/StartWorkflow"
 	allowed  = "ops@example.com"
 	certs    *http.Client // fetches the test signing keys in place of Google's
+	// spy watches the functions' own Firestore connection: every write any target commits.
+	// Tests share it (and the process), so each filters it by its own documents' ids.
+	spy = fsspy.New()
 )
 
 const keyID = "test-key-1"
@@ -88,6 +92,15 @@ func setup() error {
 		}}})
 	}))
 	certs = &http.Client{Transport: rewrite{to: jwks.URL}}
+	// The targets' dependencies, built as in production but with the spy on their Firestore
+	// connection.
+	deps = app.NewLazy(func(ctx context.Context) (*app.App, error) {
+		cfg, err := app.ConfigFromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		return app.New(ctx, cfg, logger(), time.Now, app.Parts{Pipeline: true, FirestoreDialOptions: spy.DialOptions()})
+	})
 	verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
 		return auth.New(ctx, auth.Config{Audience: audience, Allowed: []string{allowed}, HTTPClient: certs})
 	})
