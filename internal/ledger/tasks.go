@@ -40,6 +40,10 @@ var ErrHeadMoved = errors.New("head moved")
 // ErrNoTask is Next finding no task to claim.
 var ErrNoTask = errors.New("no new task in the queue")
 
+// ErrQueueBusy is Next finding new tasks but every one of them being claimed by other workers
+// at that moment: try again.
+var ErrQueueBusy = errors.New("every candidate task is being claimed by another worker")
+
 // Task is a tasks document.
 type Task struct {
 	Queue          string    `firestore:"-"`
@@ -179,6 +183,12 @@ func (s *TaskStore) Enqueue(ctx context.Context, queue, taskID, slug string, at 
 // Next claims the oldest new task of the queue for worker, in a transaction that moves it to
 // working only if it is still new, so two workers never claim the same task. The claim writes a
 // working status and a heartbeat; the lease holds that heartbeat.
+//
+// Workers that reach for the oldest task at once queue on its lock (Firestore's transactions
+// lock what they read). A candidate another worker has taken, or is taking (the claim aborted on
+// contention after its retries, or ran out of time on the lock), is passed over for the next
+// oldest, so a busy queue's workers fan out instead of failing. Only when every candidate was
+// contended does Next fail, with ErrQueueBusy: the caller asks again.
 func (s *TaskStore) Next(ctx context.Context, queue, worker string, at time.Time) (Lease, error) {
 	snaps, err := s.queue(queue).Collection(TasksCollection).
 		Where("status", "==", TaskNew).OrderBy("created_at", firestore.Asc).Limit(10).
@@ -186,6 +196,7 @@ func (s *TaskStore) Next(ctx context.Context, queue, worker string, at time.Time
 	if err != nil {
 		return Lease{}, fmt.Errorf("next task of %s: %w", queue, err)
 	}
+	contended := 0
 	for _, snap := range snaps {
 		var lease Lease
 		err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -216,11 +227,24 @@ func (s *TaskStore) Next(ctx context.Context, queue, worker string, at time.Time
 			return lease, nil
 		case errors.Is(err, ErrHeadMoved):
 			continue // another worker claimed it first
+		case ctx.Err() == nil && lockContended(err):
+			contended++ // another worker is claiming it: try the next
+			continue
 		default:
 			return Lease{}, fmt.Errorf("claim task %s/%s: %w", queue, snap.Ref.ID, err)
 		}
 	}
+	if contended > 0 {
+		return Lease{}, fmt.Errorf("next task of %s: %d candidates contended: %w", queue, contended, ErrQueueBusy)
+	}
 	return Lease{}, ErrNoTask
+}
+
+// lockContended reports whether a claim failed on another transaction's lock: aborted on
+// contention after its retries, or out of time waiting (the caller's context still live).
+func lockContended(err error) bool {
+	c := status.Code(err)
+	return c == codes.Aborted || c == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)
 }
 
 // fenced runs f on the task of lease if the lease still holds it: the task is working and its
