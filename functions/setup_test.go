@@ -200,27 +200,7 @@ const (
 // stale seeds a row of org not observed for an hour, whose execution Cloud Run reports as kind.
 func (w world) stale(t *testing.T, org string, kind rowKind) string {
 	t.Helper()
-	id := uuid.NewString()
-	name := cloudrunfake.ExecutionName("p", "l", "job", id)
-	at := time.Now().Add(-2 * time.Hour)
-	exec := cloudrunfake.Succeeded(name, at)
-	switch kind {
-	case kindFailed:
-		exec = cloudrunfake.Failed(name, at, 0)
-	case kindRunning:
-		exec = cloudrunfake.Running(name, at)
-	}
-	if err := fake.SetExecution(exec); err != nil {
-		t.Fatal(err)
-	}
-	_, err := w.fs.Collection(ledger.ExecutionsCollection).Doc(id).Set(context.Background(), map[string]any{
-		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
-		"observed_at": time.Now().Add(-time.Hour).Truncate(time.Microsecond), "provider_ref": map[string]any{"execution": name},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return w.execution(t, org, kind, time.Now().Add(-time.Hour))
 }
 
 func (w world) row(t *testing.T, id string) ledger.Execution {
