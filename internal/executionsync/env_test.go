@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/run/apiv2/runpb"
 	"github.com/google/uuid"
+	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
@@ -47,12 +48,14 @@ type options struct {
 	cloudRun cloudrun.Config
 	// wrap lets a test stand between the workflow and the adapter.
 	wrap func(executionsync.Executor) executionsync.Executor
+	// dial adds options to the Firestore connection (a fault interceptor).
+	dial []grpc.DialOption
 }
 
 func newEnv(t *testing.T, o options) *env {
 	t.Helper()
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), other: uuid.NewString()}
-	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
+	e.fs = testenv.Firestore(t, append(e.spy.DialOptions(), o.dial...)...)
 	fake, err := cloudrunfake.NewServer(cloudrunfake.WithClock(e.clock.Now), cloudrunfake.WithSeed(42))
 	if err != nil {
 		t.Fatal(err)

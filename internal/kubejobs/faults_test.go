@@ -16,16 +16,13 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +33,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executionsync/synccheck"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testenv"
@@ -90,7 +88,7 @@ func TestKubernetesTransientAPIErrorsSettleNothingOnTheErroredRowAndEveryRowWith
 				if o.CandidateCount != tt.rows-len(settled) || s.Deferred != 0 || s.StoppedBy != "" {
 					t.Errorf("run %d: %d candidates (want %d), deferred %d, stopped by %q", run, o.CandidateCount, tt.rows-len(settled), s.Deferred, s.StoppedBy)
 				}
-				if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !faultSameSet(faultRowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
+				if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !synccheck.SameSet(synccheck.RowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
 					t.Errorf("run %d: errored %d, %d errors listed, failed starts %v", run, s.Errored, len(s.Errors), o.FailedRunnerExecutionUUIDs)
 				}
 				for _, re := range s.Errors {
@@ -99,7 +97,7 @@ func TestKubernetesTransientAPIErrorsSettleNothingOnTheErroredRowAndEveryRowWith
 						t.Errorf("run %d: row %s errored in %s with %s, want the executor with one of %v", run, re.RunnerExecutionUUID, re.Layer, re.Code, tt.codes)
 					}
 					failedCalls[re.RunnerExecutionUUID]++
-					faultCheckErrored(t, seeded[re.RunnerExecutionUUID], k.get(re.RunnerExecutionUUID), failedCalls[re.RunnerExecutionUUID], re.Code, now)
+					synccheck.Errored(t, seeded[re.RunnerExecutionUUID], k.get(re.RunnerExecutionUUID), failedCalls[re.RunnerExecutionUUID], re.Code, now)
 				}
 				if s.Settled["succeeded"] != o.StartedCount || len(s.Settled) > 1 {
 					t.Errorf("run %d: settled %v, want every started row succeeded (%d)", run, s.Settled, o.StartedCount)
@@ -157,7 +155,7 @@ func TestKubernetesTooManyRequestsBeginsNoSyncAfterItAndDefersTheRest(t *testing
 	for _, concurrency := range []int{1, 4, 8} {
 		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) {
 			t.Parallel()
-			k := faultNewKube(t, faultKubeOptions{concurrency: concurrency, dial: []grpc.DialOption{faultSlowErrorWrites(300 * time.Millisecond)}})
+			k := faultNewKube(t, faultKubeOptions{concurrency: concurrency, dial: []grpc.DialOption{synccheck.SlowErrorWrites(300 * time.Millisecond)}})
 			seeded := k.seed(rows, succeededJob)
 			throttle := &faultThrottle{failAt: failAt}
 			k.cs.PrependReactor("get", "jobs", throttle.react)
@@ -190,9 +188,9 @@ func TestKubernetesTooManyRequestsBeginsNoSyncAfterItAndDefersTheRest(t *testing
 				got := k.get(id)
 				switch {
 				case id == throttled:
-					faultCheckErrored(t, want, got, 1, codes.ResourceExhausted.String(), k.clock.Now())
+					synccheck.Errored(t, want, got, 1, codes.ResourceExhausted.String(), k.clock.Now())
 				case slices.Contains(o.FailedRunnerExecutionUUIDs, id): // deferred: never asked about, never written
-					if d := faultDiff(want, got); len(d) > 0 {
+					if d := synccheck.Diff(want, got); len(d) > 0 {
 						t.Errorf("deferred row %s changed: %v", id, d)
 					}
 				default:
@@ -247,7 +245,7 @@ func TestKubernetesDeletedJobIsUnknownUntilTheGraceAndOnlyThenLost(t *testing.T)
 			if s.Unknown != 1 || len(s.Settled) != 0 || s.Errored != 0 {
 				t.Fatalf("first run stats = %+v, want one unknown", s)
 			}
-			faultCheckUnknown(t, want, k.get(id), since, since, 1)
+			synccheck.Unknown(t, want, k.get(id), since, since, 1)
 
 			k.clock.Advance(tt.after)
 			now := k.clock.Now()
@@ -260,13 +258,13 @@ func TestKubernetesDeletedJobIsUnknownUntilTheGraceAndOnlyThenLost(t *testing.T)
 				if s.Unknown != 1 || len(s.Settled) != 0 {
 					t.Errorf("second run stats = %+v, want one unknown, nothing settled", s)
 				}
-				faultCheckUnknown(t, want, got, since, now, 2)
+				synccheck.Unknown(t, want, got, since, now, 2)
 				return
 			}
 			if s.Unknown != 0 || !reflect.DeepEqual(s.Settled, map[string]int{ledger.OutcomeLost: 1}) {
 				t.Errorf("second run stats = %+v, want one settled lost and nothing else", s)
 			}
-			faultCheckLost(t, want, got, since, now, out.RunUUID, grace)
+			synccheck.Lost(t, want, got, since, now, out.RunUUID, grace)
 			if ev := got.Settlement.Evidence; ev["error"] != "not_found" || ev["job"] != jobName || ev["source"] != "kubernetes" {
 				t.Errorf("lost evidence = %v, want the API server's NotFound for %s", ev, jobName)
 			}
@@ -312,16 +310,16 @@ func TestKubernetesForbiddenSettlesNothingAndTheRunRecordSaysWhy(t *testing.T) {
 			if o.StartedCount != 0 || o.FailedStartCount != rows {
 				t.Errorf("output = %+v, want no row started", o)
 			}
-			faultCheckFailedRecord(t, k.runs, out, "executor_"+tt.reason, tt.code, k.clock.Now())
+			synccheck.FailedRecord(t, k.runs, out, "executor_"+tt.reason, tt.code, k.clock.Now())
 			if out.Output["failure_reason"] != "executor_"+tt.reason || out.Output["failed_layer"] != "executor" {
 				t.Errorf("output envelope = %v", out.Output)
 			}
-			errored := faultRowsOf(s.Errors)
+			errored := synccheck.RowsOf(s.Errors)
 			for id, want := range seeded {
 				got := k.get(id)
 				if slices.Contains(errored, id) {
-					faultCheckErrored(t, want, got, 1, tt.code.String(), k.clock.Now())
-				} else if d := faultDiff(want, got); len(d) > 0 {
+					synccheck.Errored(t, want, got, 1, tt.code.String(), k.clock.Now())
+				} else if d := synccheck.Diff(want, got); len(d) > 0 {
 					t.Errorf("deferred row %s changed: %v", id, d)
 				}
 			}
@@ -401,7 +399,7 @@ func TestKubernetesGetsSlowerThanTheirTimeoutAreErroredDeadlineExceededAndSettle
 				}
 			}
 			for id, want := range seeded {
-				faultCheckErrored(t, want, k.get(id), 1, codes.DeadlineExceeded.String(), k.clock.Now())
+				synccheck.Errored(t, want, k.get(id), 1, codes.DeadlineExceeded.String(), k.clock.Now())
 			}
 		})
 	}
@@ -622,145 +620,4 @@ func (j faultCtxJobs) Get(ctx context.Context, name string, opts metav1.GetOptio
 	j.c.ctxs.Store(key, ctx)
 	defer j.c.ctxs.Delete(key)
 	return j.c.cs.BatchV1().Jobs(j.namespace).Get(ctx, name, opts)
-}
-
-// faultSlowErrorWrites delays by d every Firestore commit that records an executor error on a
-// row (it writes sync.last_error): latency on the bookkeeping write of a failed call.
-func faultSlowErrorWrites(d time.Duration) grpc.DialOption {
-	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if c, ok := req.(*firestorepb.CommitRequest); ok && slices.ContainsFunc(c.GetWrites(), func(w *firestorepb.Write) bool {
-			return slices.Contains(w.GetUpdateMask().GetFieldPaths(), "sync.last_error")
-		}) {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return status.FromContextError(ctx.Err()).Err()
-			}
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})
-}
-
-// faultCheckErrored checks that got is want but for what a failed executor call records: the
-// error (code first) at the run's time, and one more sync attempt per failed call.
-func faultCheckErrored(t *testing.T, want, got ledger.Execution, attempts int64, code string, at time.Time) {
-	t.Helper()
-	if d := faultDiff(want, got, "Sync.LastError", "Sync.LastErrorAt", "Sync.Attempts"); len(d) > 0 {
-		t.Errorf("row %s changed by a failed call: %v", want.UUID, d)
-	}
-	if !strings.HasPrefix(got.Sync.LastError, code+": ") || !got.Sync.LastErrorAt.Equal(at) || got.Sync.Attempts != attempts {
-		t.Errorf("row %s recorded error %q at %v after %d attempts, want %s at %v after %d",
-			want.UUID, got.Sync.LastError, got.Sync.LastErrorAt, got.Sync.Attempts, code, at, attempts)
-	}
-}
-
-// faultCheckUnknown checks that got is want but for what an unknown verdict records.
-func faultCheckUnknown(t *testing.T, want, got ledger.Execution, since, at time.Time, attempts int64) {
-	t.Helper()
-	if d := faultDiff(want, got, "Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts"); len(d) > 0 {
-		t.Errorf("unknown row %s changed beyond its sync state: %v", want.UUID, d)
-	}
-	if s := got.Sync; !s.UnknownSince.Equal(since) || !s.LastSyncedAt.Equal(at) || s.LastVerdict != "unknown" || s.Attempts != attempts {
-		t.Errorf("unknown row %s sync = %+v, want unknown since %v, synced at %v, %d attempts", want.UUID, s, since, at, attempts)
-	}
-}
-
-// faultCheckLost checks that got is want settled lost by run at now, unknown since since.
-func faultCheckLost(t *testing.T, want, got ledger.Execution, since, now time.Time, run string, grace time.Duration) {
-	t.Helper()
-	if d := faultDiff(want, got, "Active", "Status", "Outcome", "CompletedAt", "FailureReason", "Settlement",
-		"Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts"); len(d) > 0 {
-		t.Errorf("lost row %s changed beyond its settlement: %v", want.UUID, d)
-	}
-	if got.Active || got.Status != ledger.StatusFailed || got.Outcome != ledger.OutcomeLost || !got.CompletedAt.Equal(now) ||
-		!strings.Contains(got.FailureReason, grace.String()) || !got.Sync.UnknownSince.IsZero() {
-		t.Errorf("lost row %s: active=%t status=%s outcome=%s completed_at=%v failure_reason=%q sync=%+v",
-			want.UUID, got.Active, got.Status, got.Outcome, got.CompletedAt, got.FailureReason, got.Sync)
-	}
-	st := got.Settlement
-	if st == nil || st.Reason != executionsync.ReasonLost || st.WorkflowRunUUID != run || !st.At.Equal(now) {
-		t.Fatalf("lost row %s settlement = %+v", want.UUID, st)
-	}
-	if at, _ := st.Evidence["unknown_since"].(time.Time); !at.Equal(since) {
-		t.Errorf("lost evidence unknown_since = %v, want %v", st.Evidence["unknown_since"], since)
-	}
-	if at, _ := st.Evidence["row_observed_at"].(time.Time); !at.Equal(want.ObservedAt) {
-		t.Errorf("lost evidence row_observed_at = %v, want %v", st.Evidence["row_observed_at"], want.ObservedAt)
-	}
-}
-
-// faultCheckFailedRecord checks the run record of a run stopped by an executor refusal.
-func faultCheckFailedRecord(t *testing.T, runs *ledger.RunStore, out workflow.Outcome, reason string, code codes.Code, at time.Time) {
-	t.Helper()
-	rec, err := runs.GetRun(context.Background(), out.RunUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Status != workflow.StateFailed || !rec.FailedAt.Equal(at) || !rec.CompletedAt.IsZero() {
-		t.Errorf("run record status %s failed_at %v completed_at %v, want failed at %v", rec.Status, rec.FailedAt, rec.CompletedAt, at)
-	}
-	want := ledger.Failure{Reason: reason, Type: workflow.FailurePermanent, Step: "sync", Layer: "executor",
-		AtState: "reconciling", Action: "complete", ErrorType: code.String()}
-	if rec.Failure == nil {
-		t.Fatal("run record has no failure")
-	}
-	got := *rec.Failure
-	if !strings.Contains(got.Error, code.String()) {
-		t.Errorf("run record error %q does not carry %s", got.Error, code)
-	}
-	got.Error = ""
-	if got != want {
-		t.Errorf("run record failure = %+v, want %+v", got, want)
-	}
-	if rec.Stats["stopped_by"] != strings.TrimPrefix(reason, "executor_") {
-		t.Errorf("run record stats stopped_by = %v", rec.Stats["stopped_by"])
-	}
-}
-
-// faultDiff names the fields in which got differs from want, leaving out the paths in skip
-// ("Sync.Attempts").
-func faultDiff(want, got ledger.Execution, skip ...string) []string {
-	var diffs []string
-	var walk func(path string, w, g reflect.Value)
-	walk = func(path string, w, g reflect.Value) {
-		if slices.Contains(skip, path) {
-			return
-		}
-		if tw, ok := w.Interface().(time.Time); ok {
-			if tg := g.Interface().(time.Time); !tw.Equal(tg) {
-				diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", path, tg, tw))
-			}
-			return
-		}
-		if w.Kind() == reflect.Struct {
-			for i := range w.NumField() {
-				if f := w.Type().Field(i); f.IsExported() {
-					walk(strings.TrimPrefix(path+"."+f.Name, "."), w.Field(i), g.Field(i))
-				}
-			}
-			return
-		}
-		if !reflect.DeepEqual(w.Interface(), g.Interface()) {
-			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", path, g.Interface(), w.Interface()))
-		}
-	}
-	walk("", reflect.ValueOf(want), reflect.ValueOf(got))
-	return diffs
-}
-
-func faultRowsOf(errs []executionsync.RowError) []string {
-	out := make([]string, 0, len(errs))
-	for _, e := range errs {
-		out = append(out, e.RunnerExecutionUUID)
-	}
-	return out
-}
-
-func faultSameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }
