@@ -11,7 +11,7 @@ func TestFirestoreStartsAndStopsItsWholeProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !groupAlive(emu.pgid) {
+	if !emu.proc.Alive() {
 		t.Fatal("the emulator's process group is not alive after start")
 	}
 	conn, err := net.Dial("tcp", emu.Host)
@@ -22,7 +22,7 @@ func TestFirestoreStartsAndStopsItsWholeProcessGroup(t *testing.T) {
 	if err := emu.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if groupAlive(emu.pgid) {
+	if emu.proc.Alive() {
 		t.Error("a process of the emulator's group outlived Stop")
 	}
 	if conn, err := net.Dial("tcp", emu.Host); err == nil {

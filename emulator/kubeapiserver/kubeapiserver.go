@@ -47,6 +47,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/stalesweep/stalesweep/emulator/procgroup"
 )
 
 // KubeVersion is the kube-apiserver release the harness builds and runs.
@@ -99,7 +101,7 @@ func Binaries(ctx context.Context, log io.Writer) (apiserver, etcd string, err e
 		}
 	}
 	var stdout bytes.Buffer
-	errTail := &tail{max: 16 << 10}
+	errTail := procgroup.NewTail(16 << 10)
 	cmd := exec.CommandContext(ctx, "bash", script)
 	cmd.Env = append(os.Environ(), "STALESWEEP_KUBE_CACHE="+dir)
 	cmd.Stdout = &stdout
@@ -143,8 +145,8 @@ type Server struct {
 	EtcdURL string
 
 	dir       string
-	etcd      *proc
-	apiserver *proc
+	etcd      *procgroup.Proc
+	apiserver *procgroup.Proc
 }
 
 // Start builds the binaries if needed, then starts etcd and kube-apiserver on free loopback
@@ -200,7 +202,7 @@ func Start(ctx context.Context, users []User, log io.Writer) (*Server, error) {
 		return fail(fmt.Errorf("write token file: %w", err))
 	}
 
-	ports, err := freePorts(3)
+	ports, err := procgroup.FreePorts(3)
 	if err != nil {
 		return fail(err)
 	}
@@ -210,7 +212,7 @@ func Start(ctx context.Context, users []User, log io.Writer) (*Server, error) {
 
 	// --unsafe-no-fsync: a throwaway test store needs no durability, and fsync dominates its writes.
 	// etcd's watchdog also removes the data directory once etcd is gone.
-	s.etcd, err = startProc("etcd", etcdBin, dir, dir,
+	s.etcd, err = procgroup.Start("etcd", etcdBin, procgroup.Options{Dir: dir, LogMax: 256 << 10, Cleanup: dir},
 		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+s.EtcdURL, "--advertise-client-urls="+s.EtcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -219,12 +221,12 @@ func Start(ctx context.Context, users []User, log io.Writer) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if err := waitReady(ctx, s.etcd, http.DefaultClient, s.EtcdURL+"/health", "", `"health":"true"`); err != nil {
-		return fail(fmt.Errorf("start etcd on %s: %w; its output:\n%s", s.EtcdURL, err, s.etcd.logs.last(8<<10)))
+	if err := s.etcd.WaitHTTP(ctx, http.DefaultClient, s.EtcdURL+"/health", "", `"health":"true"`); err != nil {
+		return fail(fmt.Errorf("start etcd on %s: %w; its output:\n%s", s.EtcdURL, err, s.etcd.LastLogs(8<<10)))
 	}
 
 	p := func(name string) string { return filepath.Join(dir, name) }
-	s.apiserver, err = startProc("kube-apiserver", apiserverBin, dir, "",
+	s.apiserver, err = procgroup.Start("kube-apiserver", apiserverBin, procgroup.Options{Dir: dir, LogMax: 256 << 10},
 		"--etcd-servers="+s.EtcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
 		"--tls-cert-file="+p("serving.crt"), "--tls-private-key-file="+p("serving.key"),
@@ -247,9 +249,9 @@ func Start(ctx context.Context, users []User, log io.Writer) (*Server, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	if err := waitReady(ctx, s.apiserver, client, s.URL+"/readyz", tokens["admin"], "ok"); err != nil {
+	if err := s.apiserver.WaitHTTP(ctx, client, s.URL+"/readyz", tokens["admin"], "ok"); err != nil {
 		return fail(fmt.Errorf("start kube-apiserver on %s: %w; its output:\n%s\netcd's output:\n%s",
-			s.URL, err, s.apiserver.logs.last(16<<10), s.etcd.logs.last(4<<10)))
+			s.URL, err, s.apiserver.LastLogs(16<<10), s.etcd.LastLogs(4<<10)))
 	}
 	fmt.Fprintf(log, "kubeapiserver: kube-apiserver %s ready at %s in %s\n", KubeVersion, s.URL, time.Since(began).Round(time.Millisecond))
 	return s, nil
@@ -276,10 +278,10 @@ func (s *Server) RESTConfig(user string) *rest.Config {
 // Logs returns the last output of kube-apiserver and of etcd.
 func (s *Server) Logs() (apiserver, etcd string) {
 	if s.apiserver != nil {
-		apiserver = s.apiserver.logs.String()
+		apiserver = s.apiserver.Logs()
 	}
 	if s.etcd != nil {
-		etcd = s.etcd.logs.String()
+		etcd = s.etcd.Logs()
 	}
 	return apiserver, etcd
 }
@@ -288,9 +290,9 @@ func (s *Server) Logs() (apiserver, etcd string) {
 // data directory. It can be called more than once.
 func (s *Server) Stop() error {
 	var errs []error
-	for _, p := range []*proc{s.apiserver, s.etcd} {
+	for _, p := range []*procgroup.Proc{s.apiserver, s.etcd} {
 		if p != nil {
-			errs = append(errs, p.stop())
+			errs = append(errs, p.Stop())
 		}
 	}
 	if s.dir != "" {
@@ -365,52 +367,4 @@ func randomToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago: all are held open
-// together, so none is handed out twice.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func waitReady(ctx context.Context, p *proc, client *http.Client, url, token, body string) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return fmt.Errorf("build request: %w", err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.Contains(string(b), body) {
-				return nil
-			}
-			last = fmt.Sprintf("%s: %s", resp.Status, b)
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready (last answer: %s): %w", last, ctx.Err())
-		case <-p.done:
-			return errors.New("exited before it was ready")
-		case <-tick.C:
-		}
-	}
 }
