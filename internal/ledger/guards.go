@@ -24,7 +24,7 @@ type Guard struct {
 	ExpiresAt       time.Time `firestore:"expires_at"`
 }
 
-// ErrGuardHeld is returned by Acquire when another live run holds the scope.
+// ErrGuardHeld is returned by RunStore.StartRun when another live run holds the scope.
 var ErrGuardHeld = errors.New("a run of this workflow on this scope is in progress")
 
 // GuardHeldError says which run holds the scope.
@@ -36,7 +36,7 @@ func (e *GuardHeldError) Error() string {
 
 func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
 
-// GuardStore takes and releases per-scope run guards.
+// GuardStore releases per-scope run guards (RunStore.StartRun takes them, with the record).
 type GuardStore struct{ client *firestore.Client }
 
 // NewGuardStore returns a store on client.
@@ -45,32 +45,6 @@ func NewGuardStore(client *firestore.Client) *GuardStore { return &GuardStore{cl
 // GuardKey is the document id of the guard of one workflow type on one scope.
 func GuardKey(workflowType, scope string) string {
 	return strings.NewReplacer("/", "_").Replace(workflowType + ":" + scope)
-}
-
-// Acquire takes the guard of key for run until now+ttl, in a transaction. It fails with a
-// *GuardHeldError when a guard that has not expired is held, by any run (the same run's
-// duplicate delivery included). When it takes over an expired guard it returns that guard, so
-// the caller can close the run that left it.
-func (s *GuardStore) Acquire(ctx context.Context, key string, g Guard, ttl time.Duration) (expired *Guard, err error) {
-	ref := s.client.Collection(GuardsCollection).Doc(key)
-	g.ExpiresAt = g.AcquiredAt.Add(ttl)
-	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			err = nil
-		}
-		if err != nil {
-			return err
-		}
-		if expired, err = takeOver(snap, g); err != nil {
-			return err
-		}
-		return tx.Set(ref, g)
-	}, firestore.MaxAttempts(3))
-	if err != nil {
-		return nil, fmt.Errorf("acquire guard %s: %w", key, err)
-	}
-	return expired, nil
 }
 
 // takeOver decides whether g may take the guard whose current document is snap (nil or not

@@ -188,7 +188,7 @@ func TestRunRecordTransitions(t *testing.T) {
 func TestStartRunTakesTheGuardAndCreatesTheRecordTogether(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	runs, guards := ledger.NewRunStore(fs), ledger.NewGuardStore(fs)
+	runs := ledger.NewRunStore(fs)
 	ctx := context.Background()
 	record := func(id string) ledger.RunRecord {
 		return ledger.RunRecord{WorkflowRunUUID: id, WorkflowType: "w", Status: "reconciling", InitiatedAt: t0, UpdatedAt: t0}
@@ -239,7 +239,7 @@ func TestStartRunTakesTheGuardAndCreatesTheRecordTogether(t *testing.T) {
 	}
 	// An expired guard is taken over and returned; finishing a run that no longer holds the
 	// guard leaves the new holder's guard alone.
-	if _, err := guards.Acquire(ctx, "w:org", ledger.Guard{WorkflowRunUUID: "dead", AcquiredAt: t0}, time.Minute); err != nil {
+	if _, err := runs.StartRun(ctx, record("dead"), claim("dead", t0)); err != nil {
 		t.Fatal(err)
 	}
 	expired, err := runs.StartRun(ctx, record("c"), claim("c", t0.Add(5*time.Minute)))

@@ -92,7 +92,7 @@ type GuardClaim struct {
 
 // StartRun creates a new run record and, with a claim, takes the scope's guard in the same
 // transaction: one commit for both, and neither without the other. It fails with a
-// *GuardHeldError when a guard that has not expired is held (checked first, as Acquire would),
+// *GuardHeldError when a guard that has not expired is held (checked first),
 // and with ErrRunExists when the uuid is taken. When it takes over an expired guard it returns
 // that guard, so the caller can close the run that left it.
 func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {

@@ -370,12 +370,8 @@ func TestAnExpiredGuardIsTakenOverAndItsRunClosed(t *testing.T) {
 	// A run that died mid-way: its record is reconciling and its guard is still there.
 	dead := ledger.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
 		InitiatedAt: f.clock.Now(), UpdatedAt: f.clock.Now()}
-	if err := f.runs.CreateRun(ctx, dead); err != nil {
-		t.Fatal(err)
-	}
-	guards := ledger.NewGuardStore(fs)
-	if _, err := guards.Acquire(ctx, ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
-		ledger.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: f.clock.Now()}, time.Minute); err != nil {
+	if _, err := f.runs.StartRun(ctx, dead, &ledger.GuardClaim{Key: ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
+		Guard: ledger.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: f.clock.Now()}, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	eng := f.guarded(t, fs, func(context.Context, workflow.Run) (workflow.Result, error) { return workflow.Result{}, nil })
