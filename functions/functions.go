@@ -45,9 +45,6 @@ func init() {
 	functions.HTTP("StartWorkflow", StartWorkflow)
 }
 
-// Targets lists the registered targets, for the deployment's checks.
-func Targets() []string { return []string{"Dispatch", "Sweep", "SyncExecution", "StartWorkflow"} }
-
 // log is built on first use, so it follows the environment the process has by then.
 var log = sync.OnceValue(func() *slog.Logger {
 	return logging.New(os.Stdout, logging.ParseLevel(os.Getenv(app.EnvLogLevel)))

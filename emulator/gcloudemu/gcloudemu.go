@@ -74,9 +74,6 @@ func start(ctx context.Context, name string, args func(hostPort string) []string
 // Stop ends the emulator's process group and waits until every process of it is gone.
 func (e *Emulator) Stop() error { return e.proc.Stop() }
 
-// Logs returns the last output of the emulator.
-func (e *Emulator) Logs() string { return e.proc.Logs() }
-
 // FreePort returns a TCP port on loopback that was free a moment ago.
 func FreePort() (int, error) {
 	ports, err := procgroup.FreePorts(1)

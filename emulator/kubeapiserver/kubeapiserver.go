@@ -275,17 +275,6 @@ func (s *Server) RESTConfig(user string) *rest.Config {
 	}
 }
 
-// Logs returns the last output of kube-apiserver and of etcd.
-func (s *Server) Logs() (apiserver, etcd string) {
-	if s.apiserver != nil {
-		apiserver = s.apiserver.Logs()
-	}
-	if s.etcd != nil {
-		etcd = s.etcd.Logs()
-	}
-	return apiserver, etcd
-}
-
 // Stop ends kube-apiserver, then etcd, waits until both process groups are gone and removes the
 // data directory. It can be called more than once.
 func (s *Server) Stop() error {

@@ -5,7 +5,6 @@
 package logging
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -103,19 +102,4 @@ func TraceAttrs(r *http.Request, project string) []slog.Attr {
 		return attrs
 	}
 	return nil
-}
-
-type ctxKey struct{}
-
-// WithLogger returns ctx carrying l.
-func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, ctxKey{}, l)
-}
-
-// FromContext returns the logger ctx carries, or fallback when it carries none.
-func FromContext(ctx context.Context, fallback *slog.Logger) *slog.Logger {
-	if l, ok := ctx.Value(ctxKey{}).(*slog.Logger); ok {
-		return l
-	}
-	return fallback
 }

@@ -267,17 +267,6 @@ func nonEmptyString(v any) string {
 	return ""
 }
 
-func oneOf(vals ...any) matcher {
-	return func(v any) string {
-		for _, w := range vals {
-			if same(v, w) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("want one of %v", vals)
-	}
-}
-
 // evidenceWith checks an executor's evidence: present, with the keys it must carry.
 func evidenceWith(keys ...string) func(map[string]any) string {
 	return func(sub map[string]any) string {

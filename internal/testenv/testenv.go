@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,9 +120,6 @@ func Clear(t testing.TB, project string) {
 
 // Fixed returns a clock that always says at.
 func Fixed(at time.Time) func() time.Time { return func() time.Time { return at } }
-
-// Name makes s usable in a document id.
-func Name(s string) string { return strings.NewReplacer("/", "-", " ", "-").Replace(s) }
 
 // Clock is a clock a test moves by hand.
 type Clock struct {

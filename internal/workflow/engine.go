@@ -147,12 +147,6 @@ func NewEngine(o Options, defs ...Definition) *Engine {
 	return e
 }
 
-// Definition returns the definition of t.
-func (e *Engine) Definition(t contract.WorkflowType) (Definition, bool) {
-	d, ok := e.defs[t]
-	return d, ok
-}
-
 // Validate checks a request without running it.
 func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.RawMessage, error) {
 	def, ok := e.defs[req.Type]
