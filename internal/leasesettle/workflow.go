@@ -140,7 +140,8 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	var reasons []string           // each candidate's reason
 	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
 	var after *ledger.LeaseCursor
-	unread := false // the scan stopped with stale heartbeats still behind it
+	unread := false   // the scan stopped with stale heartbeats still behind it
+	complete := false // the scan read every active lease of the group
 	for out.Examined < w.cfg.MaxExamined {
 		want := min(w.cfg.PageSize, w.cfg.MaxExamined-out.Examined)
 		page, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
@@ -179,7 +180,8 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 			}
 		}
 		if len(page) < want {
-			break // read them all
+			complete = true // read them all
+			break
 		}
 		last := page[len(page)-1]
 		if len(candidates) >= in.MaxSettlements && !stale(last) {
@@ -197,7 +199,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 		out.Outcome, out.Reason = "nothing_to_settle", "the run's budget ran out while it read the group's leases; nothing was written"
 		return out, stats, nil
 	}
-	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread)
+	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread, complete, out.Examined)
 	if err != nil {
 		return fail("count", err)
 	}
@@ -235,8 +237,9 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 // judge is the storm guard's verdict on a run that examined ageAlone leases it would abandon on
 // heartbeat age alone and staleOther stale ones it judged otherwise. When stale leases were left
 // unread (the scan's cap), every one of them is counted as age alone: the guard errs on the side
-// of holding back.
-func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread bool) (storm.Verdict, error) {
+// of holding back. When the scan read every active lease (complete), it has counted them
+// (examined) and no count query is made.
+func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread, complete bool, examined int) (storm.Verdict, error) {
 	aged := ageAlone
 	if unread {
 		total, err := w.store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
@@ -244,6 +247,9 @@ func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout t
 			return storm.Verdict{}, err
 		}
 		aged = max(aged, total-staleOther)
+	}
+	if complete {
+		return w.cfg.Storm.Judge(aged, int64(examined)), nil
 	}
 	live, err := w.store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
 	if err != nil {
