@@ -71,7 +71,8 @@ func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *sl
 	}
 
 	// Working tasks, least recently active first: the stale ones come first, then the ones
-	// close to the TTL; the first that is neither ends the reading.
+	// close to the TTL; the first that is neither ends the reading, and so does a stale one past
+	// MaxStale (the rest are counted below, not read).
 	var stale []ledger.Task
 	var longestLive time.Duration
 	var after *ledger.TaskCursor
@@ -84,11 +85,11 @@ scan:
 		for _, t := range page {
 			age := now.Sub(t.LastActivityAt)
 			switch {
-			case age > ttl && len(stale) < w.cfg.MaxStale:
-				stale = append(stale, t)
-			case age > ttl:
-				stats.Deferred++
+			case age > ttl && len(stale) == w.cfg.MaxStale:
 				stats.Capped = true
+				break scan
+			case age > ttl:
+				stale = append(stale, t)
 			case age > warnAt:
 				stats.NearTTL++
 				longestLive = max(longestLive, age)
@@ -107,7 +108,6 @@ scan:
 		return fail("count", err)
 	}
 	out.Scanned = n
-	out.Stale = len(stale) + stats.Deferred
 	if stats.NearTTL > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d working tasks have been silent for more than 2/3 of the TTL (longest %ds of %ds) without being stale yet: "+
@@ -115,11 +115,17 @@ scan:
 		log.Warn("tasks close to the TTL", "near_ttl", stats.NearTTL, "longest_silence_s", int64(longestLive/time.Second), "ttl", in.TTL)
 	}
 
-	// Every silent task counts, not only the ones this run handles.
-	silent, err := w.store.CountSilent(ctx, in.Queue, now.Add(-ttl))
-	if err != nil {
-		return fail("count", err)
+	// Every silent task counts, not only the ones this run handles. The scan read them all
+	// unless it stopped at MaxStale; then they are counted.
+	silent := int64(len(stale))
+	if stats.Capped {
+		if silent, err = w.store.CountSilent(ctx, in.Queue, now.Add(-ttl)); err != nil {
+			return fail("count", err)
+		}
+		silent = max(silent, int64(len(stale))) // a task read stale may have moved since
 	}
+	out.Stale = int(silent)
+	stats.Deferred = int(silent) - len(stale)
 	verdict := w.cfg.Storm.Judge(silent, n)
 	verdict.Overridden = verdict.Tripped && override
 	stats.StormGuard = &verdict

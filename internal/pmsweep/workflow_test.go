@@ -458,3 +458,46 @@ func TestInputIsTheSeedsFlags(t *testing.T) {
 		t.Errorf("defaults = %+v", in)
 	}
 }
+
+// A sweep handles at most MaxStale stale tasks and reads no further than one past them: the
+// rest are counted (stale, deferred) and wait for the next sweep, which takes them.
+func TestASweepStopsReadingAtMaxStaleAndCountsTheRest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{MaxStale: 3, PageSize: 2}, nil)
+	ctx := context.Background()
+	e.claimed(5)
+	e.clock.Advance(301 * time.Second)
+	if err := e.tasks.Enqueue(ctx, e.queue, "fresh", "fresh", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tasks.Next(ctx, e.queue, "worker-fresh", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.spy.Reset()
+	o, stats, err := e.wf.RunOnce(ctx, pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"}, false, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Scanned != 6 || o.Stale != 5 || len(o.Reclaimed) != 3 || !stats.Capped || stats.Deferred != 2 {
+		t.Fatalf("capped sweep: scanned %d stale %d reclaimed %d capped %t deferred %d, want 6, 5, 3, true, 2",
+			o.Scanned, o.Stale, len(o.Reclaimed), stats.Capped, stats.Deferred)
+	}
+	// Pages of 2: the scan stops on the first page holding a fourth stale task, having read 4
+	// working tasks, never the fifth stale one or the fresh one.
+	scanned := 0
+	for _, name := range e.spy.Reads() {
+		if strings.Contains(name, "/"+ledger.TasksCollection+"/") && strings.Count(name[strings.Index(name, "/"+ledger.TasksCollection+"/"):], "/") == 2 {
+			scanned++
+		}
+	}
+	if scanned != 4+3 { // the scan's 4, and each reclaim's read of its task
+		t.Errorf("the capped sweep read %d task documents, want 7 (4 scanned, 3 reclaimed)", scanned)
+	}
+	o, stats, err = e.wf.RunOnce(ctx, pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"}, false, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Stale != 2 || len(o.Reclaimed) != 2 || stats.Capped || stats.Deferred != 0 {
+		t.Errorf("the next sweep: stale %d reclaimed %d capped %t deferred %d, want 2, 2, false, 0", o.Stale, len(o.Reclaimed), stats.Capped, stats.Deferred)
+	}
+}
