@@ -93,6 +93,15 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	if msgs := logs.errors(); !containsPrefix(msgs, "storm guard") {
 		t.Errorf("ERROR lines %q, want the storm guard's", msgs)
 	}
+	// A limit below the idle count changes nothing: the guard counts every idle run.
+	out, err = engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
+		InitialData: []byte(`{"older_than_ms": 600000, "limit": 5}`), Trigger: workflow.TriggerSchedule})
+	b, _ := json.Marshal(out.Stats)
+	var limited runssweep.Stats
+	_ = json.Unmarshal(b, &limited)
+	if err != nil || out.Status != workflow.StateFailed || limited.StormGuard == nil || !limited.StormGuard.Tripped || limited.StormGuard.Aged != 16 {
+		t.Errorf("a sweep limited to 5: %s %v, verdict %+v, want failed by the storm guard with 16 aged", out.Status, err, limited.StormGuard)
+	}
 
 	// Nothing but the command may override.
 	for _, trigger := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual} {

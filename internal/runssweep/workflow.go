@@ -104,11 +104,21 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	deadline := Deadline(now, in.OlderThanMs)
 	stats.Deadline = deadline.Format(time.RFC3339Nano)
 
-	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
-	// still a storm.
-	aged, err := w.store.CountIdle(ctx, deadline)
+	idle, err := w.store.ScanIdle(ctx, deadline, in.Limit)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
+	}
+	stats.Scanned = len(idle)
+
+	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
+	// still a storm. A scan that came back short of its limit read them all; a full one is
+	// followed by a count.
+	aged := int64(len(idle))
+	if len(idle) == in.Limit {
+		if aged, err = w.store.CountIdle(ctx, deadline); err != nil {
+			return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+		}
+		aged = max(aged, int64(len(idle))) // a run read idle may have moved since
 	}
 	live, err := w.store.CountRunning(ctx)
 	if err != nil {
@@ -125,12 +135,6 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	case verdict.Overridden:
 		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
 	}
-
-	idle, err := w.store.ScanIdle(ctx, deadline, in.Limit)
-	if err != nil {
-		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
-	}
-	stats.Scanned = len(idle)
 
 	results := make([]ledger.Abandonment, len(idle))
 	errs := make([]error, len(idle))
