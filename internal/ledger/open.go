@@ -54,7 +54,10 @@ func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	var opts []option.ClientOption
 	if host := os.Getenv(EmulatorEnv); host != "" {
 		// Dial the emulator ourselves so that DialOptions apply; the client would dial it
-		// with its own options otherwise.
+		// with its own options otherwise. It still dials its own too (firestore v1.29.2,
+		// newClient), eagerly, before this connection replaces it: one idle connection per
+		// client, which nothing uses or closes and gRPC drops after its idle timeout. Only
+		// against the emulator; tests that count goroutines wait for its handshake.
 		dial := append([]grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(emulatorOwner{}),

@@ -13,7 +13,8 @@
 //   - The run record ends terminal (completed or failed) and the scope's guard is released:
 //     the engine finishes records on a context detached from the run's.
 //   - No goroutine outlives the run (go.uber.org/goleak, against a baseline taken once the
-//     clients and fakes are built).
+//     clients and fakes are built and no gRPC connection is still being set up; the check's own
+//     bite is in leakcheck_test.go).
 //   - A second, uncancelled run settles what the first left, and every row is settled exactly
 //     once.
 //

@@ -3,8 +3,10 @@ package reliability_test
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -73,24 +75,91 @@ func (l *lockstep) release() {
 }
 
 // takeBaseline records the goroutines that exist now — the clients', fakes' and tests' own —
-// as the ones later checks ignore.
-func (l *lockstep) takeBaseline() { l.baseline = goleak.IgnoreCurrent() }
+// as the ones later checks ignore, once no gRPC connection is still being set up.
+func (l *lockstep) takeBaseline() {
+	if err := awaitConnections(connectionSetupLimit); err != nil {
+		l.t.Errorf("the goroutine baseline: %v", err)
+	}
+	l.baseline = goleak.IgnoreCurrent()
+}
 
 // checkLeaks returns a check that no goroutine exists beyond the baseline, to run once every
 // member's runs of a phase have returned.
 func (l *lockstep) checkLeaks(format string, args ...any) func() {
 	return func() {
 		l.checks++
-		// Find itself waits about half a second for goroutines on their way out (the handler of
-		// a call a cut run abandoned); a loaded machine gets a little longer. A leak stays.
-		var err error
-		for range 3 {
-			if err = goleak.Find(l.baseline); err == nil {
-				return
-			}
+		if err := findLeaks(l.baseline); err != nil {
+			l.t.Errorf("%s: a goroutine outlived the runs: %v", fmt.Sprintf(format, args...), err)
 		}
-		l.t.Errorf("%s: a goroutine outlived the runs: %v", fmt.Sprintf(format, args...), err)
 	}
+}
+
+// findLeaks reports the goroutines beyond baseline. goleak.Find itself waits about half a second
+// for goroutines on their way out (the handler of a call a cut run abandoned); a loaded machine
+// gets a little longer. A leak stays.
+func findLeaks(baseline goleak.Option) error {
+	var err error
+	for range 3 {
+		if err = goleak.Find(baseline); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// connectionSetupLimit bounds the wait for gRPC connections still being set up.
+const connectionSetupLimit = 30 * time.Second
+
+// grpcConnecting is in the stack of a goroutine that sets up a gRPC client connection (dial and
+// HTTP/2 handshake, or the backoff after a failed attempt); it returns once the connection is
+// up, and the connection's own goroutines run from then on.
+const grpcConnecting = "google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"
+
+// awaitConnections waits, at most limit, until no gRPC connection of the process is being set
+// up. A baseline taken while one is would miss the goroutines the connection starts once the
+// server's HTTP/2 preface arrives, and every later check would report them. The Firestore
+// client makes such a connection on its own: given FIRESTORE_EMULATOR_HOST it dials the emulator
+// eagerly, before ledger.Open's connection replaces it, and nothing ever uses it — on a loaded
+// machine its handshake can end after the warm-up calls on the connections the runs use.
+func awaitConnections(limit time.Duration) error {
+	if err := pollUntil(limit, func() bool { return connecting() == 0 }); err != nil {
+		return fmt.Errorf("%d gRPC connection(s) still being set up after %s", connecting(), limit)
+	}
+	return nil
+}
+
+// pollUntil checks cond every 10 ms until it holds, or fails once limit has passed.
+func pollUntil(limit time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not so after %s", limit)
+		}
+		<-tick.C
+	}
+	return nil
+}
+
+// connecting counts the goroutines setting up a gRPC connection.
+func connecting() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, grpcConnecting) {
+			count++
+		}
+	}
+	return count
 }
 
 // member reports for one workflow whose trials run on a goroutine of their own: its messages
