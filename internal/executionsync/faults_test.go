@@ -51,7 +51,6 @@ func TestTransientCallErrorsSettleNothingOnTheErroredRowAndEveryRowWithinFiveRun
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rows := tt.rows
 			var picker *faultCodePicker
 			// One sync at a time, so the fake's seeded draws fall on the same calls in every run of
 			// the test: the fault pattern, and so every count below, is reproducible.
@@ -60,68 +59,26 @@ func TestTransientCallErrorsSettleNothingOnTheErroredRowAndEveryRowWithinFiveRun
 				return picker
 			}})
 			picker.fake = e.fake
-			seeded := faultSeed(e, rows, succeeded)
-
-			failedCalls := map[string]int64{} // failed calls recorded on each row so far
-			byCode := map[string]int{}
-			settled := map[string]string{} // row → the run that settled it
-			for run := 1; run <= 5 && len(settled) < rows; run++ {
+			runs := synccheck.NewTransientRuns(tt.codes, faultSeed(e, tt.rows, succeeded), e.get)
+			for run := 1; run <= 5 && !runs.Done(); run++ {
 				e.clock.Advance(time.Minute) // each run's writes carry its own time
 				now := e.clock.Now()
 				out := e.start(map[string]any{"limit": 200})
 				o, s := outputOf(t, out)
-				if out.Status != workflow.StateCompleted {
-					t.Fatalf("run %d ended %s: %v", run, out.Status, out.Err)
-				}
-				if o.CandidateCount != rows-len(settled) || s.Deferred != 0 || s.StoppedBy != "" {
-					t.Errorf("run %d: %d candidates (want %d), deferred %d, stopped by %q", run, o.CandidateCount, rows-len(settled), s.Deferred, s.StoppedBy)
-				}
-				if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !synccheck.SameSet(synccheck.RowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
-					t.Errorf("run %d: errored %d, %d errors listed, failed starts %v", run, s.Errored, len(s.Errors), o.FailedRunnerExecutionUUIDs)
-				}
-				for _, re := range s.Errors {
-					byCode[re.Code]++
-					if re.Layer != executionsync.LayerExecutor || !slices.ContainsFunc(tt.codes, func(c codes.Code) bool { return c.String() == re.Code }) {
-						t.Errorf("run %d: row %s errored in %s with %s, want the executor with one of %v", run, re.RunnerExecutionUUID, re.Layer, re.Code, tt.codes)
-					}
-					failedCalls[re.RunnerExecutionUUID]++
-					synccheck.Errored(t, seeded[re.RunnerExecutionUUID], e.get(re.RunnerExecutionUUID), failedCalls[re.RunnerExecutionUUID], re.Code, now)
-				}
-				if s.Settled["succeeded"] != o.StartedCount || len(s.Settled) > 1 {
-					t.Errorf("run %d: settled %v, want every started row succeeded (%d)", run, s.Settled, o.StartedCount)
-				}
-				for _, id := range o.StartedRunnerExecutionUUIDs {
-					r := e.get(id)
-					if r.Active || r.Outcome != ledger.OutcomeSucceeded || r.Settlement == nil || r.Settlement.WorkflowRunUUID != out.RunUUID ||
-						r.Sync.Attempts != failedCalls[id]+1 {
-						t.Errorf("run %d: started row %s not settled by it: active=%t outcome=%s settlement=%+v attempts=%d (want %d)",
-							run, id, r.Active, r.Outcome, r.Settlement, r.Sync.Attempts, failedCalls[id]+1)
-					}
-					settled[id] = out.RunUUID
-				}
-				t.Logf("run %d: %d candidates, %d settled, %d errored %v", run, o.CandidateCount, o.StartedCount, s.Errored, byCode)
+				runs.Check(t, run, out, o, s, now)
 			}
 
 			// The faults happened: rows errored, with each code the case injects. Unavailable is
 			// retried, so it shows as more calls than observations; a row errors with it only when
 			// every attempt failed, which the Unavailable-only case must see.
-			if len(failedCalls) == 0 {
-				t.Fatal("no sync errored: the test injected nothing")
-			}
+			runs.Faulted(t)
 			observes, calls := picker.observed(), e.fake.Calls(cloudrunfake.GetExecution)
 			if retried := slices.Contains(tt.codes, codes.Unavailable); retried != (calls > observes) {
 				t.Errorf("%d Cloud Run calls for %d observations: the adapter should retry Unavailable only", calls, observes)
 			}
-			if slices.Contains(tt.codes, codes.DeadlineExceeded) && byCode[codes.DeadlineExceeded.String()] == 0 {
-				t.Errorf("no row errored with DeadlineExceeded: %v", byCode)
-			}
-			if len(tt.codes) == 1 && byCode[tt.codes[0].String()] == 0 {
-				t.Errorf("no row errored with %s: %v", tt.codes[0], byCode)
-			}
+			runs.Finish(t)
+
 			// Every row settled, once.
-			if len(settled) != rows {
-				t.Errorf("%d of %d rows settled within five runs", len(settled), rows)
-			}
 			for id, n := range e.executionWrites("settlement") {
 				if n != 1 {
 					t.Errorf("row %s has %d settlement writes, want 1", id, n)

@@ -71,75 +71,33 @@ func TestKubernetesTransientAPIErrorsSettleNothingOnTheErroredRowAndEveryRowWith
 			// One sync at a time, so the reactor's seeded draws fall on the same gets in every run
 			// of the test: the fault pattern, and so every count below, is reproducible.
 			k := faultNewKube(t, faultKubeOptions{concurrency: 1})
-			seeded := k.seed(tt.rows, succeededJob)
+			runs := synccheck.NewTransientRuns(tt.codes, k.seed(tt.rows, succeededJob), k.get)
 			flaky := &faultFlakyGets{rng: rand.New(rand.NewPCG(10, 2)), rate: 0.3, errs: tt.errs}
 			k.cs.PrependReactor("get", "jobs", flaky.react)
 
-			failedCalls := map[string]int64{}
-			byCode := map[string]int{}
-			settled := map[string]bool{}
-			for run := 1; run <= 5 && len(settled) < tt.rows; run++ {
+			for run := 1; run <= 5 && !runs.Done(); run++ {
 				k.clock.Advance(time.Minute)
 				now := k.clock.Now()
 				out, o, s := k.start()
-				if out.Status != workflow.StateCompleted {
-					t.Fatalf("run %d ended %s: %v", run, out.Status, out.Err)
-				}
-				if o.CandidateCount != tt.rows-len(settled) || s.Deferred != 0 || s.StoppedBy != "" {
-					t.Errorf("run %d: %d candidates (want %d), deferred %d, stopped by %q", run, o.CandidateCount, tt.rows-len(settled), s.Deferred, s.StoppedBy)
-				}
-				if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !synccheck.SameSet(synccheck.RowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
-					t.Errorf("run %d: errored %d, %d errors listed, failed starts %v", run, s.Errored, len(s.Errors), o.FailedRunnerExecutionUUIDs)
-				}
-				for _, re := range s.Errors {
-					byCode[re.Code]++
-					if re.Layer != executionsync.LayerExecutor || !slices.ContainsFunc(tt.codes, func(c codes.Code) bool { return c.String() == re.Code }) {
-						t.Errorf("run %d: row %s errored in %s with %s, want the executor with one of %v", run, re.RunnerExecutionUUID, re.Layer, re.Code, tt.codes)
-					}
-					failedCalls[re.RunnerExecutionUUID]++
-					synccheck.Errored(t, seeded[re.RunnerExecutionUUID], k.get(re.RunnerExecutionUUID), failedCalls[re.RunnerExecutionUUID], re.Code, now)
-				}
-				if s.Settled["succeeded"] != o.StartedCount || len(s.Settled) > 1 {
-					t.Errorf("run %d: settled %v, want every started row succeeded (%d)", run, s.Settled, o.StartedCount)
-				}
-				for _, id := range o.StartedRunnerExecutionUUIDs {
-					r := k.get(id)
-					if r.Active || r.Outcome != ledger.OutcomeSucceeded || r.Settlement == nil || r.Settlement.WorkflowRunUUID != out.RunUUID ||
-						r.Sync.Attempts != failedCalls[id]+1 {
-						t.Errorf("run %d: started row %s not settled by it: active=%t outcome=%s settlement=%+v attempts=%d (want %d)",
-							run, id, r.Active, r.Outcome, r.Settlement, r.Sync.Attempts, failedCalls[id]+1)
-					}
-					settled[id] = true
-				}
-				t.Logf("run %d: %d candidates, %d settled, %d errored %v", run, o.CandidateCount, o.StartedCount, s.Errored, byCode)
+				runs.Check(t, run, out, o, s, now)
 			}
 
 			// The faults happened: rows errored, with each code the case injects. 503 is retried,
 			// so it shows as failed gets beyond the errored rows; a row errors with it only when
 			// every attempt failed, which the 503-only case must see.
-			if len(failedCalls) == 0 {
-				t.Fatal("no sync errored: the test injected nothing")
-			}
+			runs.Faulted(t)
 			gets, failedGets := flaky.counts()
 			if gets != k.gets() {
 				t.Errorf("the reactor saw %d gets, the clientset %d", gets, k.gets())
 			}
 			erroredRows := 0
-			for _, n := range byCode {
+			for _, n := range runs.ByCode {
 				erroredRows += n
 			}
 			if retried := slices.Contains(tt.codes, codes.Unavailable); retried != (failedGets > erroredRows) {
 				t.Errorf("%d failed gets for %d errored syncs: the adapter should retry 503 only", failedGets, erroredRows)
 			}
-			if slices.Contains(tt.codes, codes.DeadlineExceeded) && byCode[codes.DeadlineExceeded.String()] == 0 {
-				t.Errorf("no row errored with DeadlineExceeded: %v", byCode)
-			}
-			if len(tt.codes) == 1 && byCode[tt.codes[0].String()] == 0 {
-				t.Errorf("no row errored with %s: %v", tt.codes[0], byCode)
-			}
-			if len(settled) != tt.rows {
-				t.Errorf("%d of %d rows settled within five runs", len(settled), tt.rows)
-			}
+			runs.Finish(t)
 		})
 	}
 }

@@ -165,3 +165,89 @@ func SameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TransientRuns checks the runs of a transient-fault test: the executor fails some calls with
+// one of Codes, every row's execution succeeded, and runs go on until every row is settled. It
+// keeps what the runs have done so far.
+type TransientRuns struct {
+	Rows   int
+	Codes  []codes.Code
+	Seeded map[string]ledger.Execution // the rows as seeded
+	Get    func(id string) ledger.Execution
+
+	FailedCalls map[string]int64  // failed calls recorded on each row so far
+	ByCode      map[string]int    // errored syncs by code
+	Settled     map[string]string // row → the run that settled it
+}
+
+// NewTransientRuns follows the seeded rows, read back through get, across the runs of a test
+// whose faults map to cs.
+func NewTransientRuns(cs []codes.Code, seeded map[string]ledger.Execution, get func(id string) ledger.Execution) *TransientRuns {
+	return &TransientRuns{Rows: len(seeded), Codes: cs, Seeded: seeded, Get: get,
+		FailedCalls: map[string]int64{}, ByCode: map[string]int{}, Settled: map[string]string{}}
+}
+
+// Done reports whether every row is settled.
+func (r *TransientRuns) Done() bool { return len(r.Settled) == r.Rows }
+
+// Check checks the run numbered run, which ended as out with output o and stats s at now:
+// every unsettled row was a candidate, nothing was deferred; a row whose call failed with one of
+// Codes changed only by the error it records; a row whose sync started was settled succeeded by
+// this run, with one attempt more than its failed calls.
+func (r *TransientRuns) Check(t testing.TB, run int, out workflow.Outcome, o executionsync.Output, s executionsync.Stats, now time.Time) {
+	t.Helper()
+	if out.Status != workflow.StateCompleted {
+		t.Fatalf("run %d ended %s: %v", run, out.Status, out.Err)
+	}
+	if want := r.Rows - len(r.Settled); o.CandidateCount != want || s.Deferred != 0 || s.StoppedBy != "" {
+		t.Errorf("run %d: %d candidates (want %d), deferred %d, stopped by %q", run, o.CandidateCount, want, s.Deferred, s.StoppedBy)
+	}
+	if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !SameSet(RowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
+		t.Errorf("run %d: errored %d, %d errors listed, failed starts %v", run, s.Errored, len(s.Errors), o.FailedRunnerExecutionUUIDs)
+	}
+	for _, re := range s.Errors {
+		r.ByCode[re.Code]++
+		if re.Layer != executionsync.LayerExecutor || !slices.ContainsFunc(r.Codes, func(c codes.Code) bool { return c.String() == re.Code }) {
+			t.Errorf("run %d: row %s errored in %s with %s, want the executor with one of %v", run, re.RunnerExecutionUUID, re.Layer, re.Code, r.Codes)
+		}
+		r.FailedCalls[re.RunnerExecutionUUID]++
+		Errored(t, r.Seeded[re.RunnerExecutionUUID], r.Get(re.RunnerExecutionUUID), r.FailedCalls[re.RunnerExecutionUUID], re.Code, now)
+	}
+	if s.Settled["succeeded"] != o.StartedCount || len(s.Settled) > 1 {
+		t.Errorf("run %d: settled %v, want every started row succeeded (%d)", run, s.Settled, o.StartedCount)
+	}
+	for _, id := range o.StartedRunnerExecutionUUIDs {
+		row := r.Get(id)
+		if row.Active || row.Outcome != ledger.OutcomeSucceeded || row.Settlement == nil || row.Settlement.WorkflowRunUUID != out.RunUUID ||
+			row.Sync.Attempts != r.FailedCalls[id]+1 {
+			t.Errorf("run %d: started row %s not settled by it: active=%t outcome=%s settlement=%+v attempts=%d (want %d)",
+				run, id, row.Active, row.Outcome, row.Settlement, row.Sync.Attempts, r.FailedCalls[id]+1)
+		}
+		r.Settled[id] = out.RunUUID
+	}
+	t.Logf("run %d: %d candidates, %d settled, %d errored %v", run, o.CandidateCount, o.StartedCount, s.Errored, r.ByCode)
+}
+
+// Faulted fails the test unless some sync errored: a test that injected nothing checks nothing.
+func (r *TransientRuns) Faulted(t testing.TB) {
+	t.Helper()
+	if len(r.FailedCalls) == 0 {
+		t.Fatal("no sync errored: the test injected nothing")
+	}
+}
+
+// Finish checks what the runs did in all: rows errored with each code the faults map to
+// (DeadlineExceeded, never retried, whenever it is injected; the one code of a one-code test),
+// and every row was settled.
+func (r *TransientRuns) Finish(t testing.TB) {
+	t.Helper()
+	if slices.Contains(r.Codes, codes.DeadlineExceeded) && r.ByCode[codes.DeadlineExceeded.String()] == 0 {
+		t.Errorf("no row errored with DeadlineExceeded: %v", r.ByCode)
+	}
+	if len(r.Codes) == 1 && r.ByCode[r.Codes[0].String()] == 0 {
+		t.Errorf("no row errored with %s: %v", r.Codes[0], r.ByCode)
+	}
+	if !r.Done() {
+		t.Errorf("%d of %d rows settled within five runs", len(r.Settled), r.Rows)
+	}
+}
