@@ -251,3 +251,22 @@ func (r *TransientRuns) Finish(t testing.TB) {
 		t.Errorf("%d of %d rows settled within five runs", len(r.Settled), r.Rows)
 	}
 }
+
+// AllTimedOut checks a run in which every seeded row's call ran past its timeout: every row
+// errored with DeadlineExceeded in the executor, none was settled, and each row changed only by
+// that one error, recorded at now.
+func AllTimedOut(t testing.TB, seeded map[string]ledger.Execution, get func(id string) ledger.Execution, o executionsync.Output, s executionsync.Stats, now time.Time) {
+	t.Helper()
+	rows := len(seeded)
+	if s.Errored != rows || len(s.Settled) != 0 || o.FailedStartCount != rows {
+		t.Errorf("stats = %+v output = %+v, want every row errored, none settled", s, o)
+	}
+	for _, re := range s.Errors {
+		if re.Code != codes.DeadlineExceeded.String() || re.Layer != executionsync.LayerExecutor {
+			t.Errorf("row %s errored %s in %s, want DeadlineExceeded in the executor", re.RunnerExecutionUUID, re.Code, re.Layer)
+		}
+	}
+	for id, want := range seeded {
+		Errored(t, want, get(id), 1, codes.DeadlineExceeded.String(), now)
+	}
+}
