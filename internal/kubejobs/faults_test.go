@@ -256,30 +256,9 @@ func TestKubernetesForbiddenSettlesNothingAndTheRunRecordSaysWhy(t *testing.T) {
 			})
 
 			out, o, s := k.start()
-			if out.Status != workflow.StateFailed {
-				t.Fatalf("run ended %s, want failed", out.Status)
-			}
-			if s.Errored < 1 || s.Errored > concurrency || s.Deferred != rows-s.Errored || len(s.Settled) != 0 || s.StoppedBy != tt.reason {
-				t.Errorf("stats = %+v; want 1..%d errored, the rest deferred, nothing settled, stopped by %s", s, concurrency, tt.reason)
-			}
+			synccheck.Refused(t, k.runs, seeded, k.get, out, o, s, tt.code, tt.reason, concurrency, k.clock.Now())
 			if gets := k.gets(); gets != s.Errored {
 				t.Errorf("gets = %d, want %d: one per errored row, none after the stop", gets, s.Errored)
-			}
-			if o.StartedCount != 0 || o.FailedStartCount != rows {
-				t.Errorf("output = %+v, want no row started", o)
-			}
-			synccheck.FailedRecord(t, k.runs, out, "executor_"+tt.reason, tt.code, k.clock.Now())
-			if out.Output["failure_reason"] != "executor_"+tt.reason || out.Output["failed_layer"] != "executor" {
-				t.Errorf("output envelope = %v", out.Output)
-			}
-			errored := synccheck.RowsOf(s.Errors)
-			for id, want := range seeded {
-				got := k.get(id)
-				if slices.Contains(errored, id) {
-					synccheck.Errored(t, want, got, 1, tt.code.String(), k.clock.Now())
-				} else if d := synccheck.Diff(want, got); len(d) > 0 {
-					t.Errorf("deferred row %s changed: %v", id, d)
-				}
 			}
 		})
 	}

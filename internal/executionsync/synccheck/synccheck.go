@@ -270,3 +270,36 @@ func AllTimedOut(t testing.TB, seeded map[string]ledger.Execution, get func(id s
 		Errored(t, want, get(id), 1, codes.DeadlineExceeded.String(), now)
 	}
 }
+
+// Refused checks a run that the executor refused with code on every call (PermissionDenied,
+// Unauthenticated): the run failed with reason executor_<reason>, at most concurrency rows
+// errored (the calls already in flight), the rest were deferred, nothing was settled or started;
+// the record and the output say why; errored rows changed only by their one error and deferred
+// rows not at all.
+func Refused(t testing.TB, runs *ledger.RunStore, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
+	out workflow.Outcome, o executionsync.Output, s executionsync.Stats, code codes.Code, reason string, concurrency int, now time.Time) {
+	t.Helper()
+	rows := len(seeded)
+	if out.Status != workflow.StateFailed {
+		t.Fatalf("run ended %s, want failed", out.Status)
+	}
+	if s.Errored < 1 || s.Errored > concurrency || s.Deferred != rows-s.Errored || len(s.Settled) != 0 || s.StoppedBy != reason {
+		t.Errorf("stats = %+v; want 1..%d errored, the rest deferred, nothing settled, stopped by %s", s, concurrency, reason)
+	}
+	if o.StartedCount != 0 || o.FailedStartCount != rows {
+		t.Errorf("output = %+v, want no row started", o)
+	}
+	FailedRecord(t, runs, out, "executor_"+reason, code, now)
+	if out.Output["failure_reason"] != "executor_"+reason || out.Output["failed_layer"] != "executor" {
+		t.Errorf("output envelope = %v", out.Output)
+	}
+	errored := RowsOf(s.Errors)
+	for id, want := range seeded {
+		got := get(id)
+		if slices.Contains(errored, id) {
+			Errored(t, want, got, 1, code.String(), now)
+		} else if d := Diff(want, got); len(d) > 0 {
+			t.Errorf("deferred row %s changed: %v", id, d)
+		}
+	}
+}
