@@ -125,35 +125,7 @@ func TestResourceExhaustedBeginsNoSyncAfterItAndDefersTheRest(t *testing.T) {
 			if calls := e.fake.Calls(cloudrunfake.GetExecution); calls != begun {
 				t.Errorf("Cloud Run calls = %d, want %d (one per sync begun)", calls, begun)
 			}
-			if s.StoppedBy != "resource_exhausted" || s.Errored != 1 || s.Deferred != rows-begun || s.Settled["succeeded"] != begun-1 || s.OutOfBudget {
-				t.Errorf("stats = %+v; want stopped by resource_exhausted, 1 errored, %d deferred, %d settled", s, rows-begun, begun-1)
-			}
-			if o.StartedCount != begun-1 || o.FailedStartCount != rows-begun+1 {
-				t.Errorf("output = %+v", o)
-			}
-			if len(s.Errors) != 1 || s.Errors[0].Code != codes.ResourceExhausted.String() || s.Errors[0].Layer != executionsync.LayerExecutor {
-				t.Fatalf("errors = %+v", s.Errors)
-			}
-			exhaustedRow := s.Errors[0].RunnerExecutionUUID
-			failedStart := map[string]bool{}
-			for _, id := range o.FailedRunnerExecutionUUIDs {
-				failedStart[id] = true
-			}
-			for id, want := range seeded {
-				got := e.get(id)
-				switch {
-				case id == exhaustedRow:
-					synccheck.Errored(t, want, got, 1, codes.ResourceExhausted.String(), e.clock.Now())
-				case failedStart[id]: // deferred: never sent to Cloud Run, never written
-					if d := synccheck.Diff(want, got); len(d) > 0 {
-						t.Errorf("deferred row %s changed: %v", id, d)
-					}
-				default: // in flight, or begun before the stop: settled from Cloud Run's answer
-					if got.Active || got.Outcome != ledger.OutcomeSucceeded {
-						t.Errorf("row %s begun before the stop was not settled: active=%t outcome=%s", id, got.Active, got.Outcome)
-					}
-				}
-			}
+			synccheck.Exhausted(t, seeded, e.get, o, s, begun, e.clock.Now())
 
 			// Deferred, not dropped: the next run settles every row left.
 			_, s = outputOf(t, e.start(map[string]any{"limit": 200}))

@@ -132,31 +132,7 @@ func TestKubernetesTooManyRequestsBeginsNoSyncAfterItAndDefersTheRest(t *testing
 			if gets := k.gets(); gets != begun {
 				t.Errorf("gets = %d, want %d (one per sync begun)", gets, begun)
 			}
-			if s.StoppedBy != "resource_exhausted" || s.Errored != 1 || s.Deferred != rows-begun || s.Settled["succeeded"] != begun-1 || s.OutOfBudget {
-				t.Errorf("stats = %+v; want stopped by resource_exhausted, 1 errored, %d deferred, %d settled", s, rows-begun, begun-1)
-			}
-			if o.StartedCount != begun-1 || o.FailedStartCount != rows-begun+1 {
-				t.Errorf("output = %+v", o)
-			}
-			if len(s.Errors) != 1 || s.Errors[0].Code != codes.ResourceExhausted.String() || s.Errors[0].Layer != executionsync.LayerExecutor {
-				t.Fatalf("errors = %+v", s.Errors)
-			}
-			throttled := s.Errors[0].RunnerExecutionUUID
-			for id, want := range seeded {
-				got := k.get(id)
-				switch {
-				case id == throttled:
-					synccheck.Errored(t, want, got, 1, codes.ResourceExhausted.String(), k.clock.Now())
-				case slices.Contains(o.FailedRunnerExecutionUUIDs, id): // deferred: never asked about, never written
-					if d := synccheck.Diff(want, got); len(d) > 0 {
-						t.Errorf("deferred row %s changed: %v", id, d)
-					}
-				default:
-					if got.Active || got.Outcome != ledger.OutcomeSucceeded {
-						t.Errorf("row %s begun before the stop was not settled: active=%t outcome=%s", id, got.Active, got.Outcome)
-					}
-				}
-			}
+			synccheck.Exhausted(t, seeded, k.get, o, s, begun, k.clock.Now())
 
 			_, _, s = k.start()
 			if s.Settled["succeeded"] != rows-begun+1 || s.StoppedBy != "" {

@@ -303,3 +303,37 @@ func Refused(t testing.TB, runs *ledger.RunStore, seeded map[string]ledger.Execu
 		}
 	}
 }
+
+// Exhausted checks a run stopped by ResourceExhausted after begun syncs had begun: the one
+// throttled row errored and changed only by that error, the begun-1 others settled succeeded,
+// and every row not begun deferred, counted and untouched.
+func Exhausted(t testing.TB, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
+	o executionsync.Output, s executionsync.Stats, begun int, now time.Time) {
+	t.Helper()
+	rows := len(seeded)
+	if s.StoppedBy != "resource_exhausted" || s.Errored != 1 || s.Deferred != rows-begun || s.Settled["succeeded"] != begun-1 || s.OutOfBudget {
+		t.Errorf("stats = %+v; want stopped by resource_exhausted, 1 errored, %d deferred, %d settled", s, rows-begun, begun-1)
+	}
+	if o.StartedCount != begun-1 || o.FailedStartCount != rows-begun+1 {
+		t.Errorf("output = %+v", o)
+	}
+	if len(s.Errors) != 1 || s.Errors[0].Code != codes.ResourceExhausted.String() || s.Errors[0].Layer != executionsync.LayerExecutor {
+		t.Fatalf("errors = %+v", s.Errors)
+	}
+	throttled := s.Errors[0].RunnerExecutionUUID
+	for id, want := range seeded {
+		got := get(id)
+		switch {
+		case id == throttled:
+			Errored(t, want, got, 1, codes.ResourceExhausted.String(), now)
+		case slices.Contains(o.FailedRunnerExecutionUUIDs, id): // deferred: never sent to the executor, never written
+			if d := Diff(want, got); len(d) > 0 {
+				t.Errorf("deferred row %s changed: %v", id, d)
+			}
+		default: // in flight, or begun before the stop: settled from the executor's answer
+			if got.Active || got.Outcome != ledger.OutcomeSucceeded {
+				t.Errorf("row %s begun before the stop was not settled: active=%t outcome=%s", id, got.Active, got.Outcome)
+			}
+		}
+	}
+}
