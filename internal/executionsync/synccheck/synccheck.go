@@ -1,6 +1,7 @@
 // Package synccheck holds the checks the execution-sync fault tests of both executors (Cloud
 // Run in internal/executionsync, Kubernetes in internal/kubejobs) make of a row and of a run
-// record, and the fault they inject on the Firestore connection. It is imported by tests only.
+// record — per fault: transient, timed out, refused, exhausted, unknown and lost — and the
+// fault they inject on the Firestore connection. It is imported by tests only.
 package synccheck
 
 import (
