@@ -203,7 +203,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	if err != nil {
 		return fail("count", err)
 	}
-	verdict.Overridden = verdict.Tripped && override
+	verdict = verdict.Override(override)
 	stats.StormGuard = &verdict
 	if verdict.Holds() {
 		// Leases whose holder is terminal are not age alone: they are still abandoned.
@@ -229,7 +229,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	}
 	out.Reason = fmt.Sprintf("abandoned %d of %d active leases examined (at most %d per run)", out.Settled, out.Examined, in.MaxSettlements)
 	if verdict.Holds() {
-		return out, stats, &workflow.StepError{Step: "storm_guard", Layer: "workflow", Reason: storm.Reason, Err: verdict.Err()}
+		return out, stats, verdict.StepError()
 	}
 	return out, stats, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
-	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -126,8 +125,7 @@ scan:
 	}
 	out.Stale = int(silent)
 	stats.Deferred = int(silent) - len(stale)
-	verdict := w.cfg.Storm.Judge(silent, n)
-	verdict.Overridden = verdict.Tripped && override
+	verdict := w.cfg.Storm.Judge(silent, n).Override(override)
 	stats.StormGuard = &verdict
 	switch {
 	case verdict.Holds() && in.DryRun:
@@ -135,7 +133,7 @@ scan:
 	case verdict.Holds():
 		log.Error("storm guard: silent tasks are too large a share of the working ones; reclaimed none",
 			"silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed, "ttl", in.TTL)
-		return out, stats, &workflow.StepError{Step: "storm_guard", Layer: "workflow", Reason: storm.Reason, Err: verdict.Err()}
+		return out, stats, verdict.StepError()
 	case verdict.Overridden:
 		log.Warn("storm guard overridden by the operator: reclaiming past it", "silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed)
 	}

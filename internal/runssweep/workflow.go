@@ -10,7 +10,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
-	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -124,14 +123,13 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	if err != nil {
 		return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
 	}
-	verdict := w.cfg.Storm.Judge(aged, live)
-	verdict.Overridden = verdict.Tripped && override
+	verdict := w.cfg.Storm.Judge(aged, live).Override(override)
 	stats.StormGuard = &verdict
 	switch {
 	case verdict.Holds():
 		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none",
 			"idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed, "older_than_ms", in.OlderThanMs)
-		return out, stats, &workflow.StepError{Step: "storm_guard", Layer: "workflow", Reason: storm.Reason, Err: verdict.Err()}
+		return out, stats, verdict.StepError()
 	case verdict.Overridden:
 		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
 	}

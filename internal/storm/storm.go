@@ -17,6 +17,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Defaults of Config.
@@ -73,6 +75,13 @@ func (c Config) Judge(aged, live int64) Verdict {
 	return Verdict{Aged: aged, Live: live, Allowed: allowed, Tripped: aged > allowed}
 }
 
+// Override applies the operator's word: a tripped verdict is overridden when override is set;
+// one that did not trip has nothing to override.
+func (v Verdict) Override(override bool) Verdict {
+	v.Overridden = v.Tripped && override
+	return v
+}
+
 // Holds reports whether the verdict stops the run: tripped and not overridden.
 func (v Verdict) Holds() bool { return v.Tripped && !v.Overridden }
 
@@ -81,4 +90,9 @@ func (v Verdict) Err() error {
 	return fmt.Errorf("%w: %d of %d live rows would be settled on age alone, more than the %d allowed; settled none of them "+
 		"(a stall of the store or the network looks like mass death: check the workers, then override from the stalesweep command if they really are gone)",
 		ErrTripped, v.Aged, v.Live, v.Allowed)
+}
+
+// StepError is the failure of a run the verdict stopped, with reason Reason.
+func (v Verdict) StepError() *workflow.StepError {
+	return &workflow.StepError{Step: Reason, Layer: "workflow", Reason: Reason, Err: v.Err()}
 }

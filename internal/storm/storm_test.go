@@ -33,12 +33,20 @@ func TestJudge(t *testing.T) {
 		t.Errorf("fraction 1 tripped: %+v", v)
 	}
 	v := c.Judge(900, 1000)
-	v.Overridden = true
-	if v.Holds() {
-		t.Error("an overridden verdict holds the run")
+	if got := v.Override(false); got.Overridden || !got.Holds() {
+		t.Errorf("a tripped verdict without the override: %+v, holds %t", got, got.Holds())
+	}
+	if got := v.Override(true); !got.Overridden || got.Holds() {
+		t.Errorf("an overridden verdict: %+v, holds %t", got, got.Holds())
+	}
+	if got := c.Judge(1, 1000).Override(true); got.Overridden {
+		t.Errorf("a verdict that did not trip was overridden: %+v", got)
 	}
 	if !errors.Is(v.Err(), ErrTripped) {
 		t.Errorf("%v is not ErrTripped", v.Err())
+	}
+	if se := v.StepError(); se.Reason != Reason || se.Step != Reason || se.Layer != "workflow" || !errors.Is(se.Err, ErrTripped) {
+		t.Errorf("step error = %+v", se)
 	}
 }
 
