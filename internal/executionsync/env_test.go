@@ -174,14 +174,8 @@ func outputOf(t *testing.T, out workflow.Outcome) (executionsync.Output, executi
 	t.Helper()
 	var o executionsync.Output
 	var s executionsync.Stats
-	b, _ := json.Marshal(out.Output)
-	if err := json.Unmarshal(b, &o); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = json.Marshal(out.Stats)
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Decode(t, out.Output, &o)
+	testenv.Decode(t, out.Stats, &s)
 	if got := o.StartedCount + o.SkippedMissingMetadataCount + o.FailedStartCount; got != o.CandidateCount {
 		t.Errorf("counts do not add up: started %d + skipped %d + failed %d != candidates %d",
 			o.StartedCount, o.SkippedMissingMetadataCount, o.FailedStartCount, o.CandidateCount)

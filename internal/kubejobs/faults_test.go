@@ -403,14 +403,8 @@ func (k *faultKube) start() (workflow.Outcome, executionsync.Output, executionsy
 	}
 	var o executionsync.Output
 	var s executionsync.Stats
-	b, _ := json.Marshal(out.Output)
-	if err := json.Unmarshal(b, &o); err != nil {
-		k.t.Fatal(err)
-	}
-	b, _ = json.Marshal(out.Stats)
-	if err := json.Unmarshal(b, &s); err != nil {
-		k.t.Fatal(err)
-	}
+	testenv.Decode(k.t, out.Output, &o)
+	testenv.Decode(k.t, out.Stats, &s)
 	if o.StartedCount+o.SkippedMissingMetadataCount+o.FailedStartCount != o.CandidateCount {
 		k.t.Errorf("counts do not add up: %+v", o)
 	}

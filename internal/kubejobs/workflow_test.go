@@ -75,8 +75,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 			t.Fatalf("run: %v %v", out.Err, err)
 		}
 		var s executionsync.Stats
-		b, _ := json.Marshal(out.Stats)
-		_ = json.Unmarshal(b, &s)
+		testenv.Decode(t, out.Stats, &s)
 		return out, s
 	}
 

@@ -57,8 +57,7 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 		t.Fatalf("run: %v %v", out.Err, err)
 	}
 	var o leasesettle.Output
-	b, _ := json.Marshal(out.Output)
-	_ = json.Unmarshal(b, &o)
+	testenv.Decode(t, out.Output, &o)
 	if o.Examined != 3 || o.Settled != 1 || o.Settlements[0].LeaseUUID != "dead" {
 		t.Errorf("output %+v, want only the lease Firestore last saw two hours ago abandoned", o)
 	}

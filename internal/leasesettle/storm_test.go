@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -40,10 +41,8 @@ func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
 		}
 		var o leasesettle.Output
 		var s leasesettle.Stats
-		b, _ := json.Marshal(out.Output)
-		_ = json.Unmarshal(b, &o)
-		b, _ = json.Marshal(out.Stats)
-		_ = json.Unmarshal(b, &s)
+		testenv.Decode(t, out.Output, &o)
+		testenv.Decode(t, out.Stats, &s)
 		return out, o, s
 	}
 	// 14 of 24 active leases on age alone: more than half, more than 10.
@@ -90,8 +89,7 @@ func TestTheStormGuardCountsPastMaxSettlements(t *testing.T) {
 		t.Fatal(err)
 	}
 	var s leasesettle.Stats
-	b, _ := json.Marshal(out.Stats)
-	_ = json.Unmarshal(b, &s)
+	testenv.Decode(t, out.Stats, &s)
 	if out.Status != workflow.StateFailed || s.StormGuard == nil || s.StormGuard.Aged != 12 || s.StormGuard.Live != 20 {
 		t.Errorf("run %s, verdict %+v: want failed, 12 aged of 20 counted past max_settlements 5", out.Status, s.StormGuard)
 	}
@@ -114,10 +112,8 @@ func TestTheStormGuardCountsWhatTheScanCapLeftUnread(t *testing.T) {
 	}
 	var o leasesettle.Output
 	var s leasesettle.Stats
-	b, _ := json.Marshal(out.Stats)
-	_ = json.Unmarshal(b, &s)
-	b, _ = json.Marshal(out.Output)
-	_ = json.Unmarshal(b, &o)
+	testenv.Decode(t, out.Stats, &s)
+	testenv.Decode(t, out.Output, &o)
 	if out.Status != workflow.StateFailed || !s.ScanCapped || o.Examined != 6 || o.Settled != 0 || s.StormGuard == nil || s.StormGuard.Aged != 12 || s.StormGuard.Live != 20 {
 		t.Errorf("run %s, output %+v, stats %+v: want the 6 unread stale leases counted (12 aged of 20), nothing settled", out.Status, o, s)
 	}

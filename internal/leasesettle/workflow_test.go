@@ -140,8 +140,7 @@ func (e *env) run(input map[string]any) (workflow.Outcome, leasesettle.Output) {
 		e.t.Fatalf("run: %v %v", out.Err, err)
 	}
 	var o leasesettle.Output
-	b, _ := json.Marshal(out.Output)
-	_ = json.Unmarshal(b, &o)
+	testenv.Decode(e.t, out.Output, &o)
 	return out, o
 }
 

@@ -59,8 +59,7 @@ func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 		t.Fatalf("sweep: %v %v", out.Err, err)
 	}
 	var o pmsweep.Output
-	b, _ := json.Marshal(out.Output)
-	_ = json.Unmarshal(b, &o)
+	testenv.Decode(t, out.Output, &o)
 	if o.Scanned != 3 || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != "dead" || len(o.Raced) != 0 {
 		t.Errorf("output %+v, want only the task Firestore last saw two hours ago reclaimed", o)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -36,10 +37,8 @@ func TestTheStormGuardStopsMassReclaim(t *testing.T) {
 		}
 		var o pmsweep.Output
 		var s pmsweep.Stats
-		b, _ := json.Marshal(out.Output)
-		_ = json.Unmarshal(b, &o)
-		b, _ = json.Marshal(out.Stats)
-		_ = json.Unmarshal(b, &s)
+		testenv.Decode(t, out.Output, &o)
+		testenv.Decode(t, out.Stats, &s)
 		return out, o, s
 	}
 	e.spy.Reset()

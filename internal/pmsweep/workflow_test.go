@@ -89,8 +89,7 @@ func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 		e.t.Fatalf("sweep: %v %v", out.Err, err)
 	}
 	var o pmsweep.Output
-	b, _ := json.Marshal(out.Output)
-	_ = json.Unmarshal(b, &o)
+	testenv.Decode(e.t, out.Output, &o)
 	return o
 }
 

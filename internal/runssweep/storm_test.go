@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -60,8 +61,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 		out, err := engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
 			Trigger: trigger, StormOverride: override, Actor: "ops@example.com"})
 		var s runssweep.Stats
-		b, _ := json.Marshal(out.Stats)
-		_ = json.Unmarshal(b, &s)
+		testenv.Decode(t, out.Stats, &s)
 		return out, s, err
 	}
 	var idle []string
@@ -96,9 +96,8 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	// A limit below the idle count changes nothing: the guard counts every idle run.
 	out, err = engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
 		InitialData: []byte(`{"older_than_ms": 600000, "limit": 5}`), Trigger: workflow.TriggerSchedule})
-	b, _ := json.Marshal(out.Stats)
 	var limited runssweep.Stats
-	_ = json.Unmarshal(b, &limited)
+	testenv.Decode(t, out.Stats, &limited)
 	if err != nil || out.Status != workflow.StateFailed || limited.StormGuard == nil || !limited.StormGuard.Tripped || limited.StormGuard.Aged != 16 {
 		t.Errorf("a sweep limited to 5: %s %v, verdict %+v, want failed by the storm guard with 16 aged", out.Status, err, limited.StormGuard)
 	}

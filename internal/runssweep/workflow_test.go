@@ -79,10 +79,8 @@ func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
 	}
 	var o runssweep.Output
 	var s runssweep.Stats
-	b, _ := json.Marshal(out.Output)
-	_ = json.Unmarshal(b, &o)
-	b, _ = json.Marshal(out.Stats)
-	_ = json.Unmarshal(b, &s)
+	testenv.Decode(e.t, out.Output, &o)
+	testenv.Decode(e.t, out.Stats, &s)
 	return o, s
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -142,4 +143,17 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// Decode reads v — a run's output or stats, as the engine hands them on — into dst through JSON,
+// as a reader of the run record would, and fails the test when v does not fit dst.
+func Decode(t testing.TB, v, dst any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode %T: %v", v, err)
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		t.Fatalf("decode %s into %T: %v", b, dst, err)
+	}
 }
