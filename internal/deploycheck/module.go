@@ -2,7 +2,9 @@
 // cannot validate the module here (the google provider cannot be downloaded), so these checks
 // parse the HCL with hashicorp/hcl/v2 and compare what they find with what the code declares:
 // the function targets, the topics and who publishes to them, the Firestore indexes, the
-// identities and their roles, and that nothing is public.
+// identities and exactly their grants (conditions and custom roles included), the runtime's
+// custom role against the permissions the executor adapters declare, the project-level roles,
+// StartWorkflow's authentication settings, and that nothing is public.
 package deploycheck
 
 import (
@@ -34,13 +36,14 @@ type Module struct {
 	Blocks    []Block
 	locals    map[string]hclsyntax.Expression
 	resources map[string]Block // "type.name"
+	data      map[string]Block // "type.name" of data sources
 	// JSONResources holds the resources of *.tf.json files, decoded as plain JSON.
 	JSONResources map[string]map[string]json.RawMessage // type → name → body
 }
 
 // Load parses every .tf and .tf.json file of dir (not its subdirectories).
 func Load(dir string) (*Module, error) {
-	m := &Module{Dir: dir, locals: map[string]hclsyntax.Expression{}, resources: map[string]Block{}, JSONResources: map[string]map[string]json.RawMessage{}}
+	m := &Module{Dir: dir, locals: map[string]hclsyntax.Expression{}, resources: map[string]Block{}, data: map[string]Block{}, JSONResources: map[string]map[string]json.RawMessage{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read module %s: %w", dir, err)
@@ -71,6 +74,8 @@ func Load(dir string) (*Module, error) {
 					}
 				case "resource":
 					m.resources[b.Labels[0]+"."+b.Labels[1]] = blk
+				case "data":
+					m.data[b.Labels[0]+"."+b.Labels[1]] = blk
 				}
 			}
 		}
@@ -118,6 +123,12 @@ func (m *Module) Resource(typ, name string) (Block, bool) {
 	return b, ok
 }
 
+// Data returns one data source.
+func (m *Module) Data(typ, name string) (Block, bool) {
+	b, ok := m.data[typ+"."+name]
+	return b, ok
+}
+
 // Attr returns an attribute of a block, or of one of its nested blocks ("build_config.entry_point").
 func Attr(b *hclsyntax.Body, path string) (hclsyntax.Expression, bool) {
 	parts := strings.Split(path, ".")
@@ -143,8 +154,22 @@ func Attr(b *hclsyntax.Body, path string) (hclsyntax.Expression, bool) {
 
 // Render turns an expression into text: literals as they are, references as ${path}, locals
 // expanded. Good enough to compare "serviceAccount:${google_service_account.runtime.email}".
+// Function calls and tuples render as name(args) and [items], string arguments and items
+// quoted: join(",", ["https://${var.region}-...", ...]).
 func (m *Module) Render(e hclsyntax.Expression) string {
 	switch x := e.(type) {
+	case *hclsyntax.FunctionCallExpr:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = m.renderItem(a)
+		}
+		return x.Name + "(" + strings.Join(args, ", ") + ")"
+	case *hclsyntax.TupleConsExpr:
+		items := make([]string, len(x.Exprs))
+		for i, it := range x.Exprs {
+			items[i] = m.renderItem(it)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
 	case *hclsyntax.LiteralValueExpr:
 		if x.Val.Type() == cty.String {
 			return x.Val.AsString()
@@ -167,6 +192,67 @@ func (m *Module) Render(e hclsyntax.Expression) string {
 	}
 	rng := e.Range()
 	return fmt.Sprintf("<expr at %s>", rng.String())
+}
+
+// renderItem renders an argument or a tuple item: strings quoted, the rest as Render does.
+func (m *Module) renderItem(e hclsyntax.Expression) string {
+	switch x := e.(type) {
+	case *hclsyntax.TemplateExpr, *hclsyntax.TemplateWrapExpr:
+		return `"` + m.Render(e) + `"`
+	case *hclsyntax.LiteralValueExpr:
+		if x.Val.Type() == cty.String {
+			return `"` + x.Val.AsString() + `"`
+		}
+	}
+	if path, ok := refPath(e); ok {
+		if l, ok := m.local(path); ok {
+			return m.renderItem(l)
+		}
+	}
+	return m.Render(e)
+}
+
+// References lists every reference an expression makes, as refPath renders it
+// (data.google_service_account.invokers[email].unique_id), following locals into their own
+// expressions: what a value is derived from.
+func (m *Module) References(e hclsyntax.Expression) []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(hclsyntax.Expression)
+	walk = func(e hclsyntax.Expression) {
+		_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+			var path string
+			switch x := n.(type) {
+			case *hclsyntax.ScopeTraversalExpr, *hclsyntax.RelativeTraversalExpr:
+				p, ok := refPath(x.(hclsyntax.Expression))
+				if !ok {
+					return nil
+				}
+				path = p
+			default:
+				return nil
+			}
+			if seen[path] {
+				return nil
+			}
+			seen[path] = true
+			out = append(out, path)
+			if rest, ok := strings.CutPrefix(path, "local."); ok {
+				name := rest
+				if i := strings.IndexAny(rest, ".["); i >= 0 {
+					name = rest[:i]
+				}
+				if l, ok := m.locals[name]; ok && !seen["local."+name+"#"] {
+					seen["local."+name+"#"] = true
+					walk(l)
+				}
+			}
+			return nil
+		})
+	}
+	walk(e)
+	sort.Strings(out)
+	return out
 }
 
 // local resolves "local.NAME" and "local.NAME.KEY" (a key of an object local).
@@ -254,17 +340,35 @@ func keyText(v cty.Value) string {
 // its locals available, for the literal-enough parts of the module (maps of strings, role
 // lists). It fails on references to resources.
 func (m *Module) Eval(e hclsyntax.Expression, vars map[string]cty.Value) (cty.Value, error) {
-	locals := map[string]cty.Value{}
+	return m.EvalWith(e, vars, nil)
+}
+
+// EvalWith is Eval with more top-level names, such as each = {key = ...}.
+func (m *Module) EvalWith(e hclsyntax.Expression, vars, extra map[string]cty.Value) (cty.Value, error) {
 	ctx := &hcl.EvalContext{
 		Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)},
 		Functions: map[string]function.Function{
 			"concat": stdlib.ConcatFunc, "toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)), "contains": stdlib.ContainsFunc,
 			"split": stdlib.SplitFunc, "join": stdlib.JoinFunc, "replace": stdlib.ReplaceFunc,
+			"distinct": stdlib.DistinctFunc, "tostring": stdlib.MakeToFunc(cty.String),
 		},
 	}
-	for name, l := range m.locals {
-		if v, diags := l.Value(ctx); !diags.HasErrors() {
-			locals[name] = v
+	for k, v := range extra {
+		ctx.Variables[k] = v
+	}
+	// Locals may use locals: evaluate until no more of them can be.
+	locals := map[string]cty.Value{}
+	for progress := true; progress; {
+		progress = false
+		ctx.Variables["local"] = cty.ObjectVal(locals)
+		for name, l := range m.locals {
+			if _, done := locals[name]; done {
+				continue
+			}
+			if v, diags := l.Value(ctx); !diags.HasErrors() {
+				locals[name] = v
+				progress = true
+			}
 		}
 	}
 	ctx.Variables["local"] = cty.ObjectVal(locals)
