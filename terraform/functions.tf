@@ -14,6 +14,9 @@ resource "google_cloudfunctions2_function" "fn" {
         object = google_storage_bucket_object.source.name
       }
     }
+    # The build runs as the module's build account, into the module's repository (iam.tf).
+    service_account   = google_service_account.build.id
+    docker_repository = google_artifact_registry_repository.functions.id
     # Without Kubernetes, build without client-go (docs/performance.md).
     environment_variables = var.enable_kubernetes ? {} : { GOFLAGS = "-tags=nokubernetes" }
   }
@@ -31,10 +34,27 @@ resource "google_cloudfunctions2_function" "fn" {
       # Each function keeps its work to 80% of its own timeout.
       (each.value.budget_env) = "${floor(var.function_settings[each.key].timeout_seconds * 0.8)}s"
       }, each.value.topic == null ? {
-      # StartWorkflow: Google ID tokens for the URL it was called on, from these callers only.
-      STALESWEEP_AUTH_AUDIENCE   = "request"
-      STALESWEEP_ALLOWED_CALLERS = join(",", local.allowed_callers)
+      # StartWorkflow: Google ID tokens for its own URLs (or gcloud's, when accepted), from these
+      # callers only. All three come from this module, never from the request.
+      STALESWEEP_AUTH_AUDIENCE      = join(",", local.start_workflow_audiences)
+      STALESWEEP_AUTH_ACCEPT_GCLOUD = tostring(var.accept_gcloud_tokens)
+      STALESWEEP_ALLOWED_CALLERS    = join(",", local.allowed_callers)
     } : {})
+
+    # The clusters' secret, when there is one, as a file (local.kube_clusters names it). Read on
+    # each access, so a new version needs no redeploy.
+    dynamic "secret_volumes" {
+      for_each = local.kube_secret ? [var.kube_clusters_secret] : []
+      content {
+        mount_path = local.kube_secret_mount_path
+        project_id = var.project_id
+        secret     = secret_volumes.value
+        versions {
+          version = "latest"
+          path    = local.kube_secret_file
+        }
+      }
+    }
   }
 
   dynamic "event_trigger" {
@@ -48,5 +68,24 @@ resource "google_cloudfunctions2_function" "fn" {
     }
   }
 
-  depends_on = [google_project_iam_member.runtime, google_project_service.apis]
+  lifecycle {
+    # Terraform 1.5 lets a variable's validation see only that variable, so the two ways of
+    # giving the clusters are held apart here.
+    precondition {
+      condition     = var.kube_clusters == "" || var.kube_clusters_secret == ""
+      error_message = "Set kube_clusters (inline JSON) or kube_clusters_secret (a Secret Manager secret), not both."
+    }
+  }
+
+  # The build's grants before the build, the runtime's before the first instance (a deployment
+  # also checks that the runtime account may read a mounted secret).
+  depends_on = [
+    google_project_service.apis,
+    google_project_iam_member.runtime_firestore,
+    google_project_iam_member.runtime_executors,
+    google_secret_manager_secret_iam_member.runtime_reads_kube_clusters,
+    google_project_iam_member.build_logs,
+    google_project_iam_member.build_reads_sources,
+    google_artifact_registry_repository_iam_member.build_writes_images,
+  ]
 }

@@ -23,11 +23,40 @@ locals {
     if s.enabled && (var.enable_kubernetes || type != "runner.execution-sync-stale-kubernetes")
   }
 
-  # StartWorkflow's callers: the invokers that are users or service accounts, by email.
-  allowed_callers = [
-    for p in var.start_workflow_invokers : split(":", p)[1]
-    if startswith(p, "user:") || startswith(p, "serviceAccount:")
+  # StartWorkflow's callers (STALESWEEP_ALLOWED_CALLERS): the invokers that are users or service
+  # accounts, by email, and each service account also by its numeric unique id: a token minted
+  # by impersonation (gcloud functions call --impersonate-service-account) has no email claim,
+  # only sub = that id. group: entries cannot be listed: ID tokens carry no groups.
+  invoker_service_accounts = [
+    for p in var.start_workflow_invokers : trimprefix(p, "serviceAccount:") if startswith(p, "serviceAccount:")
   ]
+  allowed_callers = distinct(concat(
+    [for p in var.start_workflow_invokers : split(":", p)[1] if startswith(p, "user:") || startswith(p, "serviceAccount:")],
+    [for email in local.invoker_service_accounts : data.google_service_account.invokers[email].unique_id],
+  ))
+
+  # StartWorkflow's own URLs (STALESWEEP_AUTH_AUDIENCE): a token minted for one of them is for
+  # this function. Both are deterministic — the cloudfunctions.net URL and Cloud Run's
+  # deterministic run.app URL — so the function's environment does not depend on the function
+  # itself. Never taken from the request.
+  start_workflow_name = "${var.name_prefix}-start-workflow"
+  start_workflow_audiences = [
+    "https://${var.region}-${var.project_id}.cloudfunctions.net/${local.start_workflow_name}",
+    "https://${local.start_workflow_name}-${data.google_project.this.number}.${var.region}.run.app",
+  ]
+
+  # Kubernetes clusters: inline (var.kube_clusters), or a Secret Manager secret mounted as a file.
+  # The mount shadows its whole directory, so it gets one of its own. Cloud Functions' API
+  # recommends /etc/secrets and restricts /cloudsql, /dev/log, /pod, /proc and /var/log
+  # (SecretVolume.mount_path); /etc/stalesweep-secrets is under /etc like the recommended path,
+  # clear of the restricted ones, and hides nothing the image holds.
+  kube_secret            = var.enable_kubernetes && var.kube_clusters_secret != ""
+  kube_secret_mount_path = "/etc/stalesweep-secrets"
+  kube_secret_file       = "clusters.json"
+  kube_clusters = (
+    local.kube_secret ? "${local.kube_secret_mount_path}/${local.kube_secret_file}" :
+    var.enable_kubernetes ? var.kube_clusters : ""
+  )
 
   common_env = {
     GOOGLE_CLOUD_PROJECT                = var.project_id
@@ -39,7 +68,8 @@ locals {
     STALESWEEP_EXTENSION_SWEEP_FLOOR_MS = tostring(var.extension_sweep_floor_ms)
     STALESWEEP_STORM_FRACTION           = tostring(var.storm_fraction)
     STALESWEEP_STORM_MIN_ROWS           = tostring(var.storm_min_rows)
-    STALESWEEP_KUBE_CLUSTERS            = var.enable_kubernetes ? var.kube_clusters : ""
+    STALESWEEP_PM_TTL_FLOOR_SECONDS     = tostring(var.pm_ttl_floor_seconds)
+    STALESWEEP_KUBE_CLUSTERS            = local.kube_clusters
   }
 }
 
@@ -47,12 +77,18 @@ data "google_project" "this" {
   project_id = var.project_id
 }
 
+# The invokers that are service accounts, for their unique ids (local.allowed_callers).
+data "google_service_account" "invokers" {
+  for_each   = toset(local.invoker_service_accounts)
+  account_id = each.value
+}
+
 resource "google_project_service" "apis" {
-  for_each = var.enable_apis ? toset([
+  for_each = var.enable_apis ? toset(concat([
     "artifactregistry.googleapis.com", "cloudbuild.googleapis.com", "cloudfunctions.googleapis.com",
     "cloudscheduler.googleapis.com", "eventarc.googleapis.com", "firestore.googleapis.com",
     "iam.googleapis.com", "pubsub.googleapis.com", "run.googleapis.com", "storage.googleapis.com",
-  ]) : toset([])
+  ], local.kube_secret ? ["secretmanager.googleapis.com"] : [])) : toset([])
   project            = var.project_id
   service            = each.value
   disable_on_destroy = false
@@ -75,6 +111,18 @@ resource "google_storage_bucket" "source" {
   force_destroy               = true
   labels                      = var.labels
   depends_on                  = [google_project_service.apis]
+}
+
+# The functions' images, built by the build account (iam.tf) into a repository of this module's
+# own instead of the project-wide gcf-artifacts.
+resource "google_artifact_registry_repository" "functions" {
+  project       = var.project_id
+  location      = var.region
+  repository_id = "${var.name_prefix}-functions"
+  format        = "DOCKER"
+  description   = "stalesweep's function images, written by the ${var.name_prefix}-build account only."
+  labels        = var.labels
+  depends_on    = [google_project_service.apis]
 }
 
 resource "google_storage_bucket_object" "source" {

@@ -15,9 +15,10 @@ output "topics" {
 }
 
 output "service_accounts" {
-  description = "The runtime and trigger accounts, and the Cloud Scheduler service agent that publishes ticks."
+  description = "The runtime, build and trigger accounts, and the Cloud Scheduler service agent that publishes ticks."
   value = {
     runtime   = google_service_account.runtime.email
+    build     = google_service_account.build.email
     trigger   = google_service_account.trigger.email
     scheduler = trimprefix(local.scheduler_member, "serviceAccount:")
   }
@@ -26,4 +27,14 @@ output "service_accounts" {
 output "scheduler_jobs" {
   description = "The scheduler job of each workflow type."
   value       = { for type, j in google_cloud_scheduler_job.tick : type => j.name }
+}
+
+output "start_workflow_url" {
+  description = "StartWorkflow's deterministic run.app URL: mint ID tokens for it (or for the cloudfunctions.net URL), e.g. gcloud auth print-identity-token --impersonate-service-account=SA --audiences=URL --include-email."
+  value       = local.start_workflow_audiences[1]
+}
+
+output "start_workflow_audiences" {
+  description = "The audiences StartWorkflow accepts (STALESWEEP_AUTH_AUDIENCE): its cloudfunctions.net and run.app URLs; gcloud's own client id too when accept_gcloud_tokens."
+  value       = local.start_workflow_audiences
 }

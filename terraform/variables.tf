@@ -39,9 +39,19 @@ variable "enable_kubernetes" {
 }
 
 variable "kube_clusters" {
-  description = "STALESWEEP_KUBE_CLUSTERS: the clusters' JSON (see docs/operations.md). Used when enable_kubernetes."
+  description = "STALESWEEP_KUBE_CLUSTERS inline: the clusters' JSON (see docs/operations.md), for clusters reached with the function's own identity (GKE: no secret in it). Used when enable_kubernetes. Set this or kube_clusters_secret, not both."
   type        = string
   default     = ""
+}
+
+variable "kube_clusters_secret" {
+  description = "The id (short name, not the full resource name) of a Secret Manager secret in the project holding the STALESWEEP_KUBE_CLUSTERS JSON, for clusters reached with credentials (a token, a kubeconfig). Used when enable_kubernetes: the latest version is mounted into the functions as a file, and only the runtime account may read that one secret. Set this or kube_clusters, not both."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{0,255}$", var.kube_clusters_secret))
+    error_message = "kube_clusters_secret must be a secret id of the project (letters, digits, _ and -), not a resource name."
+  }
 }
 
 variable "retry_policy" {
@@ -104,13 +114,25 @@ variable "schedule_time_zone" {
 }
 
 variable "start_workflow_invokers" {
-  description = "Principals (user:..., serviceAccount:..., group:...) who may call the manual StartWorkflow function. Users and service accounts are also its callers' allow-list."
+  description = "Principals (user:..., serviceAccount:..., group:...) who may call the manual StartWorkflow function: each gets roles/run.invoker on its service. Users and service accounts are also the function's own allow-list (STALESWEEP_ALLOWED_CALLERS): by email, and a service account also by its numeric unique id, which is all a token minted by impersonation without --include-email carries. A group: entry gets run.invoker but cannot be on that list (ID tokens carry no groups), so its members are refused by the function: list them one by one."
   type        = list(string)
   default     = []
   validation {
     condition     = alltrue([for p in var.start_workflow_invokers : !contains(["allUsers", "allAuthenticatedUsers"], p)])
     error_message = "StartWorkflow is never public: allUsers and allAuthenticatedUsers are refused."
   }
+}
+
+variable "accept_gcloud_tokens" {
+  description = "StartWorkflow accepts gcloud's own ID tokens (audience: gcloud's OAuth client id 32555940559.apps.googleusercontent.com), which `gcloud functions call --gen2` and `gcloud auth print-identity-token` without --audiences send; Cloud Run's IAM accepts them too. false requires tokens minted for the function's URL (start_workflow_audiences)."
+  type        = bool
+  default     = true
+}
+
+variable "pubsub_agent_token_creator" {
+  description = "Let the Pub/Sub service agent mint tokens for the trigger account (roles/iam.serviceAccountTokenCreator on that account only), for Eventarc's authenticated push. Needed only in projects whose Pub/Sub service agent was created on or before 8 April 2021."
+  type        = bool
+  default     = false
 }
 
 variable "function_settings" {
@@ -133,6 +155,16 @@ variable "extension_sweep_floor_ms" {
   description = "The least older_than_ms platform.extension.runs.sweep accepts on the scheduled path."
   type        = number
   default     = 60000
+}
+
+variable "pm_ttl_floor_seconds" {
+  description = "The least `ttl` pm.sweep accepts off the command line, on the scheduled and HTTP paths (STALESWEEP_PM_TTL_FLOOR_SECONDS)."
+  type        = number
+  default     = 60
+  validation {
+    condition     = var.pm_ttl_floor_seconds >= 1 && floor(var.pm_ttl_floor_seconds) == var.pm_ttl_floor_seconds
+    error_message = "pm_ttl_floor_seconds must be a whole number of seconds, at least 1."
+  }
 }
 
 variable "storm_fraction" {

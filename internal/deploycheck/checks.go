@@ -18,6 +18,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/stalesweep/stalesweep/emulator/localpipeline"
+	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/kubejobs"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
@@ -167,10 +169,20 @@ func isLocal(e hclsyntax.Expression, name string) bool {
 // Identities, as their member strings render.
 var (
 	runtimeSA   = "serviceAccount:${google_service_account.runtime.email}"
+	buildSA     = "serviceAccount:${google_service_account.build.email}"
 	triggerSA   = "serviceAccount:${google_service_account.trigger.email}"
 	schedulerSA = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-cloudscheduler.iam.gserviceaccount.com"
 	pubsubAgent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
 	invokers    = "${each.value}" // of var.start_workflow_invokers
+)
+
+// The conditions grants must carry, as they render.
+var (
+	// roles/datastore.user: the one database the functions are configured with.
+	firestoreCondition = `resource.name == "projects/${var.project_id}/databases/${var.firestore_database}"`
+	// The build's storage.objectViewer: the bucket Cloud Functions copies the source into.
+	gcfSourcesCondition = `resource.name == "projects/_/buckets/gcf-v2-sources-${data.google_project.this.number}-${var.region}" || ` +
+		`resource.name.startsWith("projects/_/buckets/gcf-v2-sources-${data.google_project.this.number}-${var.region}/objects/")`
 )
 
 // topicResource finds the google_pubsub_topic whose name is the given default topic name.
@@ -196,21 +208,61 @@ func CheckTopics(m *Module) []Finding {
 			continue
 		}
 		grant := fmt.Sprintf("%s|roles/pubsub.publisher|topic:${google_pubsub_topic.%s.id}", want.member, res)
-		if !slices.Contains(m.grants(false), grant) {
+		if !slices.Contains(m.grants(setting{}), grant) {
 			out = append(out, Finding{"topics", fmt.Sprintf("%s may not publish to %s", want.member, want.topic)})
 		}
 	}
 	return out
 }
 
-// grants lists every IAM grant of the module as member|role|target, for_each expanded, with
-// var.enable_kubernetes set to kube.
-func (m *Module) grants(kube bool) []string {
+// setting is one combination of the variables that switch grants on and off.
+type setting struct {
+	kube         bool // var.enable_kubernetes
+	secret       bool // var.kube_clusters_secret set
+	tokenCreator bool // var.pubsub_agent_token_creator
+}
+
+func (s setting) String() string {
+	return fmt.Sprintf("kubernetes %t, secret %t, token creator %t", s.kube, s.secret, s.tokenCreator)
+}
+
+// settings are the combinations CheckRoles holds the module to.
+func settings() []setting {
+	var out []setting
+	for _, kube := range []bool{false, true} {
+		for _, secret := range []bool{false, true} {
+			for _, tc := range []bool{false, true} {
+				out = append(out, setting{kube, secret, tc})
+			}
+		}
+	}
+	return out
+}
+
+func (s setting) vars() map[string]cty.Value {
+	secret := ""
+	if s.secret {
+		secret = "stalesweep-kube-clusters"
+	}
+	return map[string]cty.Value{
+		"enable_kubernetes": cty.BoolVal(s.kube), "enable_dead_letter": cty.True, "name_prefix": cty.StringVal(defaultPrefix),
+		"kube_clusters": cty.StringVal(""), "kube_clusters_secret": cty.StringVal(secret),
+		"pubsub_agent_token_creator": cty.BoolVal(s.tokenCreator), "enable_apis": cty.True,
+	}
+}
+
+// grantTargets are the attributes that name what an IAM resource grants on (project aside).
+var grantTargets = []string{"topic", "service", "subscription", "bucket", "secret_id", "service_account_id", "repository"}
+
+// grants lists every IAM grant of the module as member|role|target, for_each expanded, with the
+// variables of s; a conditioned grant ends in |if:EXPRESSION, and a custom role of the module
+// renders as custom:NAME{permission,...} with its permissions under s.
+func (m *Module) grants(s setting) []string {
 	var out []string
-	vars := map[string]cty.Value{"enable_kubernetes": cty.BoolVal(kube), "enable_dead_letter": cty.True, "name_prefix": cty.StringVal(defaultPrefix)}
+	vars := s.vars()
 	for _, b := range m.resources {
 		typ := b.Labels[0]
-		if !strings.Contains(typ, "_iam_") {
+		if !strings.Contains(typ, "_iam_") || typ == "google_project_iam_custom_role" {
 			continue
 		}
 		if c, ok := b.Body.Attributes["count"]; ok {
@@ -218,24 +270,31 @@ func (m *Module) grants(kube bool) []string {
 				continue // switched off
 			}
 		}
-		target := ""
-		for _, k := range []string{"project", "topic", "service", "subscription", "bucket"} {
-			if a, ok := b.Body.Attributes[k]; ok && k != "project" {
-				target = k + ":" + m.Render(a.Expr)
-			}
-		}
-		if target == "" {
+		// A project IAM resource grants on the project whatever else it says; any other names
+		// its resource in one of grantTargets (or is an organization's or folder's: its type).
+		target := typ
+		if strings.HasPrefix(typ, "google_project_iam_") {
 			target = "project"
+		} else {
+			for _, k := range grantTargets {
+				if a, ok := b.Body.Attributes[k]; ok {
+					target = k + ":" + m.Render(a.Expr)
+				}
+			}
 		}
 		member, role := "", ""
 		if a, ok := b.Body.Attributes["member"]; ok {
 			member = m.Render(a.Expr)
 		}
 		if a, ok := b.Body.Attributes["role"]; ok {
-			role = m.Render(a.Expr)
+			role = m.customRole(a.Expr, vars)
 		}
 		if a, ok := b.Body.Attributes["members"]; ok { // bindings and policies: each member counts
 			member = m.Render(a.Expr)
+		}
+		cond := ""
+		if e, ok := Attr(b.Body, "condition.expression"); ok {
+			cond = "|if:" + m.Render(e)
 		}
 		roles := []string{role}
 		if role == "${each.value}" {
@@ -250,40 +309,115 @@ func (m *Module) grants(kube bool) []string {
 			}
 		}
 		for _, r := range roles {
-			out = append(out, fmt.Sprintf("%s|%s|%s", member, r, target))
+			out = append(out, fmt.Sprintf("%s|%s|%s%s", member, r, target, cond))
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// CheckRoles: each identity has exactly its roles, on exactly its resources.
+// customRole renders a role: a reference to a custom role of the module as
+// custom:NAME{its permissions under vars}, anything else as Render does.
+func (m *Module) customRole(e hclsyntax.Expression, vars map[string]cty.Value) string {
+	role := m.Render(e)
+	name, ok := strings.CutPrefix(role, "${google_project_iam_custom_role.")
+	if !ok {
+		return role
+	}
+	name = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "}"), ".id"), ".name")
+	perms, err := m.customRolePermissions(name, vars)
+	if err != nil {
+		return "custom:" + name + "{?}"
+	}
+	return "custom:" + name + "{" + strings.Join(perms, ",") + "}"
+}
+
+// customRolePermissions evaluates a custom role's permissions, sorted.
+func (m *Module) customRolePermissions(name string, vars map[string]cty.Value) ([]string, error) {
+	b, ok := m.Resource("google_project_iam_custom_role", name)
+	if !ok {
+		return nil, fmt.Errorf("no google_project_iam_custom_role.%s", name)
+	}
+	a, ok := b.Body.Attributes["permissions"]
+	if !ok {
+		return nil, fmt.Errorf("google_project_iam_custom_role.%s has no permissions", name)
+	}
+	v, err := m.Eval(a.Expr, vars)
+	if err != nil {
+		return nil, err
+	}
+	if !v.CanIterateElements() {
+		return nil, fmt.Errorf("google_project_iam_custom_role.%s: permissions is not a list", name)
+	}
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, p := it.Element()
+		if p.Type() != cty.String || p.IsNull() || !p.IsKnown() {
+			return nil, fmt.Errorf("google_project_iam_custom_role.%s: a permission is not a string", name)
+		}
+		out = append(out, p.AsString())
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// executorPermissions are the permissions the executor adapters declare for their calls.
+func executorPermissions(kube bool) []string {
+	out := slices.Clone(cloudrun.IAMPermissions)
+	if kube {
+		out = append(out, kubejobs.IAMPermissions...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// runtimeRole is the runtime's custom role as grants renders it.
+func runtimeRole(kube bool) string {
+	return "custom:runtime{" + strings.Join(executorPermissions(kube), ",") + "}"
+}
+
+// wantGrants is every grant of the module under s: each identity with exactly its grants.
+func wantGrants(s setting) []string {
+	want := []string{
+		runtimeSA + "|" + runtimeRole(s.kube) + "|project",
+		runtimeSA + "|roles/datastore.user|project|if:" + firestoreCondition,
+		runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.sweeps.id}",
+		runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.syncs.id}",
+		buildSA + "|roles/logging.logWriter|project",
+		buildSA + "|roles/storage.objectViewer|project|if:" + gcfSourcesCondition,
+		buildSA + "|roles/artifactregistry.writer|repository:${google_artifact_registry_repository.functions.name}",
+		schedulerSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.ticks.id}",
+		pubsubAgent + "|roles/pubsub.publisher|topic:${google_pubsub_topic.dead_letter.id}",
+		triggerSA + `|roles/run.invoker|service:${google_cloudfunctions2_function.fn[each.key].service_config[0].service}`,
+		invokers + `|roles/run.invoker|service:${google_cloudfunctions2_function.fn["start_workflow"].service_config[0].service}`,
+	}
+	if s.kube && s.secret {
+		want = append(want, runtimeSA+"|roles/secretmanager.secretAccessor|secret_id:${var.kube_clusters_secret}")
+	}
+	if s.tokenCreator {
+		want = append(want, pubsubAgent+"|roles/iam.serviceAccountTokenCreator|service_account_id:${google_service_account.trigger.name}")
+	}
+	sort.Strings(want)
+	return want
+}
+
+// CheckRoles: each identity — runtime, build, trigger, the Cloud Scheduler and Pub/Sub service
+// agents, StartWorkflow's invokers — has exactly its grants, on exactly its resources, with
+// exactly its conditions, with Kubernetes on and off, the clusters' secret set or not, and the
+// Pub/Sub agent's token creator on or off.
 func CheckRoles(m *Module) []Finding {
 	var out []Finding
-	for _, kube := range []bool{false, true} {
-		want := []string{
-			runtimeSA + "|roles/datastore.user|project",
-			runtimeSA + "|roles/run.viewer|project",
-			runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.sweeps.id}",
-			runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.syncs.id}",
-			schedulerSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.ticks.id}",
-			pubsubAgent + "|roles/pubsub.publisher|topic:${google_pubsub_topic.dead_letter.id}",
-			triggerSA + `|roles/run.invoker|service:${google_cloudfunctions2_function.fn[each.key].service_config[0].service}`,
-			invokers + `|roles/run.invoker|service:${google_cloudfunctions2_function.fn["start_workflow"].service_config[0].service}`,
-		}
-		if kube {
-			want = append(want, runtimeSA+"|roles/container.clusterViewer|project")
-		}
-		sort.Strings(want)
-		got := m.grants(kube)
+	for _, s := range settings() {
+		want := wantGrants(s)
+		got := m.grants(s)
 		for _, g := range got {
 			if !slices.Contains(want, g) {
-				out = append(out, Finding{"roles", fmt.Sprintf("unexpected grant (kubernetes %t): %s", kube, g)})
+				out = append(out, Finding{"roles", fmt.Sprintf("unexpected grant (%s): %s", s, g)})
 			}
 		}
 		for _, w := range want {
 			if !slices.Contains(got, w) {
-				out = append(out, Finding{"roles", fmt.Sprintf("missing grant (kubernetes %t): %s", kube, w)})
+				out = append(out, Finding{"roles", fmt.Sprintf("missing grant (%s): %s", s, w)})
 			}
 		}
 	}
@@ -293,6 +427,216 @@ func CheckRoles(m *Module) []Finding {
 			if fe, ok := b.Body.Attributes["for_each"]; !ok || !isLocal(fe.Expr, "event_functions") {
 				out = append(out, Finding{"roles", "the trigger account's run.invoker is not limited to local.event_functions"})
 			}
+		}
+	}
+	// The build runs as the build account, into the module's repository.
+	if fn, ok := m.Resource("google_cloudfunctions2_function", "fn"); ok {
+		if e, ok := Attr(fn.Body, "build_config.service_account"); !ok || m.Render(e) != "${google_service_account.build.id}" {
+			out = append(out, Finding{"roles", "build_config.service_account is not google_service_account.build.id: the build would run as the project's default build identity"})
+		}
+		if e, ok := Attr(fn.Body, "build_config.docker_repository"); !ok || m.Render(e) != "${google_artifact_registry_repository.functions.id}" {
+			out = append(out, Finding{"roles", "build_config.docker_repository is not google_artifact_registry_repository.functions.id, the one repository the build account may write"})
+		}
+	}
+	return out
+}
+
+// CheckCustomRole: the runtime's custom role holds exactly the permissions the executor
+// adapters declare for their calls — cloudrun.IAMPermissions, and kubejobs.IAMPermissions with
+// Kubernetes on — and nothing else.
+func CheckCustomRole(m *Module) []Finding {
+	var out []Finding
+	for _, kube := range []bool{false, true} {
+		got, err := m.customRolePermissions("runtime", setting{kube: kube}.vars())
+		if err != nil {
+			return []Finding{{"custom role", err.Error()}}
+		}
+		want := executorPermissions(kube)
+		for _, p := range got {
+			if !slices.Contains(want, p) {
+				out = append(out, Finding{"custom role", fmt.Sprintf("the runtime's custom role (kubernetes %t) holds %s, which no call of the code needs (cloudrun/kubejobs IAMPermissions)", kube, p)})
+			}
+		}
+		for _, p := range want {
+			if !slices.Contains(got, p) {
+				out = append(out, Finding{"custom role", fmt.Sprintf("the runtime's custom role (kubernetes %t) lacks %s, which the code's calls need", kube, p)})
+			}
+		}
+	}
+	return out
+}
+
+// CheckFirestoreCondition: roles/datastore.user is granted only with the condition naming
+// var.firestore_database, so the functions reach no other database of the project.
+func CheckFirestoreCondition(m *Module) []Finding {
+	var out []Finding
+	found := false
+	for _, g := range m.grants(setting{}) {
+		parts := strings.SplitN(g, "|", 4)
+		if len(parts) < 3 || parts[1] != "roles/datastore.user" {
+			continue
+		}
+		found = true
+		if len(parts) < 4 {
+			out = append(out, Finding{"firestore", fmt.Sprintf("roles/datastore.user is granted without the condition limiting it to var.firestore_database: %s", g)})
+		} else if parts[3] != "if:"+firestoreCondition {
+			out = append(out, Finding{"firestore", fmt.Sprintf("roles/datastore.user's condition is not %s: %s", firestoreCondition, g)})
+		}
+	}
+	if !found {
+		out = append(out, Finding{"firestore", "no grant of roles/datastore.user: the functions cannot reach Firestore"})
+	}
+	return out
+}
+
+// allowedProjectRoles are the only predefined roles granted on the project, with their
+// conditions: each identity's other grants are on one resource each, or a custom role.
+var allowedProjectRoles = []string{
+	runtimeSA + "|roles/datastore.user|project|if:" + firestoreCondition,
+	buildSA + "|roles/logging.logWriter|project",
+	buildSA + "|roles/storage.objectViewer|project|if:" + gcfSourcesCondition,
+}
+
+// broadRoles are refused on any resource: the basic roles, and the predefined roles the custom
+// role replaced.
+var broadRoles = []string{"roles/owner", "roles/editor", "roles/viewer", "roles/run.viewer", "roles/container.clusterViewer"}
+
+// CheckProjectRoles: no predefined role on the project but the conditioned datastore.user and the
+// build's log writer and conditioned source reader; no basic role, roles/run.viewer or
+// roles/container.clusterViewer anywhere.
+func CheckProjectRoles(m *Module) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, s := range settings() {
+		for _, g := range m.grants(s) {
+			if seen[g] {
+				continue
+			}
+			seen[g] = true
+			parts := strings.SplitN(g, "|", 4)
+			if len(parts) < 3 {
+				continue
+			}
+			role, target := parts[1], parts[2]
+			if slices.Contains(broadRoles, role) {
+				out = append(out, Finding{"project roles", fmt.Sprintf("%s is granted (%s): %s", role, s, g)})
+				continue
+			}
+			if target == "project" && strings.HasPrefix(role, "roles/") && !slices.Contains(allowedProjectRoles, g) {
+				out = append(out, Finding{"project roles", fmt.Sprintf("predefined role %s on the project (%s): %s", role, s, g)})
+			}
+		}
+	}
+	return out
+}
+
+// envValue finds the expression StartWorkflow's environment sets a variable to: in the
+// function's service_config.environment_variables, or in a local it merges in.
+func (m *Module) envValue(fn Block, name string) (hclsyntax.Expression, bool) {
+	env, ok := Attr(fn.Body, "service_config.environment_variables")
+	if !ok {
+		return nil, false
+	}
+	var found hclsyntax.Expression
+	seen := map[string]bool{}
+	var search func(e hclsyntax.Expression)
+	search = func(e hclsyntax.Expression) {
+		_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+			switch x := n.(type) {
+			case *hclsyntax.ObjectConsExpr:
+				for _, it := range x.Items {
+					k, ok := refPath(it.KeyExpr)
+					if !ok {
+						if v, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && v.Type() == cty.String {
+							k, ok = v.AsString(), true
+						}
+					}
+					if ok && k == name && found == nil {
+						found = it.ValueExpr
+					}
+				}
+			case *hclsyntax.ScopeTraversalExpr:
+				if p := traversal(x.Traversal); strings.HasPrefix(p, "local.") && !seen[p] {
+					seen[p] = true
+					if l, ok := m.local(p); ok {
+						search(l)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	search(env)
+	return found, found != nil
+}
+
+// CheckStartWorkflowAuth: StartWorkflow's authentication settings come from the module, never
+// from the request: STALESWEEP_AUTH_AUDIENCE is set, is not "request", and lists both of the
+// function's own deterministic URLs; STALESWEEP_AUTH_ACCEPT_GCLOUD comes from
+// var.accept_gcloud_tokens; STALESWEEP_ALLOWED_CALLERS derives from var.start_workflow_invokers,
+// by email and by the unique id of each service account.
+func CheckStartWorkflowAuth(m *Module) []Finding {
+	var out []Finding
+	fn, ok := m.Resource("google_cloudfunctions2_function", "fn")
+	if !ok {
+		return []Finding{{"auth", "no google_cloudfunctions2_function.fn"}}
+	}
+	// The name StartWorkflow is deployed under, with the default prefix.
+	name := ""
+	if a, ok := fn.Body.Attributes["name"]; ok {
+		v, err := m.EvalWith(a.Expr, map[string]cty.Value{"name_prefix": cty.StringVal(defaultPrefix)},
+			map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal("start_workflow")})})
+		if err == nil && v.Type() == cty.String {
+			name = v.AsString()
+		}
+	}
+	if name == "" {
+		out = append(out, Finding{"auth", "cannot tell StartWorkflow's function name from google_cloudfunctions2_function.fn's name"})
+	}
+
+	if e, ok := m.envValue(fn, "STALESWEEP_AUTH_AUDIENCE"); !ok {
+		out = append(out, Finding{"auth", "STALESWEEP_AUTH_AUDIENCE is not set: StartWorkflow refuses every call"})
+	} else {
+		text := strings.ReplaceAll(m.Render(e), "${var.name_prefix}", defaultPrefix)
+		if slices.Contains(strings.Fields(exprText(e)), "request") || text == "request" {
+			out = append(out, Finding{"auth", "STALESWEEP_AUTH_AUDIENCE is \"request\": an audience taken from the request's Host header is the caller's to choose"})
+		}
+		for _, url := range []string{
+			"https://${var.region}-${var.project_id}.cloudfunctions.net/" + name,
+			"https://" + name + "-${data.google_project.this.number}.${var.region}.run.app",
+		} {
+			if name != "" && !strings.Contains(text, `"`+url+`"`) {
+				out = append(out, Finding{"auth", fmt.Sprintf("STALESWEEP_AUTH_AUDIENCE (%s) does not name StartWorkflow's own URL %s", text, url)})
+			}
+		}
+	}
+
+	if e, ok := m.envValue(fn, "STALESWEEP_AUTH_ACCEPT_GCLOUD"); !ok || !slices.Contains(m.References(e), "var.accept_gcloud_tokens") {
+		out = append(out, Finding{"auth", "STALESWEEP_AUTH_ACCEPT_GCLOUD does not come from var.accept_gcloud_tokens"})
+	}
+
+	if e, ok := m.envValue(fn, "STALESWEEP_ALLOWED_CALLERS"); !ok {
+		out = append(out, Finding{"auth", "STALESWEEP_ALLOWED_CALLERS is not set: StartWorkflow refuses every caller"})
+	} else {
+		refs := m.References(e)
+		if !slices.Contains(refs, "var.start_workflow_invokers") {
+			out = append(out, Finding{"auth", "STALESWEEP_ALLOWED_CALLERS does not derive from var.start_workflow_invokers"})
+		}
+		if !slices.ContainsFunc(refs, func(r string) bool {
+			return strings.HasPrefix(r, "data.google_service_account.invokers[") && strings.HasSuffix(r, "].unique_id")
+		}) {
+			out = append(out, Finding{"auth", "STALESWEEP_ALLOWED_CALLERS lacks the invokers' unique_id (data.google_service_account.invokers): a token minted by impersonation carries only sub"})
+		}
+	}
+	if d, ok := m.Data("google_service_account", "invokers"); !ok {
+		out = append(out, Finding{"auth", "no data \"google_service_account\" \"invokers\" to look up the invokers' unique ids"})
+	} else {
+		fe, ok := d.Body.Attributes["for_each"]
+		if !ok || !slices.Contains(m.References(fe.Expr), "var.start_workflow_invokers") {
+			out = append(out, Finding{"auth", "data.google_service_account.invokers is not for_each over var.start_workflow_invokers' service accounts"})
+		}
+		if a, ok := d.Body.Attributes["account_id"]; !ok || m.Render(a.Expr) != "${each.value}" && m.Render(a.Expr) != "${each.key}" {
+			out = append(out, Finding{"auth", "data.google_service_account.invokers' account_id is not each service account's email"})
 		}
 	}
 	return out
@@ -385,6 +729,10 @@ func All(dir, root string) ([]Finding, error) {
 	out = append(out, CheckTargets(m, targets)...)
 	out = append(out, CheckTopics(m)...)
 	out = append(out, CheckRoles(m)...)
+	out = append(out, CheckCustomRole(m)...)
+	out = append(out, CheckFirestoreCondition(m)...)
+	out = append(out, CheckProjectRoles(m)...)
+	out = append(out, CheckStartWorkflowAuth(m)...)
 	out = append(out, CheckNoPublic(m)...)
 	out = append(out, CheckIndexes(m, ledger.Indexes())...)
 	return out, nil

@@ -63,8 +63,49 @@ func TestEachCheckCatchesABrokenCopy(t *testing.T) {
 		{"the runtime may not publish syncs", "iam.tf", `resource "google_pubsub_topic_iam_member" "runtime_publishes_syncs" {`, `resource "google_pubsub_topic_iam_member" "runtime_publishes_syncs" {
   count   = 0`, nil, "may not publish to stalesweep-syncs"},
 		{"a topic the code publishes to is missing", "pubsub.tf", `name       = local.topics.syncs`, `name       = "${var.name_prefix}-sync"`, CheckTopics, "stalesweep-syncs is not created"},
-		{"an extra role for the runtime", "iam.tf", `["roles/datastore.user", "roles/run.viewer"]`, `["roles/datastore.user", "roles/run.viewer", "roles/editor"]`, CheckRoles, "roles/editor"},
-		{"a missing role for the runtime", "iam.tf", `["roles/datastore.user", "roles/run.viewer"]`, `["roles/datastore.user"]`, CheckRoles, "missing grant (kubernetes false): serviceAccount:${google_service_account.runtime.email}|roles/run.viewer"},
+		{"an extra role for the build", "iam.tf", `role    = "roles/logging.logWriter"`, `role    = "roles/editor"`, CheckRoles, "roles/editor"},
+		{"a missing role for the runtime", "iam.tf", `resource "google_project_iam_member" "runtime_executors" {`, `resource "google_project_iam_member" "runtime_executors" {
+  count   = 0`, CheckRoles, "missing grant (kubernetes false, secret false, token creator false): serviceAccount:${google_service_account.runtime.email}|custom:runtime{run.executions.get}|project"},
+		{"the clusters' secret readable without Kubernetes", "iam.tf", `count     = local.kube_secret ? 1 : 0`, `count     = var.kube_clusters_secret != "" ? 1 : 0`,
+			CheckRoles, "unexpected grant (kubernetes false, secret true, token creator false): serviceAccount:${google_service_account.runtime.email}|roles/secretmanager.secretAccessor"},
+		{"the Pub/Sub agent's token creator on the runtime account", "iam.tf", `service_account_id = google_service_account.trigger.name`, `service_account_id = google_service_account.runtime.name`,
+			CheckRoles, "iam.serviceAccountTokenCreator|service_account_id:${google_service_account.runtime.name}"},
+		{"the Pub/Sub agent's token creator always on", "iam.tf", `count              = var.pubsub_agent_token_creator ? 1 : 0`, ``,
+			CheckRoles, "unexpected grant (kubernetes false, secret false, token creator false): serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com|roles/iam.serviceAccountTokenCreator"},
+		{"the build may write every repository", "iam.tf", `resource "google_artifact_registry_repository_iam_member" "build_writes_images" {`, `resource "google_project_iam_member" "build_writes_images" {`,
+			CheckRoles, "unexpected grant (kubernetes false, secret false, token creator false): serviceAccount:${google_service_account.build.email}|roles/artifactregistry.writer|project"},
+		{"the build runs as the default build identity", "functions.tf", `    service_account   = google_service_account.build.id
+`, ``, CheckRoles, "build_config.service_account"},
+		{"the custom role lists executions too", "iam.tf", `["run.executions.get"],`, `["run.executions.get", "run.executions.list"],`, CheckCustomRole, "holds run.executions.list"},
+		{"the custom role reads services too", "iam.tf", `["run.executions.get"],`, `["run.executions.get", "run.services.get"],`, CheckCustomRole, "holds run.services.get"},
+		{"the custom role lacks the GKE permission", "iam.tf", `var.enable_kubernetes ? ["container.clusters.get"] : [],`, `[],`, CheckCustomRole, "(kubernetes true) lacks container.clusters.get"},
+		{"the custom role keeps the GKE permission without Kubernetes", "iam.tf", `var.enable_kubernetes ? ["container.clusters.get"] : [],`, `["container.clusters.get"],`, CheckCustomRole, "(kubernetes false) holds container.clusters.get"},
+		{"Firestore without the condition", "iam.tf", `  condition {
+    title       = "only the ${var.firestore_database} database"`, `  dropped {
+    title       = "only the ${var.firestore_database} database"`, CheckFirestoreCondition, "without the condition"},
+		{"Firestore on every database", "iam.tf", `"resource.name == \"projects/${var.project_id}/databases/${var.firestore_database}\""`,
+			`"resource.name.startsWith(\"projects/${var.project_id}/databases/\")"`, CheckFirestoreCondition, "condition is not"},
+		{"roles/run.viewer back on the runtime", "iam.tf", `role    = google_project_iam_custom_role.runtime.id`, `role    = "roles/run.viewer"`, CheckProjectRoles, "roles/run.viewer is granted"},
+		{"roles/editor for the build", "iam.tf", `role    = "roles/logging.logWriter"`, `role    = "roles/editor"`, CheckProjectRoles, "roles/editor is granted"},
+		{"the build reads every bucket", "iam.tf", `  condition {
+    title       = "only Cloud Functions' source bucket"`, `  dropped {
+    title       = "only Cloud Functions' source bucket"`, CheckProjectRoles, "predefined role roles/storage.objectViewer on the project"},
+		{"a predefined project role for the trigger", "iam.tf", `resource "google_cloud_run_service_iam_member" "trigger_invokes" {`, `resource "google_project_iam_member" "trigger_invokes" {`,
+			CheckProjectRoles, "predefined role roles/run.invoker on the project"},
+		{"the audience taken from the request", "functions.tf", `STALESWEEP_AUTH_AUDIENCE      = join(",", local.start_workflow_audiences)`, `STALESWEEP_AUTH_AUDIENCE      = "request"`,
+			CheckStartWorkflowAuth, `STALESWEEP_AUTH_AUDIENCE is "request"`},
+		{"no audience", "functions.tf", `STALESWEEP_AUTH_AUDIENCE      = join(",", local.start_workflow_audiences)`, ``,
+			CheckStartWorkflowAuth, "STALESWEEP_AUTH_AUDIENCE is not set"},
+		{"the audience of another function", "main.tf", `start_workflow_name = "${var.name_prefix}-start-workflow"`, `start_workflow_name = "${var.name_prefix}-sweep"`,
+			CheckStartWorkflowAuth, "does not name StartWorkflow's own URL https://${var.region}-${var.project_id}.cloudfunctions.net/stalesweep-start-workflow"},
+		{"only one of the audiences", "main.tf", `    "https://${local.start_workflow_name}-${data.google_project.this.number}.${var.region}.run.app",
+`, ``, CheckStartWorkflowAuth, "does not name StartWorkflow's own URL https://stalesweep-start-workflow-${data.google_project.this.number}.${var.region}.run.app"},
+		{"gcloud's tokens always accepted", "functions.tf", `STALESWEEP_AUTH_ACCEPT_GCLOUD = tostring(var.accept_gcloud_tokens)`, `STALESWEEP_AUTH_ACCEPT_GCLOUD = "true"`,
+			CheckStartWorkflowAuth, "var.accept_gcloud_tokens"},
+		{"callers not from the invokers", "functions.tf", `STALESWEEP_ALLOWED_CALLERS    = join(",", local.allowed_callers)`, `STALESWEEP_ALLOWED_CALLERS    = var.callers`,
+			CheckStartWorkflowAuth, "does not derive from var.start_workflow_invokers"},
+		{"callers by email only", "main.tf", `    [for email in local.invoker_service_accounts : data.google_service_account.invokers[email].unique_id],
+`, ``, CheckStartWorkflowAuth, "lacks the invokers' unique_id"},
 		{"the trigger may invoke every function", "iam.tf", `for_each = local.event_functions
   project  = var.project_id`, `for_each = local.functions
   project  = var.project_id`, CheckRoles, "not limited to local.event_functions"},

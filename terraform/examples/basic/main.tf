@@ -40,3 +40,8 @@ output "topics" {
 output "service_accounts" {
   value = module.stalesweep.service_accounts
 }
+
+output "start_workflow_url" {
+  description = "Mint StartWorkflow's ID tokens for this URL (or call it with gcloud functions call --gen2)."
+  value       = module.stalesweep.start_workflow_url
+}
