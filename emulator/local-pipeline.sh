@@ -7,8 +7,10 @@
 #   emulator/local-pipeline.sh --check    start everything, seed one stale row, publish a tick
 #                                         with gcloud, wait for the row to be settled, stop
 #
-# Ports (loopback only) can be moved with FIRESTORE_PORT, PUBSUB_PORT, FUNCTIONS_PORT and
-# CLOUDRUN_PORT. Everything started is stopped on exit, by process group.
+# Ports (loopback only) are free ones picked at start, and printed; set FIRESTORE_PORT,
+# PUBSUB_PORT, FUNCTIONS_PORT or CLOUDRUN_PORT to choose one. A port something already listens
+# on is refused, so the script never talks to someone else's emulator. Everything started is
+# stopped on exit, by process group.
 set -euo pipefail
 
 check=false
@@ -16,14 +18,35 @@ check=false
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 project=${PROJECT:-stalesweep-local}
-fs_port=${FIRESTORE_PORT:-18681}
-ps_port=${PUBSUB_PORT:-18685}
-fn_port=${FUNCTIONS_PORT:-18080}
-cr_port=${CLOUDRUN_PORT:-19090}
 work=$(mktemp -d)
 pgids=()
 
 log() { printf '[local-pipeline] %s\n' "$*" >&2; }
+
+# in_use PORT: something accepts connections on 127.0.0.1:PORT.
+in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pick VAR OUT: sets OUT to the port VAR names (refused when something listens there), or to a
+# free one no earlier pick took.
+taken=" "
+pick() {
+  local name=$1 p=${!1:-}
+  if [ -n "$p" ]; then
+    if in_use "$p"; then log "$name=$p: something already listens on 127.0.0.1:$p; choose another port"; exit 2; fi
+  else
+    while :; do
+      p=$((20000 + RANDOM % 40000))
+      case "$taken" in *" $p "*) continue ;; esac
+      in_use "$p" || break
+    done
+  fi
+  taken="$taken$p "
+  printf -v "$2" '%s' "$p"
+}
+pick FIRESTORE_PORT fs_port
+pick PUBSUB_PORT ps_port
+pick FUNCTIONS_PORT fn_port
+pick CLOUDRUN_PORT cr_port
 
 cleanup() {
   for g in "${pgids[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
@@ -44,8 +67,12 @@ start() {
   pgids+=("$!")
 }
 
-wait_http() { # URL: wait until it answers
-  for _ in $(seq 1 300); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.2; done
+wait_http() { # URL PGID: wait until it answers, served by the process group we started
+  for _ in $(seq 1 300); do
+    kill -0 -- "-$2" 2>/dev/null || { log "the server for $1 exited; logs in $work"; tail -20 "$work"/*.log >&2; return 1; }
+    curl -fs "$1" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
   log "$1 did not answer; logs in $work"; tail -20 "$work"/*.log >&2; return 1
 }
 
@@ -60,10 +87,12 @@ EOF
 
 log "starting the Firestore emulator on 127.0.0.1:$fs_port and the Pub/Sub emulator on 127.0.0.1:$ps_port"
 start firestore gcloud emulators firestore start --host-port="127.0.0.1:$fs_port" --quiet
+fs_pgid=${pgids[-1]}
 start pubsub gcloud beta emulators pubsub start --host-port="127.0.0.1:$ps_port" --project="$project" --quiet
+ps_pgid=${pgids[-1]}
 start cloudrun "$work/stalesweep" fake-cloudrun --addr "127.0.0.1:$cr_port" --executions "$work/executions.json"
-wait_http "http://127.0.0.1:$fs_port/"
-wait_http "http://127.0.0.1:$ps_port/"
+wait_http "http://127.0.0.1:$fs_port/" "$fs_pgid"
+wait_http "http://127.0.0.1:$ps_port/" "$ps_pgid"
 
 export FIRESTORE_EMULATOR_HOST="127.0.0.1:$fs_port"
 export PUBSUB_EMULATOR_HOST="127.0.0.1:$ps_port"
@@ -104,7 +133,7 @@ The pipeline is up. In another shell:
   curl -s -X POST http://127.0.0.1:$fn_port/StartWorkflow -H 'Content-Type: application/json' \\
     -d '{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"organization_uuid": "..."}}'
 
-Organizations need organizations/{uuid} with sweeps_enabled: true to be dispatched.
+Organizations need organizations/{uuid} with sweeps_enabled: true to be swept at all.
 Function logs: $work/functions.log. Ctrl-C stops everything.
 EOF
   wait

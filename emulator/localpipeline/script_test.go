@@ -2,7 +2,12 @@ package localpipeline
 
 import (
 	"context"
+	"errors"
+	"net"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,4 +22,24 @@ func TestLocalPipelineScriptSettlesARowThroughTheWholeChain(t *testing.T) {
 		t.Fatalf("local-pipeline.sh --check: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// A port something already listens on — someone else's emulator, say — is refused, naming the
+// variable, before anything starts.
+func TestLocalPipelineScriptRefusesAPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../local-pipeline.sh", "--check")
+	cmd.Env = append(os.Environ(), "FIRESTORE_PORT="+port)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "FIRESTORE_PORT="+port) {
+		t.Errorf("exit %v, output %s; want exit 2 naming FIRESTORE_PORT", err, out)
+	}
 }
