@@ -3,6 +3,7 @@ package functions_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/parser"
 	"go/token"
@@ -83,28 +84,54 @@ func main() {
 `, pkg)
 }
 
+// builtMains caches the generated main built for each package the buildpack may pick; TestMain
+// removes them.
+var builtMains = map[string]string{}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, bin := range builtMains {
+		os.RemoveAll(filepath.Dir(bin))
+	}
+	os.Exit(code)
+}
+
+// buildMain builds the main the buildpack would generate around pkg, once per test binary.
+func buildMain(t *testing.T, pkg string) string {
+	t.Helper()
+	if bin, ok := builtMains[pkg]; ok {
+		return bin
+	}
+	wd, _ := os.Getwd()
+	dir, err := os.MkdirTemp("", "stalesweep-main-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(main, []byte(generatedMain(pkg)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The buildpack writes its main into the source tree at functions.local/app; an overlay
+	// puts it there without touching the checkout.
+	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(wd, "functions.local", "app", "main.go"): main}})
+	ov := filepath.Join(dir, "overlay.json")
+	_ = os.WriteFile(ov, overlay, 0o600)
+	bin := filepath.Join(dir, "fn")
+	out, err := exec.Command("go", "build", "-overlay", ov, "-o", bin, "./functions.local/app").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the generated main: %v\n%s", err, out)
+	}
+	builtMains[pkg] = bin
+	return bin
+}
+
 func TestTheMainTheBuildpackGeneratesServesEachTarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the function binary twice")
 	}
-	wd, _ := os.Getwd()
 	for _, pkg := range []string{module, module + "/functions"} {
 		t.Run(pkg, func(t *testing.T) {
-			dir := t.TempDir()
-			main := filepath.Join(dir, "main.go")
-			if err := os.WriteFile(main, []byte(generatedMain(pkg)), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			// The buildpack writes its main into the source tree at functions.local/app; an
-			// overlay puts it there without touching the checkout.
-			overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(wd, "functions.local", "app", "main.go"): main}})
-			ov := filepath.Join(dir, "overlay.json")
-			_ = os.WriteFile(ov, overlay, 0o600)
-			bin := filepath.Join(dir, "fn")
-			out, err := exec.Command("go", "build", "-overlay", ov, "-o", bin, "./functions.local/app").CombinedOutput()
-			if err != nil {
-				t.Fatalf("building the generated main: %v\n%s", err, out)
-			}
+			bin := buildMain(t, pkg)
 			for target, probe := range map[string]func(url string) (int, string){
 				"StartWorkflow": func(url string) (int, string) { return get(t, url) },
 				"Dispatch": func(url string) (int, string) {
@@ -112,16 +139,63 @@ func TestTheMainTheBuildpackGeneratesServesEachTarget(t *testing.T) {
 				},
 			} {
 				code, body := serve(t, bin, target, probe)
-				want := http.StatusBadRequest // StartWorkflow at "/" refuses a GET, naming the method
+				want := http.StatusMethodNotAllowed // StartWorkflow at "/" refuses a GET before it builds anything
 				if target == "Dispatch" {
 					want = http.StatusOK // a malformed tick is acknowledged
 				}
-				if code != want || (target == "StartWorkflow" && !strings.Contains(body, "validation_failed")) {
+				if code != want || (target == "StartWorkflow" && !strings.Contains(body, "method_not_allowed")) {
 					t.Errorf("%s served at / answered %d %s, want %d", target, code, body, want)
 				}
 			}
 		})
 	}
+}
+
+// On Cloud Run (K_SERVICE set) a bad setting stops the instance as it starts, naming the
+// variable, so a deployment with it never becomes ready; locally the same binary would only
+// fail its first request.
+func TestOnCloudRunABadSettingStopsTheInstanceAtStartNamingIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the function binary")
+	}
+	bin := buildMain(t, module)
+	base := []string{"K_SERVICE=stalesweep-x", "GOOGLE_CLOUD_PROJECT=p", "FIRESTORE_EMULATOR_HOST=127.0.0.1:1", "PORT=0"}
+	for _, tc := range []struct {
+		target, setting, want string
+	}{
+		{"Dispatch", "STALESWEEP_LOG_LEVEL=bogus", "STALESWEEP_LOG_LEVEL"},
+		{"Sweep", "STALESWEEP_RUN_BUDGET=soon", "STALESWEEP_RUN_BUDGET"},
+		{"SyncExecution", "STALESWEEP_KUBE_CLUSTERS={not json", "STALESWEEP_KUBE_CLUSTERS"},
+		{"StartWorkflow", "STALESWEEP_AUTH=off", "STALESWEEP_AUTH"},
+		{"StartWorkflow", "STALESWEEP_AUTH=OFF", "STALESWEEP_AUTH"},
+		{"StartWorkflow", "STALESWEEP_AUTH_AUDIENCE=request", "STALESWEEP_AUTH_AUDIENCE"},
+		{"StartWorkflow", "STALESWEEP_ALLOWED_CALLERS=ops", "STALESWEEP_ALLOWED_CALLERS"},
+	} {
+		t.Run(tc.target+" "+tc.setting, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin)
+			env := append(cleanEnv(), base...)
+			env = append(env, "FUNCTION_TARGET="+tc.target, "STALESWEEP_AUTH_AUDIENCE=https://x-1.europe-west1.run.app", tc.setting)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("exit %v, output %s; want exit 2 naming %s", err, out, tc.want)
+			}
+		})
+	}
+}
+
+// cleanEnv is the test's environment without stalesweep's settings and the platform's.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STALESWEEP_") && !strings.HasPrefix(kv, "K_SERVICE=") && !strings.HasPrefix(kv, "FUNCTION_TARGET=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // serve runs the function binary for one target, as Cloud Run would, and probes it.

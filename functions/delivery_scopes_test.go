@@ -49,9 +49,12 @@ type scope struct {
 	// primary message starts or belongs to; "earlier" an older run whose late sync is a
 	// companion.
 	runs map[string]string
-	// recorded is true when the primary run has a sweep_runs record (it is started by a tick or
-	// a sweep message; a bare sync message's run is not).
+	// recorded is true when the primary run's sweep_runs record is written by the deliveries
+	// (it is started by a tick or a sweep message; a bare sync message's run is not).
 	recorded bool
+	// seeded names the roles whose run records the scope's setup wrote before any delivery (a
+	// sync message is honoured only for a run that exists): no delivery may write them.
+	seeded map[string]bool
 	// pushedSweeps is how many sweep messages of the primary run the emulator pushes when the
 	// primary message is delivered `copies` times: Dispatch publishes one per delivery.
 	pushedSweeps func(copies int) int
@@ -183,7 +186,9 @@ func executionScope(t *testing.T, w world) (org string, docs []trackedDoc, lateS
 		id := w.execution(t, org, r.kind, r.at)
 		docs = append(docs, trackedDoc{r.role, ledger.ExecutionsCollection + "/" + id, docExecution})
 		if r.role == "fresh-terminal" {
+			// An earlier run of the organization started this row's sync; its message is late.
 			earlier = "earlier-" + uuid.NewString()
+			w.sweepRun(t, earlier, org, id)
 			lateSync = w.syncMessage(t, earlier, org, id)
 		}
 	}
@@ -203,6 +208,7 @@ func tickScope(t *testing.T, w world) *scope {
 		companions:   []pubsubMessage{late},
 		runs:         map[string]string{"primary": pipeline.RunUUID(tick.id, contract.ExecutionSyncCloudRun, org), "earlier": earlier},
 		recorded:     true,
+		seeded:       map[string]bool{"earlier": true},
 		pushedSweeps: func(copies int) int { return copies },
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
@@ -221,6 +227,7 @@ func executionSweepScope(t *testing.T, w world) *scope {
 		companions:   []pubsubMessage{tickMessage(tickID, contract.ExecutionSyncCloudRun, executionInitial(org)), late},
 		runs:         map[string]string{"primary": sweep.attrs[pipeline.AttrWorkflowRunUUID], "earlier": earlier},
 		recorded:     true,
+		seeded:       map[string]bool{"earlier": true},
 		pushedSweeps: func(int) int { return 1 },
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
@@ -232,10 +239,12 @@ func executionSweepScope(t *testing.T, w world) *scope {
 // succeeded, one still running); the first is the message under test, the others its siblings.
 func syncScope(t *testing.T, w world) *scope {
 	org := uuid.NewString()
+	w.organization(t, org, true)
 	run := "run-" + uuid.NewString()
 	stale := time.Now().Add(-staleAge)
 	var docs []trackedDoc
 	var msgs []pubsubMessage
+	var ids []string
 	for _, r := range []struct {
 		role string
 		kind rowKind
@@ -243,11 +252,14 @@ func syncScope(t *testing.T, w world) *scope {
 		id := w.execution(t, org, r.kind, stale)
 		docs = append(docs, trackedDoc{r.role, ledger.ExecutionsCollection + "/" + id, docExecution})
 		msgs = append(msgs, w.syncMessage(t, run, org, id))
+		ids = append(ids, id)
 	}
+	w.sweepRun(t, run, org, ids...) // the run that published the syncs has ended
 	return &scope{
 		primary:      msgs[0],
 		companions:   msgs[1:],
 		runs:         map[string]string{"primary": run},
+		seeded:       map[string]bool{"primary": true},
 		pushedSweeps: func(int) int { return 0 },
 		docs:         docs,
 		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
@@ -354,6 +366,7 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 	t.Helper()
 	ctx := context.Background()
 	org, group := uuid.NewString(), uuid.NewString()
+	w.organization(t, org, true)
 	old := time.Now().Add(-staleAge)
 	stale := ledger.NewLeaseStore(w.fs, ledger.TxConfig{ServerTime: func() time.Time { return old }})
 	fresh := ledger.NewLeaseStore(w.fs, ledger.TxConfig{})

@@ -25,11 +25,16 @@ func dispatch(ctx context.Context, d delivery) error {
 	if err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
-	rep, err := a.Dispatcher.Dispatch(ctx, pipeline.Tick{
+	p, err := a.Pipeline(ctx)
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	rep, err := p.Dispatcher.Dispatch(ctx, pipeline.Tick{
 		WorkflowType: start.WorkflowType,
 		InitialData:  start.InitialData,
 		Trigger:      string(trigger(d.msg)),
-		Actor:        d.msg.Attributes[pipeline.AttrActor],
+		Actor:        pushActor(a.Config.Topics.Ticks),
+		ClaimedActor: d.msg.Attributes[pipeline.AttrActor],
 		TickID:       d.msg.MessageID, // never empty: DecodePush falls back to the event id
 	})
 	switch {

@@ -21,7 +21,16 @@
 // succeed — malformed, oversized, invalid, a duplicate, a scope another run holds — after
 // logging it, and 500 (redelivered, when the trigger retries) only for a failure worth
 // redelivering. Dependencies are built once per instance, lazily, from the environment
-// (internal/app); a failed build is retried on the next call.
+// (internal/app); a failed build is retried on the next call. Each target builds only what it
+// needs: StartWorkflow and SyncExecution need Firestore and the executors, not Pub/Sub.
+//
+// On Cloud Run (K_SERVICE set) the settings are checked when the instance starts, in init: a bad
+// one is logged at ERROR naming the variable and the process exits 2, so the revision never
+// becomes ready and the deployment says why, instead of every request failing later.
+//
+// Who started a run is recorded from what was verified: the caller's verified token on HTTP;
+// on the Pub/Sub path the subscription the push came through ("pubsub:TOPIC"), since a push
+// carries no proof of who published. A message's actor attribute is kept as claimed_actor.
 package functions
 
 import (
@@ -43,6 +52,23 @@ func init() {
 	functions.HTTP("Sweep", Sweep)
 	functions.HTTP("SyncExecution", SyncExecution)
 	functions.HTTP("StartWorkflow", StartWorkflow)
+	if os.Getenv(app.EnvCloudRunService) != "" {
+		if err := CheckEnv(os.Getenv); err != nil {
+			logging.New(os.Stderr, slog.LevelInfo).Error("stalesweep cannot start: "+err.Error(), "function_target", os.Getenv("FUNCTION_TARGET"))
+			os.Exit(2)
+		}
+	}
+}
+
+// CheckEnv checks the settings the targets this process serves read (FUNCTION_TARGET, or every
+// target when it is unset), naming the variable of the first bad one.
+func CheckEnv(getenv func(string) string) error {
+	cfg, err := app.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	target := getenv("FUNCTION_TARGET")
+	return cfg.Check(target == "" || target == "StartWorkflow")
 }
 
 // log is built on first use, so it follows the environment the process has by then.
@@ -55,7 +81,7 @@ var deps = app.NewLazy(func(ctx context.Context) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return app.New(ctx, cfg, logger(), time.Now, app.Parts{Pipeline: true})
+	return app.New(ctx, cfg, logger(), time.Now, app.Parts{})
 })
 
 // verifier is built apart from deps: only the HTTP target needs it, and only it needs an

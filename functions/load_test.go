@@ -178,7 +178,7 @@ type loadRun struct {
 func startLoad(t *testing.T, cfg loadConfig) *loadRun {
 	t.Helper()
 	ctx := context.Background()
-	l := &loadRun{cfg: cfg, w: newWorld(t), rec: watchPushes(t)}
+	l := &loadRun{cfg: cfg, w: newFleetWorld(t), rec: watchPushes(t)}
 	var err error
 	if l.fleet, err = seedLoadFleet(ctx, l.w.fs, cfg.orgs, cfg.stalePerOrg); err != nil {
 		t.Fatalf("seed the fleet: %v", err)

@@ -125,7 +125,7 @@ func publishTick(t *testing.T, data string) string {
 const tickData = `{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"limit": 50}}`
 
 func TestATickSettlesEveryEnabledOrganizationThroughThePipeline(t *testing.T) {
-	w := newWorld(t)
+	w := newFleetWorld(t)
 	f := seedFleet(t, w, 20, 15)
 	began := time.Now()
 	tickID := publishTick(t, tickData)
@@ -152,7 +152,7 @@ func TestATickSettlesEveryEnabledOrganizationThroughThePipeline(t *testing.T) {
 }
 
 func TestDuplicateTicksAndSyncMessagesChangeNothingTwice(t *testing.T) {
-	w := newWorld(t)
+	w := newFleetWorld(t)
 	f := seedFleet(t, w, 4, 4)
 	tickID := "duplicated-tick-" + uuid.NewString()
 	body := pushBody([]byte(tickData), map[string]string{pipeline.AttrTrigger: "schedule"}, tickID)
@@ -178,6 +178,7 @@ func TestDuplicateTicksAndSyncMessagesChangeNothingTwice(t *testing.T) {
 		WorkflowRunUUID: "run-" + uuid.NewString(), OrganizationUUID: f.orgs[0], RunnerExecutionUUID: id,
 		Provider: "cloud_run", ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt,
 	}
+	w.sweepRun(t, req.WorkflowRunUUID, f.orgs[0], id)
 	data, _ := json.Marshal(req)
 	msg := pushBody(data, nil, "sync-"+id)
 	var wg sync.WaitGroup

@@ -149,6 +149,7 @@ func TestAStructuredCloudEventSyncsARow(t *testing.T) {
 	w := newWorld(t)
 	id := w.stale(t, w.org, kindSucceeded)
 	row := w.row(t, id)
+	w.sweepRun(t, "run-structured-"+id, w.org, id)
 	data, _ := json.Marshal(executionsync.SyncRequest{
 		WorkflowRunUUID: "run-structured-" + id, OrganizationUUID: w.org, RunnerExecutionUUID: id,
 		Provider: "cloud_run", ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt,

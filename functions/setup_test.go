@@ -2,17 +2,11 @@ package functions
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"testing"
@@ -28,11 +22,14 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/localpipeline"
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/auth"
+	"github.com/stalesweep/stalesweep/internal/auth/authtest"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // The package's world: one functions framework server serving every target, as `stalesweep
@@ -43,16 +40,17 @@ var (
 	fake     *cloudrunfake.Server
 	project  = testenv.Project()
 	baseURL  string
-	signer   *rsa.PrivateKey
-	audience = "https://stalesweep-test.example.run.app/StartWorkflow"
+	issuer   *authtest.Issuer // stands in for Google's token issuer and signing keys
+	audience = "https://stalesweep-start-workflow-123456789.europe-west1.run.app"
 	allowed  = "ops@example.com"
-	certs    *http.Client // fetches the test signing keys in place of Google's
+	// robot is a service account on the allow-list by its email and, as Terraform writes it,
+	// by its unique id robotID, which is all a token minted without its email names.
+	robot   = "robot@p.iam.gserviceaccount.com"
+	robotID = "113000000000000000042"
 	// spy watches the functions' own Firestore connection: every write any target commits.
 	// Tests share it (and the process), so each filters it by its own documents' ids.
 	spy = fsspy.New()
 )
-
-const keyID = "test-key-1"
 
 func TestMain(m *testing.M) { testenv.Main(&setupM{m}, testenv.WithPubSub()) }
 
@@ -82,16 +80,9 @@ func setup() error {
 	os.Unsetenv("FUNCTION_TARGET")
 	baseURL = "http://127.0.0.1:" + strconv.Itoa(port)
 
-	if signer, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+	if issuer, err = authtest.New(); err != nil {
 		return err
 	}
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
-			"kty": "RSA", "alg": "RS256", "use": "sig", "kid": keyID,
-			"n": b64(signer.N.Bytes()), "e": b64(big.NewInt(int64(signer.E)).Bytes()),
-		}}})
-	}))
-	certs = &http.Client{Transport: rewrite{to: jwks.URL}}
 	// The targets' dependencies, built as in production but with the spy on their Firestore
 	// connection.
 	deps = app.NewLazy(func(ctx context.Context) (*app.App, error) {
@@ -99,10 +90,10 @@ func setup() error {
 		if err != nil {
 			return nil, err
 		}
-		return app.New(ctx, cfg, logger(), time.Now, app.Parts{Pipeline: true, FirestoreDialOptions: spy.DialOptions()})
+		return app.New(ctx, cfg, logger(), time.Now, app.Parts{FirestoreDialOptions: spy.DialOptions()})
 	})
 	verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
-		return auth.New(ctx, auth.Config{Audience: audience, Allowed: []string{allowed}, HTTPClient: certs})
+		return auth.New(ctx, testAuth())
 	})
 
 	ctx := context.Background()
@@ -134,19 +125,12 @@ func setup() error {
 	}
 }
 
-// rewrite sends every request (Google's certificate URL) to the test key server.
-type rewrite struct{ to string }
-
-func (r rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
-	out := req.Clone(req.Context())
-	u := *req.URL
-	target, _ := req.URL.Parse(r.to)
-	u.Scheme, u.Host, u.Path = target.Scheme, target.Host, "/"
-	out.URL, out.Host = &u, target.Host
-	return http.DefaultTransport.RoundTrip(out)
+// testAuth is StartWorkflow's authentication as the Terraform module configures it: the
+// function's URL, gcloud's own tokens, and the callers by email and by unique id; only the
+// signing keys are the test issuer's.
+func testAuth() auth.Config {
+	return auth.Config{Audiences: []string{audience}, AcceptGcloud: true, Allowed: []string{allowed, robot, robotID}, HTTPClient: issuer.Client()}
 }
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // idToken signs an ID token as Google would, with claims over the defaults of a valid token
 // for the allowed caller.
@@ -163,15 +147,7 @@ func idToken(t *testing.T, claims map[string]any) string {
 			c[k] = v
 		}
 	}
-	header, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": keyID})
-	payload, _ := json.Marshal(c)
-	signed := b64(header) + "." + b64(payload)
-	sum := sha256.Sum256([]byte(signed))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, signer, crypto.SHA256, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signed + "." + b64(sig)
+	return issuer.Mint(authtest.Claims(c))
 }
 
 func bearer(t *testing.T) http.Header {
@@ -184,9 +160,47 @@ type world struct {
 	org string
 }
 
+// newWorld starts a test's world with one organization that has sweeps enabled.
 func newWorld(t *testing.T) world {
+	w := newFleetWorld(t)
+	w.organization(t, w.org, true)
+	return w
+}
+
+// newFleetWorld starts a test's world whose own organization has no organizations document:
+// a fleet test dispatches to every enabled organization in the project and must find only
+// the fleet it seeded.
+func newFleetWorld(t *testing.T) world {
 	fake.ClearFaults()
 	return world{fs: testenv.FirestoreProject(t, project), org: uuid.NewString()}
+}
+
+// sweepRun writes the record of an execution-sync run of org, as Sweep leaves it: still
+// reconciling (publishing its syncs) when started is nil, else completed having started those
+// rows. A sync message is honoured only for such a run.
+func (w world) sweepRun(t *testing.T, run, org string, started ...string) {
+	t.Helper()
+	now := time.Now().UTC()
+	rec := ledger.RunRecord{
+		WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun), Status: workflow.StateReconciling,
+		Trigger: string(workflow.TriggerSchedule), Actor: "pubsub:stalesweep-sweeps",
+		InitialData: map[string]any{"organization_uuid": org}, InitiatedAt: now, UpdatedAt: now,
+	}
+	if started != nil {
+		rec.Status, rec.CompletedAt = workflow.StateCompleted, now
+		rec.Output = map[string]any{"organization_uuid": org, "started_runner_execution_uuids": started}
+	}
+	if err := ledger.NewRunStore(w.fs).CreateRun(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// organization writes organizations/{org} with sweeps_enabled set to enabled.
+func (w world) organization(t *testing.T, org string, enabled bool) {
+	t.Helper()
+	if err := ledger.NewOrganizationStore(w.fs).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: enabled}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type rowKind string

@@ -13,12 +13,21 @@ import (
 
 // StartWorkflow runs one workflow run on one scope for a manual caller, with its syncs inline,
 // and answers with the output. Errors are {"error": {"code", "message", "details"}}:
-// validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list, or
-// platform.extension.runs.sweep, which no request may start), conflict 409 (a run of that
-// workflow on that scope is in progress), internal 500.
+// validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list,
+// platform.extension.runs.sweep, which no request may start, or an organization that opted out
+// of sweeps), method_not_allowed 405 (anything but POST, answered before anything is built),
+// conflict 409 (a run of that workflow on that scope is in progress), internal 500.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log := logger()
+	if r.Method != http.MethodPost {
+		// Answered before anything is built or verified: a probe with the wrong method costs
+		// nothing and learns nothing.
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": map[string]any{
+			"code": "method_not_allowed", "message": r.Method + " is not allowed; use POST"}})
+		return
+	}
 	a, err := deps.Get(ctx)
 	if err != nil {
 		log.ErrorContext(ctx, "dependencies unavailable", "error", err.Error())
@@ -32,17 +41,13 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, contract.Errorf(contract.CodeInternal, "authentication is not configured"))
 		return
 	}
-	actor, err := v.Caller(r)
+	caller, err := v.Verify(r)
 	if err != nil {
 		log.WarnContext(ctx, "caller refused", "error", err.Error())
 		writeError(w, err)
 		return
 	}
-	log = log.With("actor", actor)
-	if r.Method != http.MethodPost {
-		writeError(w, contract.Invalid("method", "enum", "%s is not allowed; use POST", r.Method))
-		return
-	}
+	log = log.With("actor", caller.String())
 	start, err := message.DecodeStart(http.MaxBytesReader(w, r.Body, message.MaxBodyBytes+1))
 	if err != nil {
 		log.WarnContext(ctx, "start request refused", "error", err.Error())
@@ -59,7 +64,7 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		Type:        start.WorkflowType,
 		InitialData: start.InitialData,
 		Trigger:     workflow.TriggerManual,
-		Actor:       actor,
+		Actor:       caller.String(),
 	})
 	switch {
 	case err != nil:

@@ -29,15 +29,25 @@ func sweep(ctx context.Context, d delivery) error {
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	out, err := a.Pipeline.Start(ctx, workflow.Request{
-		Type:        start.WorkflowType,
-		InitialData: start.InitialData,
-		Trigger:     trigger(d.msg),
-		Actor:       d.msg.Attributes[pipeline.AttrActor],
-		RunUUID:     d.msg.Attributes[pipeline.AttrWorkflowRunUUID],
+	p, err := a.Pipeline(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	out, err := p.Engine.Start(ctx, workflow.Request{
+		Type:         start.WorkflowType,
+		InitialData:  start.InitialData,
+		Trigger:      trigger(d.msg),
+		Actor:        pushActor(a.Config.Topics.Sweeps),
+		ClaimedActor: d.msg.Attributes[pipeline.AttrActor],
+		RunUUID:      d.msg.Attributes[pipeline.AttrWorkflowRunUUID],
 	})
 	return acknowledge(ctx, d.log.With("workflow_type", string(start.WorkflowType)), out, err)
 }
+
+// pushActor is who a push verifiably came from: the subscription of topic, which only its
+// publishers can reach. Who published is not in the push; a message's actor attribute is a
+// claim.
+func pushActor(topic string) string { return "pubsub:" + topic }
 
 // acknowledge maps a run's end to the event's: nil for everything but a failure worth
 // redelivering.
@@ -50,11 +60,14 @@ func acknowledge(ctx context.Context, log *slog.Logger, out workflow.Outcome, er
 	case errors.Is(err, workflow.ErrDuplicateRun):
 		log.InfoContext(ctx, "duplicate delivery of a run that already started; acknowledged", "workflow_run_uuid", out.RunUUID)
 		return nil
+	case errors.Is(err, ledger.ErrOrganizationDisabled):
+		log.WarnContext(ctx, "skipped: the organization opted out of sweeps; acknowledged without a run", "error", err.Error())
+		return nil
 	case errors.Is(err, ledger.ErrGuardHeld):
 		log.InfoContext(ctx, "skipped: another run of this workflow on this scope is in progress", "workflow_run_uuid", out.RunUUID, "error", err.Error())
 		return nil
-	case contract.CodeOf(err) == contract.CodeValidationFailed:
-		log.ErrorContext(ctx, "invalid message acknowledged without a run", "error", err.Error())
+	case contract.CodeOf(err) == contract.CodeValidationFailed, contract.CodeOf(err) == contract.CodeForbidden:
+		log.ErrorContext(ctx, "invalid or forbidden message acknowledged without a run", "error", err.Error())
 		return nil
 	default:
 		return fmt.Errorf("sweep: %w", err)

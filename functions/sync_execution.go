@@ -40,8 +40,11 @@ func syncExecution(ctx context.Context, d delivery) error {
 	if res.Transient() {
 		return fmt.Errorf("sync execution %s: %s: %v", req.RunnerExecutionUUID, res.Outcome, res.Err)
 	}
-	if res.Outcome == executionsync.SyncErrored {
+	switch res.Outcome {
+	case executionsync.SyncErrored:
 		log.ErrorContext(ctx, "sync failed for good; acknowledged", "layer", res.Layer, "error", res.Err.Error())
+	case executionsync.SyncRefused: // logged by the syncer, at ERROR unless the organization opted out
+		log.InfoContext(ctx, "sync refused; acknowledged", "refused", res.Why)
 	}
 	return nil
 }

@@ -13,13 +13,27 @@ import (
 
 // cmdIndexes writes (or, with --check, checks) the two files generated from ledger.Indexes:
 // firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module).
+// With --gcloud it prints instead the gcloud commands that create the indexes in a project.
 func cmdIndexes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("indexes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	root := fs.String("root", ".", "the repository root the files are under")
 	check := fs.Bool("check", false, "fail if a file differs from what the code declares, instead of writing it")
+	gcloud := fs.Bool("gcloud", false, "print the gcloud commands that create the indexes in --project, one per line, instead of writing files")
+	project := fs.String("project", "", "with --gcloud: the project")
+	database := fs.String("database", "(default)", "with --gcloud: the Firestore database")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitInvalid
+	}
+	if *gcloud {
+		if *project == "" {
+			fmt.Fprintln(stderr, "stalesweep indexes: --gcloud needs --project")
+			return exitInvalid
+		}
+		for _, c := range ledger.GcloudIndexCommands(*project, *database) {
+			fmt.Fprintln(stdout, c)
+		}
+		return exitOK
 	}
 	files := []struct {
 		path   string

@@ -57,7 +57,8 @@ func cmdPM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *override {
 		fmt.Fprintln(stderr, "stalesweep pm sweep: the storm guard is overridden for this sweep (--override-storm-guard)")
 	}
-	out, err := a.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: input, Trigger: workflow.TriggerLocal, Actor: actor(), StormOverride: *override})
+	out, err := a.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: input, Trigger: workflow.TriggerLocal,
+		Actor: localActor(), ClaimedActor: os.Getenv(envActor), StormOverride: *override})
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep pm sweep: %v\n", err)
 		if workflow.IsValidation(err) {

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -22,8 +27,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	data := fs.String("data", "{}", "initial_data as JSON; @FILE reads a file, @- reads stdin")
 	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT; "+app.EmulatorProjectLocal+" against the emulator)")
 	override := fs.Bool("override-storm-guard", false, "let a run the storm guard stops settle anyway: only after checking that the workers really are gone")
+	includeDisabled := fs.Bool("include-disabled", false, "sweep the organization even if it opted out of sweeps (organizations/ORG sweeps_enabled not true)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard]\n\nworkflow types:\n")
+		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard] [--include-disabled]\n\nworkflow types:\n")
 		for _, t := range contract.WorkflowTypes() {
 			fmt.Fprintf(stderr, "  %s\n", t)
 		}
@@ -67,16 +73,25 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *override {
 		fmt.Fprintln(stderr, "stalesweep run: the storm guard is overridden for this run (--override-storm-guard)")
 	}
+	if *includeDisabled {
+		fmt.Fprintln(stderr, "stalesweep run: an organization that opted out of sweeps is swept anyway (--include-disabled)")
+	}
 	out, err := a.Engine.Start(ctx, workflow.Request{
-		Type:          contract.WorkflowType(typ),
-		InitialData:   raw,
-		Trigger:       workflow.TriggerLocal,
-		Actor:         actor(),
-		StormOverride: *override,
+		Type:            contract.WorkflowType(typ),
+		InitialData:     raw,
+		Trigger:         workflow.TriggerLocal,
+		Actor:           localActor(),
+		ClaimedActor:    os.Getenv(envActor),
+		StormOverride:   *override,
+		IncludeDisabled: *includeDisabled,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
-		if workflow.IsValidation(err) {
+		switch {
+		case workflow.IsValidation(err):
+			return exitInvalid
+		case errors.Is(err, ledger.ErrOrganizationDisabled):
+			fmt.Fprintln(stderr, "stalesweep run: to sweep it anyway, add --include-disabled")
 			return exitInvalid
 		}
 		return exitFailed
@@ -128,12 +143,16 @@ func readData(v string, stdin io.Reader) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// actor names the operator running the command, for the run record.
-func actor() string {
-	for _, v := range []string{"STALESWEEP_ACTOR", "USER", "LOGNAME"} {
-		if s := os.Getenv(v); s != "" {
-			return "local:" + s
-		}
+// envActor is who the operator says they are, recorded as the run's claimed_actor.
+const envActor = "STALESWEEP_ACTOR"
+
+// localActor names the local principal running the command, for the run record: the operating
+// system's user of this process (not an environment variable anyone can set) on this host.
+func localActor() string {
+	name := "uid " + strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
 	}
-	return "local"
+	host, _ := os.Hostname()
+	return "local:" + name + "@" + cmp.Or(host, "localhost")
 }

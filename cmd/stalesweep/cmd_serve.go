@@ -10,7 +10,7 @@ import (
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
-	_ "github.com/stalesweep/stalesweep/functions" // registers the targets
+	"github.com/stalesweep/stalesweep/functions" // registers the targets
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/auth"
 )
@@ -28,7 +28,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stalesweep serve: --addr %q: %v\n", *addr, err)
 		return exitInvalid
 	}
+	// Every setting the served targets read is checked now, not on the first request.
 	cfg, err := app.ConfigFromEnv(os.Getenv)
+	if err == nil {
+		err = functions.CheckEnv(os.Getenv)
+	}
+	if err == nil {
+		err = checkAuthOffLoopback(cfg.Auth.Mode, host)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep serve: %v\n", err)
 		return exitInvalid
@@ -38,10 +45,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	switch {
 	case cfg.Auth.Mode == auth.ModeOff:
 		fmt.Fprintln(stderr, "stalesweep serve: AUTHENTICATION IS OFF (STALESWEEP_AUTH=off): any caller may start workflows; for local use only")
-	case cfg.Auth.Audience == "":
-		fmt.Fprintln(stderr, "stalesweep serve: StartWorkflow will refuse every request: set STALESWEEP_AUTH_AUDIENCE (or STALESWEEP_AUTH=off locally)")
 	default:
-		fmt.Fprintf(stderr, "stalesweep serve: StartWorkflow takes Google ID tokens for %s from %v\n", cfg.Auth.Audience, cfg.Auth.Allowed)
+		fmt.Fprintf(stderr, "stalesweep serve: StartWorkflow takes Google ID tokens for %v (gcloud's own: %t) from %v\n", cfg.Auth.Audiences, cfg.Auth.AcceptGcloud, cfg.Auth.Allowed)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- funcframework.StartHostPort(host, port) }()
@@ -52,6 +57,18 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	case <-ctx.Done():
 		return exitOK
 	}
+}
+
+// checkAuthOffLoopback refuses authentication off on an address other hosts can reach: off is
+// for a developer's own machine.
+func checkAuthOffLoopback(mode, host string) error {
+	if mode != auth.ModeOff {
+		return nil
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("%s=off serves unauthenticated runs: only on a loopback address (127.0.0.1, ::1, localhost), not %q", app.EnvAuth, host)
 }
 
 func firstNonEmpty(vs ...string) string {

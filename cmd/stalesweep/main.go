@@ -1,15 +1,19 @@
 // Command stalesweep runs stalesweep's workflows from an operator's shell, serves its functions
 // locally, runs the demo, and serves the Cloud Run fake.
 //
-//	stalesweep run WORKFLOW_TYPE --data '{...initial_data...}'   one run inline; output JSON on stdout
+//	stalesweep run WORKFLOW_TYPE --data '{...initial_data...}' [--include-disabled] [--override-storm-guard]
+//	                                                            one run inline; output JSON on stdout
 //	stalesweep pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run] [--override-storm-guard]
-//	stalesweep demo                                             the main job on a fresh machine
+//	stalesweep demo [--pipeline]                                the main job on a fresh machine
 //	stalesweep serve [--addr 127.0.0.1:8080]                    the function targets, locally
 //	stalesweep fake-cloudrun --addr 127.0.0.1:PORT --executions FILE
-//	stalesweep indexes [--check] [--out firestore.indexes.json]
+//	stalesweep indexes [--check] [--root DIR]                   write or check the generated index files
+//	stalesweep indexes --gcloud --project P [--database D]      the gcloud commands that create them
+//	stalesweep bench [--rows N] [--concurrency C] [--quick] [--out DIR]
 //
 // Exit codes: 0 success (a run that completed); 1 a run that failed, or an error; 2 invalid
-// input or usage.
+// input or usage, a bad setting, or an organization that opted out of sweeps (without
+// --include-disabled).
 package main
 
 import (
@@ -38,7 +42,8 @@ func main() {
 const usage = `usage: stalesweep COMMAND [flags]
 
 commands:
-  run WORKFLOW_TYPE --data JSON   run one workflow inline; prints its output JSON
+  run WORKFLOW_TYPE --data JSON [--include-disabled] [--override-storm-guard]
+                                  run one workflow inline; prints its output JSON
   pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run] [--override-storm-guard]
                                   reclaim zombie tasks of a queue (pm.sweep)
   demo                            seed the emulator, sweep until nothing stale remains, summarize
@@ -46,7 +51,8 @@ commands:
   bench [--rows N] [--concurrency C] [--quick] [--out DIR]
                                   measure throughput and cost against the emulators
   fake-cloudrun                   serve the Cloud Run Executions fake
-  indexes                         write or check firestore.indexes.json
+  indexes [--check] [--gcloud --project P]
+                                  write or check the index files, or print gcloud commands
 
 "stalesweep COMMAND -h" describes a command's flags.
 `

@@ -7,12 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/run/apiv2/runpb"
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
@@ -77,26 +82,44 @@ func TestRunRefusesInvalidInputWithTheFieldNamed(t *testing.T) {
 	}
 }
 
-func TestRunSettlesAndPrintsTheOutput(t *testing.T) {
+// cloudRunWorld points the command at a new project of the Firestore emulator and at a Cloud
+// Run fake.
+func cloudRunWorld(t *testing.T) (*cloudrunfake.Server, *firestore.Client, string) {
+	t.Helper()
 	fake, err := cloudrunfake.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	project := testenv.Project()
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
 	t.Setenv(cloudrun.EndpointEnv, fake.Addr)
-	fs := testenv.FirestoreProject(t, project)
-	org := uuid.NewString()
-	name := cloudrunfake.ExecutionName("p", "l", "job", "e1")
-	_ = fake.SetExecution(cloudrunfake.Failed(name, time.Now().Add(-time.Hour), runpb.Condition_NON_ZERO_EXIT_CODE))
-	_, err = fs.Collection(ledger.ExecutionsCollection).Doc("row-1").Set(context.Background(), map[string]any{
-		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
-		"observed_at": time.Now().Add(-time.Hour), "provider_ref": map[string]any{"execution": name},
-	})
-	if err != nil {
+	return fake, testenv.FirestoreProject(t, project), project
+}
+
+// staleRow writes runner execution id of org, running and observed an hour ago, whose
+// execution the fake reports as exec says.
+func staleRow(t *testing.T, fs *firestore.Client, fake *cloudrunfake.Server, org, id string, exec func(name string, at time.Time) *runpb.Execution) {
+	t.Helper()
+	name := cloudrunfake.ExecutionName("p", "l", "job", "e-"+id)
+	if err := fake.SetExecution(exec(name, time.Now().Add(-time.Hour))); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := fs.Collection(ledger.ExecutionsCollection).Doc(id).Set(context.Background(), map[string]any{
+		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
+		"observed_at": time.Now().Add(-time.Hour), "provider_ref": map[string]any{"execution": name},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunSettlesAndPrintsTheOutput(t *testing.T) {
+	fake, fs, _ := cloudRunWorld(t)
+	org := uuid.NewString()
+	testenv.Enable(t, fs, org)
+	staleRow(t, fs, fake, org, "row-1", func(name string, at time.Time) *runpb.Execution {
+		return cloudrunfake.Failed(name, at, runpb.Condition_NON_ZERO_EXIT_CODE)
+	})
 
 	// Flags after the positional argument, and --data from a file.
 	file := filepath.Join(t.TempDir(), "data.json")
@@ -123,11 +146,7 @@ func TestRunSettlesAndPrintsTheOutput(t *testing.T) {
 	}
 
 	// A run that fails exits 1 and still prints its output.
-	_ = fake.SetExecution(cloudrunfake.Running(name, time.Now()))
-	_, _ = fs.Collection(ledger.ExecutionsCollection).Doc("row-2").Set(context.Background(), map[string]any{
-		"organization_uuid": org, "provider": "cloud_run", "status": "running", "active": true,
-		"observed_at": time.Now().Add(-time.Hour), "provider_ref": map[string]any{"execution": name},
-	})
+	staleRow(t, fs, fake, org, "row-2", cloudrunfake.Running)
 	fake.FailRate(cloudrunfake.GetExecution, codes.PermissionDenied, 1)
 	code, stdout, _ = invoke(t, "run", "--data", `{"organization_uuid": "`+org+`"}`, "runner.execution-sync-stale-cloud-run")
 	if code != exitFailed || !strings.Contains(stdout, "executor_permission_denied") {
@@ -293,7 +312,7 @@ func TestTheKubernetesWorkflowIsInTheDefaultBuild(t *testing.T) {
 	project := testenv.Project()
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
 	t.Setenv("STALESWEEP_KUBE_CLUSTERS", `{"clusters": {"eu": {"host": "https://127.0.0.1:1", "token_file": "/nonexistent"}}}`)
-	testenv.FirestoreProject(t, project)
+	testenv.Enable(t, testenv.FirestoreProject(t, project), "0f8fad5b-d9cb-469f-a165-70867728950e")
 	code, stdout, stderr := invoke(t, "run", "runner.execution-sync-stale-kubernetes", "--data", `{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e"}`)
 	if code != exitOK || !strings.Contains(stdout, `"candidate_count": 0`) {
 		t.Errorf("exit %d: %s %s", code, stdout, stderr)
@@ -301,5 +320,111 @@ func TestTheKubernetesWorkflowIsInTheDefaultBuild(t *testing.T) {
 	t.Setenv("STALESWEEP_KUBE_CLUSTERS", `{"clusters": {"eu": {}}}`)
 	if code, _, stderr := invoke(t, "run", "runner.execution-sync-stale-kubernetes", "--data", `{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e"}`); code != exitFailed || !strings.Contains(stderr, "STALESWEEP_KUBE_CLUSTERS") {
 		t.Errorf("a broken cluster configuration: exit %d: %s", code, stderr)
+	}
+}
+
+// An organization that opted out of sweeps is swept from the command only when the operator
+// says so; the run record names the operator as the local user, and what they claimed apart.
+func TestRunSweepsAnOrganizationThatOptedOutOnlyWithIncludeDisabled(t *testing.T) {
+	fake, fs, _ := cloudRunWorld(t)
+	t.Setenv(envActor, "someone-else@example.com")
+	ctx := context.Background()
+	for _, doc := range []string{"absent", "disabled"} {
+		org := uuid.NewString()
+		if doc == "disabled" {
+			if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		row := "row-" + doc
+		staleRow(t, fs, fake, org, row, cloudrunfake.Succeeded)
+		data := `{"organization_uuid": "` + org + `"}`
+		code, stdout, stderr := invoke(t, "run", "runner.execution-sync-stale-cloud-run", "--data", data)
+		if code != exitInvalid || !strings.Contains(stderr, "--include-disabled") || stdout != "" {
+			t.Errorf("organizations document %s: exit %d, stderr %q; want %d naming --include-disabled", doc, code, stderr, exitInvalid)
+		}
+		if outcome(t, fs, row) != nil {
+			t.Errorf("organizations document %s: the refused run settled the row", doc)
+		}
+		code, stdout, stderr = invoke(t, "run", "runner.execution-sync-stale-cloud-run", "--data", data, "--include-disabled")
+		var out map[string]any
+		if code != exitOK || json.Unmarshal([]byte(stdout), &out) != nil || out["started_count"] != float64(1) {
+			t.Fatalf("organizations document %s, --include-disabled: exit %d %s %s", doc, code, stdout, stderr)
+		}
+		if got := outcome(t, fs, row); got != "succeeded" {
+			t.Errorf("organizations document %s, --include-disabled: row outcome %v", doc, got)
+		}
+		recs, err := fs.Collection(ledger.RunsCollection).Where("initial_data.organization_uuid", "==", org).Documents(ctx).GetAll()
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("run records: %d, %v", len(recs), err)
+		}
+		var rec ledger.RunRecord
+		if err := recs[0].DataTo(&rec); err != nil {
+			t.Fatal(err)
+		}
+		if !rec.IncludeDisabled || rec.Actor != localActor() || !strings.HasPrefix(rec.Actor, "local:") || rec.ClaimedActor != "someone-else@example.com" {
+			t.Errorf("run record: include_disabled %t, actor %q (want %q), claimed_actor %q", rec.IncludeDisabled, rec.Actor, localActor(), rec.ClaimedActor)
+		}
+	}
+}
+
+// outcome reads a runner execution's outcome, nil when it has none.
+func outcome(t *testing.T, fs *firestore.Client, row string) any {
+	t.Helper()
+	snap, err := fs.Collection(ledger.ExecutionsCollection).Doc(row).Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := snap.DataAt("outcome")
+	return v
+}
+
+// The index commands the deploy guide pipes to sh, run by the real gcloud against a stand-in
+// for the Firestore Admin API: each sends exactly one index of ledger.Indexes.
+func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.T) {
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Fatal("gcloud is not installed")
+	}
+	var mu sync.Mutex
+	var got []string
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Fields []struct{ FieldPath, Order string }
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		parts := []string{r.Method + " " + r.URL.Path}
+		for _, f := range body.Fields {
+			parts = append(parts, f.FieldPath+" "+f.Order)
+		}
+		mu.Lock()
+		got = append(got, strings.Join(parts, ", "))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"name": "projects/my-project/databases/(default)/operations/op", "metadata": {"@type": "type.googleapis.com/google.firestore.admin.v1.IndexOperationMetadata"}}`)
+	}))
+	defer admin.Close()
+	code, stdout, _ := invoke(t, "indexes", "--gcloud", "--project", "my-project")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	token := filepath.Join(t.TempDir(), "token")
+	_ = os.WriteFile(token, []byte("test"), 0o600)
+	cmd := exec.Command("sh", "-e")
+	cmd.Stdin = strings.NewReader(stdout)
+	cmd.Env = append(os.Environ(), "CLOUDSDK_CONFIG="+t.TempDir(), "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE="+token,
+		"CLOUDSDK_API_ENDPOINT_OVERRIDES_FIRESTORE="+admin.URL+"/", "CLOUDSDK_CORE_DISABLE_PROMPTS=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the commands failed: %v\n%s", err, out)
+	}
+	var want []string
+	for _, ix := range ledger.Indexes() {
+		parts := []string{"POST /v1/projects/my-project/databases/(default)/collectionGroups/" + ix.Collection + "/indexes"}
+		for _, f := range ix.Fields {
+			parts = append(parts, f.Path+" "+string(f.Order))
+		}
+		want = append(want, strings.Join(parts, ", "))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("gcloud sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -31,17 +31,16 @@ import (
 // SyncBudgetDefault bounds one SyncExecution call.
 const SyncBudgetDefault = 60 * time.Second
 
-// Parts says which optional parts to build.
+// Parts says how to build the parts.
 type Parts struct {
-	// Pipeline builds the Pub/Sub client, the dispatcher, and the engine whose execution-sync
-	// runs publish their syncs instead of running them here.
-	Pipeline bool
 	// FirestoreDialOptions are added to the Firestore connection: tests watch it with them
 	// (internal/fsspy).
 	FirestoreDialOptions []grpc.DialOption
 }
 
-// App is one process's dependencies.
+// App is one process's dependencies. Firestore, the executors and the inline engine are built by
+// New; the Pub/Sub side (the pipeline engine and the dispatcher) only when a target first asks
+// for it, so StartWorkflow and SyncExecution need neither Pub/Sub nor its credentials.
 type App struct {
 	Config    Config
 	Firestore *firestore.Client
@@ -49,18 +48,28 @@ type App struct {
 
 	// Engine runs workflows with their syncs inline: the HTTP face and the command.
 	Engine *workflow.Engine
-	// Pipeline runs workflows whose syncs go to the syncs topic: the Sweep function. Nil unless
-	// Parts.Pipeline.
-	Pipeline *workflow.Engine
-	// Dispatcher fans a tick out to the sweeps topic. Nil unless Parts.Pipeline.
-	Dispatcher *pipeline.Dispatcher
 	// Syncers sync one row of a sync message, by the row's provider.
 	Syncers map[string]*executionsync.Syncer
 
-	closers []func() error
+	pipeline *Lazy[*Pipeline]
+	mu       sync.Mutex
+	closers  []func() error
 }
 
-// New builds an App. now is the clock every workflow uses.
+// Pipeline is the Pub/Sub side of the pipeline.
+type Pipeline struct {
+	// Engine runs workflows whose syncs go to the syncs topic: the Sweep function.
+	Engine *workflow.Engine
+	// Dispatcher fans a tick out to the sweeps topic.
+	Dispatcher *pipeline.Dispatcher
+}
+
+// PingTimeout bounds the first read New makes, which tells an unreachable Firestore from a slow
+// one.
+const PingTimeout = 10 * time.Second
+
+// New builds an App. now is the clock every workflow uses. It reads one document to learn that
+// Firestore answers, and says where it looked when it does not.
 func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time, parts Parts) (_ *App, err error) {
 	a := &App{Config: cfg, Log: log, Syncers: map[string]*executionsync.Syncer{}}
 	defer func() {
@@ -72,7 +81,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, a.Firestore.Close)
+	a.onClose(a.Firestore.Close)
+	if err := ledger.Ping(ctx, a.Firestore, PingTimeout); err != nil {
+		return nil, err
+	}
 
 	if cfg.CloudRunEndpoint != "" {
 		if err := cloudrun.RequireLoopback(cfg.CloudRunEndpoint); err != nil {
@@ -80,7 +92,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		}
 	}
 	runClient := cloudrun.NewLazy(cfg.CloudRunEndpoint)
-	a.closers = append(a.closers, runClient.Close)
+	a.onClose(runClient.Close)
 
 	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx)
 	syncCfg := cfg.Sync
@@ -94,6 +106,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	if kube != nil {
 		executors = append(executors, executionSync{ledger.ProviderKubernetes, contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes, kube})
 	}
+	for _, x := range executors {
+		a.Syncers[x.provider] = executionsync.NewSyncer(store, x.exec, x.typ, x.provider, now, syncCfg.LostGrace, log)
+	}
 	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
 	// publishing its syncs.
 	syncDefs := func(starter func(*executionsync.Syncer) executionsync.Starter) ([]workflow.Definition, error) {
@@ -101,9 +116,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		for _, x := range executors {
 			c := syncCfg
 			c.Provider = x.provider
-			syncer := executionsync.NewSyncer(store, x.exec, now, c.LostGrace, log)
-			a.Syncers[x.provider] = syncer
-			wf, err := executionsync.New(store, x.exec, starter(syncer), c, now)
+			wf, err := executionsync.New(store, x.exec, starter(a.Syncers[x.provider]), c, now)
 			if err != nil {
 				return nil, err
 			}
@@ -127,10 +140,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		pmsweep.New(tasks, pmCfg, ledger.ServerClock(a.Firestore)).Definition(),
 		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
 	}
+	orgs := ledger.NewOrganizationStore(a.Firestore)
 	engineOpts := workflow.Options{
 		Runs:     ledger.NewRunStore(a.Firestore),
 		Guards:   ledger.NewGuardStore(a.Firestore),
 		GuardTTL: syncCfg.Budget + 2*time.Minute,
+		Orgs:     orgs,
 		Now:      now,
 		Log:      log,
 	}
@@ -142,31 +157,42 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	}
 	a.Engine = workflow.NewEngine(engineOpts, append(inline, others...)...)
 
-	if !parts.Pipeline {
-		return a, nil
-	}
-	ps, err := pubsub.NewClient(ctx, cfg.Project)
-	if err != nil {
-		return nil, fmt.Errorf("open pubsub: %w", err)
-	}
-	a.closers = append(a.closers, ps.Close)
-	publisher := pipeline.NewPubSub(ps, 0, 0)
-	a.closers = append(a.closers, func() error { publisher.Stop(); return nil })
-	fanout, err := syncDefs(func(*executionsync.Syncer) executionsync.Starter {
-		return &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}
+	a.pipeline = NewLazy(func(ctx context.Context) (*Pipeline, error) {
+		ps, err := pubsub.NewClient(ctx, cfg.Project)
+		if err != nil {
+			return nil, fmt.Errorf("open pubsub: %w", err)
+		}
+		a.onClose(ps.Close)
+		publisher := pipeline.NewPubSub(ps, 0, 0)
+		a.onClose(func() error { publisher.Stop(); return nil })
+		fanout, err := syncDefs(func(*executionsync.Syncer) executionsync.Starter {
+			return &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}
+		})
+		if err != nil {
+			return nil, err
+		}
+		dispatch := cfg.Dispatch
+		dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
+		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log)
+		runsFloor := runsCfg.WithDefaults().ScheduledFloorMs
+		d.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, runsFloor) })
+		ttlFloor := pmCfg.WithDefaults().TTLFloor
+		d.Check(contract.PMSweep, func(in json.RawMessage) error { return pmsweep.CheckTTLFloor(in, ttlFloor) })
+		d.ListQueuesWith(tasks.ListQueues)
+		d.ListGroupsWith(leases.ListGroups)
+		return &Pipeline{Engine: workflow.NewEngine(engineOpts, append(fanout, others...)...), Dispatcher: d}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	a.Pipeline = workflow.NewEngine(engineOpts, append(fanout, others...)...)
-	dispatch := cfg.Dispatch
-	dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
-	a.Dispatcher = pipeline.NewDispatcher(ledger.NewOrganizationStore(a.Firestore), publisher, cfg.Topics.Sweeps, dispatch, log)
-	floor := runsCfg.WithDefaults().ScheduledFloorMs
-	a.Dispatcher.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, floor) })
-	a.Dispatcher.ListQueuesWith(tasks.ListQueues)
-	a.Dispatcher.ListGroupsWith(leases.ListGroups)
 	return a, nil
+}
+
+// Pipeline returns the Pub/Sub side, building it on first use; a failed build is tried again on
+// the next call.
+func (a *App) Pipeline(ctx context.Context) (*Pipeline, error) { return a.pipeline.Get(ctx) }
+
+func (a *App) onClose(f func() error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closers = append(a.closers, f)
 }
 
 // syncExecutor is an executor adapter as the execution-sync workflow uses it.
@@ -188,11 +214,14 @@ func (a *App) SyncBudget() time.Duration {
 
 // Close releases every client, in reverse order of creation.
 func (a *App) Close() error {
-	var errs []error
-	for i := len(a.closers) - 1; i >= 0; i-- {
-		errs = append(errs, a.closers[i]())
-	}
+	a.mu.Lock()
+	closers := a.closers
 	a.closers = nil
+	a.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
@@ -37,6 +38,9 @@ const (
 	EnvAuth              = "STALESWEEP_AUTH"
 	EnvAuthAudience      = "STALESWEEP_AUTH_AUDIENCE"
 	EnvAllowedCallers    = "STALESWEEP_ALLOWED_CALLERS"
+	EnvAuthAcceptGcloud  = "STALESWEEP_AUTH_ACCEPT_GCLOUD"
+	EnvPMTTLFloor        = "STALESWEEP_PM_TTL_FLOOR_SECONDS"
+	EnvKubeClusters      = "STALESWEEP_KUBE_CLUSTERS"
 	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
 	EnvRunsSweepFloorMs  = "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS"
 	EnvPMMaxReclaims     = "STALESWEEP_PM_MAX_RECLAIMS"
@@ -80,6 +84,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		CloudRunEndpoint: getenv(EnvCloudRunEndpoint),
 		LogLevel:         getenv(EnvLogLevel),
 	}
+	if _, err := logging.ParseLevelStrict(c.LogLevel); err != nil {
+		return Config{}, fmt.Errorf("%s=%q: %w", EnvLogLevel, c.LogLevel, err)
+	}
 	if c.Project == "" && getenv(ledger.EmulatorEnv) != "" {
 		c.Project = EmulatorProjectLocal
 	}
@@ -105,13 +112,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.SyncBudget, err = durationVar(getenv, EnvSyncBudget); err != nil {
 		return Config{}, err
 	}
-	c.KubeClusters = getenv("STALESWEEP_KUBE_CLUSTERS")
+	c.KubeClusters = getenv(EnvKubeClusters)
 	c.Topics = pipeline.Topics{Ticks: getenv(EnvTopicTicks), Sweeps: getenv(EnvTopicSweeps), Syncs: getenv(EnvTopicSyncs)}.WithDefaults()
-	c.Auth = auth.Config{Mode: getenv(EnvAuth), Audience: getenv(EnvAuthAudience), OnCloudRun: getenv(EnvCloudRunService) != ""}
-	for _, a := range strings.Split(getenv(EnvAllowedCallers), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			c.Auth.Allowed = append(c.Auth.Allowed, a)
-		}
+	c.Auth = auth.Config{Mode: getenv(EnvAuth), Audiences: list(getenv(EnvAuthAudience)), Allowed: list(getenv(EnvAllowedCallers)),
+		OnCloudRun: getenv(EnvCloudRunService) != ""}
+	switch c.Auth.Mode {
+	case "", auth.ModeGoogle, auth.ModeOff:
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want %q or %q (exactly)", EnvAuth, c.Auth.Mode, auth.ModeGoogle, auth.ModeOff)
+	}
+	if c.Auth.Mode == auth.ModeOff && c.Auth.OnCloudRun {
+		return Config{}, fmt.Errorf("%s=off is for local use only and is refused on Cloud Run (%s is set)", EnvAuth, EnvCloudRunService)
+	}
+	switch v := getenv(EnvAuthAcceptGcloud); v {
+	case "", "true":
+		c.Auth.AcceptGcloud = true
+	case "false":
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvAuthAcceptGcloud, v)
 	}
 	floor, err := intVar(getenv, EnvRunsSweepFloorMs, 1, 1<<53-1)
 	if err != nil {
@@ -123,6 +141,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.PMSweep.MaxReclaims = int64(maxReclaims)
+	ttlFloor, err := intVar(getenv, EnvPMTTLFloor, 1, 86400)
+	if err != nil {
+		return Config{}, err
+	}
+	c.PMSweep.TTLFloor = int64(ttlFloor)
 	var guard storm.Config
 	if v := getenv(EnvStormFraction); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -143,6 +166,36 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.PlatformTimeout = time.Duration(secs) * time.Second
 	return c, nil
+}
+
+// Check reports, naming the variable, what this configuration cannot do that building the
+// dependencies would otherwise find only on first use: the clusters of STALESWEEP_KUBE_CLUSTERS
+// and, when the process serves StartWorkflow (http), its authentication. It makes no network
+// call. serve and the deployed functions call it when they start.
+func (c Config) Check(http bool) error {
+	if _, err := kubernetesExecutor(c); err != nil {
+		return fmt.Errorf("%s: %w", EnvKubeClusters, err)
+	}
+	if c.CloudRunEndpoint != "" {
+		if err := cloudrun.RequireLoopback(c.CloudRunEndpoint); err != nil {
+			return fmt.Errorf("%s: %w", EnvCloudRunEndpoint, err)
+		}
+	}
+	if http {
+		return c.Auth.Check()
+	}
+	return nil
+}
+
+// list splits a comma-separated value, dropping blanks.
+func list(v string) []string {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // budget returns the run budget: the configured one (or the default), kept to 80% of the

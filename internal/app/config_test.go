@@ -37,7 +37,7 @@ func TestConfigDefaultsAndEmulatorProject(t *testing.T) {
 
 func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
 	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x",
-		EnvStormFraction: "1.5", EnvStormMinRows: "0"} {
+		EnvStormFraction: "1.5", EnvStormMinRows: "0", EnvLogLevel: "bogus", EnvAuth: "OFF", EnvAuthAcceptGcloud: "yes", EnvPMTTLFloor: "0"} {
 		_, err := ConfigFromEnv(env(map[string]string{name: v}))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: err = %v, want one naming the variable", name, v, err)
@@ -59,5 +59,35 @@ func TestTheStormGuardIsConfiguredForEveryAgeBasedWorkflow(t *testing.T) {
 		if _, err := ConfigFromEnv(env(map[string]string{EnvStormFraction: bad})); err == nil {
 			t.Errorf("%s=%s accepted", EnvStormFraction, bad)
 		}
+	}
+}
+
+func TestAuthenticationOffIsRefusedOnCloudRun(t *testing.T) {
+	_, err := ConfigFromEnv(env(map[string]string{EnvAuth: "off", EnvCloudRunService: "stalesweep-start-workflow"}))
+	if err == nil || !strings.Contains(err.Error(), EnvCloudRunService) {
+		t.Errorf("err = %v, want one naming %s", err, EnvCloudRunService)
+	}
+}
+
+func TestStartWorkflowsAuthenticationIsReadFromTheEnvironment(t *testing.T) {
+	c, err := ConfigFromEnv(env(map[string]string{
+		EnvAuthAudience: "https://a-1.europe-west1.run.app, https://europe-west1-p.cloudfunctions.net/a", EnvAllowedCallers: "ops@example.com,113",
+		EnvPMTTLFloor: "120",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Auth.Audiences) != 2 || !c.Auth.AcceptGcloud || len(c.Auth.Allowed) != 2 || c.PMSweep.TTLFloor != 120 {
+		t.Errorf("config = %+v", c)
+	}
+	if err := c.Check(true); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	c, _ = ConfigFromEnv(env(map[string]string{EnvAuthAudience: "https://a-1.europe-west1.run.app", EnvAuthAcceptGcloud: "false"}))
+	if c.Auth.AcceptGcloud {
+		t.Error("gcloud's own tokens accepted with " + EnvAuthAcceptGcloud + "=false")
+	}
+	if c, _ := ConfigFromEnv(env(nil)); c.Check(true) == nil || c.Check(false) != nil {
+		t.Error("without an audience, Check must refuse only a process that serves StartWorkflow")
 	}
 }

@@ -1,13 +1,32 @@
-// Package auth decides who may call the HTTP face. When deployed, a caller presents a
-// Google-signed ID token in Authorization (gcloud auth print-identity-token, or a service
-// account's token minted for the function's URL); the token's signature, audience, issuer and
-// expiry are verified, and its verified email must be on the allow-list.
+// Package auth decides who may call the HTTP face (StartWorkflow). Cloud Run's IAM has already
+// let the request through (the caller holds roles/run.invoker on the service); the function then
+// checks the Google-signed ID token itself, against settings that come from the deployment, never
+// from the request:
 //
-//	no or malformed Authorization, bad signature, wrong audience or issuer, expired → 401
-//	a valid token whose email is not verified or not on the allow-list               → 403
+//	Authorization: Bearer TOKEN missing or malformed                                → 401
+//	signature not Google's, token expired, issuer not accounts.google.com            → 401
+//	audience not one of the function's own URLs (STALESWEEP_AUTH_AUDIENCE) nor,
+//	  when accepted, gcloud's OAuth client id                                        → 401
+//	an email claim that is not verified                                              → 403
+//	neither the verified email nor the subject (a service account's unique id) is on
+//	  the allow-list (STALESWEEP_ALLOWED_CALLERS)                                     → 403
+//
+// The tokens the documented manual paths send, and why each passes:
+//
+//	gcloud functions call --gen2 (a user)      aud = gcloud's client id, email verified
+//	... --impersonate-service-account=SA        aud = gcloud's client id, no email: sub = SA's unique id
+//	gcloud auth print-identity-token (a user)   aud = gcloud's client id, email verified
+//	... --impersonate-service-account=SA --audiences=URL --include-email
+//	                                            aud = URL, email verified
+//	the metadata server, ?audience=URL&format=full
+//	                                            aud = URL, email verified (format=standard: sub only)
+//
+// A token minted for another service (another URL), an unverified email, or a principal not on
+// the list is refused, whatever Cloud Run let through.
 //
 // Authentication can be turned off for local use only: the setting is refused on Cloud Run
-// (K_SERVICE set), and a process that has it off says so when it starts.
+// (K_SERVICE set), `stalesweep serve` refuses it on an address that is not loopback, and a
+// process that has it off says so when it starts.
 package auth
 
 import (
@@ -29,22 +48,71 @@ const (
 	ModeOff    = "off"    // accept every caller as "anonymous"; local use only
 )
 
+// GcloudClientID is the OAuth client id of the Google Cloud CLI: the audience of the ID tokens
+// gcloud holds for its own account (googlecloudsdk/core/config.py CLOUDSDK_CLIENT_ID), which
+// `gcloud functions call` and `gcloud auth print-identity-token` without --audiences send.
+const GcloudClientID = "32555940559.apps.googleusercontent.com"
+
 // Google's ID token issuers.
 var issuers = []string{"accounts.google.com", "https://accounts.google.com"}
 
 // Config configures the verifier.
 type Config struct {
 	Mode string // ModeGoogle (default) or ModeOff
-	// Audience lists, comma-separated, the audiences a token may carry: the function's URLs,
-	// or "request" for the URL the request was made to (https://HOST), which is what Cloud Run
-	// itself checks the token against before the request reaches the function. Required in
-	// ModeGoogle.
-	Audience string
-	Allowed  []string // caller emails allowed to start runs
+	// Audiences are the function's own URLs: a token minted for one of them is for this service.
+	// Required in ModeGoogle. They come from the deployment (Terraform computes them), never from
+	// the request.
+	Audiences []string
+	// AcceptGcloud also accepts tokens whose audience is GcloudClientID.
+	AcceptGcloud bool
+	// Allowed lists the callers allowed to start runs: emails (matched against a verified email
+	// claim) and numeric unique ids (matched against the subject: a service account's token
+	// minted without its email carries only that).
+	Allowed []string
 	// OnCloudRun is true when the process runs on Cloud Run / Cloud Functions (K_SERVICE set).
 	OnCloudRun bool
-	// HTTPClient fetches Google's signing keys; nil uses the default client.
+	// HTTPClient fetches Google's signing keys; nil uses the default client. Tests point it at
+	// their own keys.
 	HTTPClient *http.Client
+}
+
+// Check reports why the configuration cannot be enforced, naming the setting; nil when it can.
+// It makes no network call.
+func (c Config) Check() error {
+	switch c.mode() {
+	case ModeOff:
+		if c.OnCloudRun {
+			return fmt.Errorf("STALESWEEP_AUTH=off is for local use only and is refused on Cloud Run (K_SERVICE is set)")
+		}
+		return nil
+	case ModeGoogle:
+	default:
+		return fmt.Errorf("STALESWEEP_AUTH=%q: want %q or %q", c.Mode, ModeGoogle, ModeOff)
+	}
+	if len(c.Audiences) == 0 {
+		return fmt.Errorf("STALESWEEP_AUTH_AUDIENCE is not set: set it to the function's URLs (comma-separated)")
+	}
+	for _, a := range c.Audiences {
+		if a == "request" {
+			return fmt.Errorf("STALESWEEP_AUTH_AUDIENCE=request is no longer accepted: an audience taken from the request's Host header is the caller's to choose; set the function's URLs")
+		}
+		if !strings.HasPrefix(a, "https://") && !strings.HasPrefix(a, "http://") {
+			return fmt.Errorf("STALESWEEP_AUTH_AUDIENCE: %q is not a URL: list the function's URLs (gcloud's own tokens are STALESWEEP_AUTH_ACCEPT_GCLOUD)", a)
+		}
+	}
+	for _, a := range c.Allowed {
+		if !strings.Contains(a, "@") && !allDigits(a) {
+			return fmt.Errorf("STALESWEEP_ALLOWED_CALLERS: %q is neither an email nor a numeric unique id", a)
+		}
+	}
+	return nil
+}
+
+func (c Config) mode() string {
+	if c.Mode == "" {
+		return ModeGoogle
+	}
+	return c.Mode
 }
 
 // Verifier checks callers.
@@ -55,33 +123,20 @@ type Verifier struct {
 	validator *idtoken.Validator
 }
 
-// AudienceRequest is the audience meaning "the URL this request was made to".
-const AudienceRequest = "request"
-
 // New returns a verifier, or an error when the configuration cannot be enforced.
 func New(ctx context.Context, c Config) (*Verifier, error) {
-	mode := c.Mode
-	if mode == "" {
-		mode = ModeGoogle
+	if err := c.Check(); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
 	}
-	switch mode {
-	case ModeOff:
-		if c.OnCloudRun {
-			return nil, fmt.Errorf("auth: STALESWEEP_AUTH=off is for local use only and is refused on Cloud Run")
-		}
+	if c.mode() == ModeOff {
 		return &Verifier{mode: ModeOff}, nil
-	case ModeGoogle:
-	default:
-		return nil, fmt.Errorf("auth: mode %q: want %q or %q", mode, ModeGoogle, ModeOff)
 	}
-	var audiences []string
-	for _, a := range strings.Split(c.Audience, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			audiences = append(audiences, a)
-		}
+	audiences := make([]string, 0, len(c.Audiences)+1)
+	for _, a := range c.Audiences {
+		audiences = append(audiences, strings.TrimSuffix(a, "/"))
 	}
-	if len(audiences) == 0 {
-		return nil, fmt.Errorf("auth: no audience: set STALESWEEP_AUTH_AUDIENCE to the function's URL (or %q)", AudienceRequest)
+	if c.AcceptGcloud {
+		audiences = append(audiences, GcloudClientID)
 	}
 	var opts []idtoken.ClientOption
 	if c.HTTPClient != nil {
@@ -93,58 +148,75 @@ func New(ctx context.Context, c Config) (*Verifier, error) {
 	}
 	allowed := make([]string, 0, len(c.Allowed))
 	for _, a := range c.Allowed {
-		if a = strings.ToLower(strings.TrimSpace(a)); a != "" {
-			allowed = append(allowed, a)
-		}
+		allowed = append(allowed, strings.ToLower(a))
 	}
-	return &Verifier{mode: mode, audiences: audiences, allowed: allowed, validator: v}, nil
-}
-
-// expected lists the audiences a token for r may carry.
-func (v *Verifier) expected(r *http.Request) []string {
-	out := make([]string, 0, len(v.audiences))
-	for _, a := range v.audiences {
-		if a == AudienceRequest {
-			a = "https://" + r.Host
-		}
-		out = append(out, strings.TrimSuffix(a, "/"))
-	}
-	return out
+	return &Verifier{mode: ModeGoogle, audiences: audiences, allowed: allowed, validator: v}, nil
 }
 
 // Disabled reports whether authentication is off.
 func (v *Verifier) Disabled() bool { return v.mode == ModeOff }
 
-// Caller returns the verified email of the request's caller, or a *contract.Error with code
-// unauthorized or forbidden.
-func (v *Verifier) Caller(r *http.Request) (string, error) {
+// Caller is a verified caller.
+type Caller struct {
+	Email   string // the verified email, when the token carries one
+	Subject string // the token's subject: the account's unique id
+}
+
+// String names the caller for a run record: the email, else the subject.
+func (c Caller) String() string {
+	if c.Email != "" {
+		return c.Email
+	}
+	return "subject:" + c.Subject
+}
+
+// Verify returns the request's verified caller, or a *contract.Error with code unauthorized or
+// forbidden.
+func (v *Verifier) Verify(r *http.Request) (Caller, error) {
 	if v.Disabled() {
-		return "anonymous (auth off)", nil
+		return Caller{Email: "anonymous (auth off)"}, nil
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", contract.Errorf(contract.CodeUnauthorized, "an Authorization: Bearer ID token is required")
+		return Caller{}, contract.Errorf(contract.CodeUnauthorized, "an Authorization: Bearer ID token is required")
 	}
 	// The library checks the signature and expiry; the audience is checked here against the
 	// list (it checks one audience only, and none when given "").
 	p, err := v.validator.Validate(r.Context(), token, "")
 	if err != nil {
-		return "", &contract.Error{Code: contract.CodeUnauthorized, Message: "the ID token is not valid for this service", Err: err}
-	}
-	if !slices.Contains(v.expected(r), strings.TrimSuffix(p.Audience, "/")) {
-		return "", contract.Errorf(contract.CodeUnauthorized, "the ID token was not minted for this service")
+		return Caller{}, &contract.Error{Code: contract.CodeUnauthorized, Message: "the ID token is not valid: not signed by Google, or expired", Err: err}
 	}
 	if !slices.Contains(issuers, p.Issuer) {
-		return "", contract.Errorf(contract.CodeUnauthorized, "the ID token was not issued by Google")
+		return Caller{}, contract.Errorf(contract.CodeUnauthorized, "the ID token was not issued by Google (iss %q)", p.Issuer)
 	}
-	email, _ := p.Claims["email"].(string)
-	verified, _ := p.Claims["email_verified"].(bool)
-	if email == "" || !verified {
-		return "", contract.Errorf(contract.CodeForbidden, "the ID token carries no verified email")
+	if !slices.Contains(v.audiences, strings.TrimSuffix(p.Audience, "/")) {
+		return Caller{}, contract.Errorf(contract.CodeUnauthorized, "the ID token was minted for %q, not for this service", p.Audience)
 	}
-	email = strings.ToLower(email)
-	if !slices.Contains(v.allowed, email) {
-		return "", contract.Errorf(contract.CodeForbidden, "%s may not start workflows here", email)
+	c := Caller{Subject: p.Subject}
+	if email, _ := p.Claims["email"].(string); email != "" {
+		if verified, _ := p.Claims["email_verified"].(bool); !verified {
+			return Caller{}, contract.Errorf(contract.CodeForbidden, "the ID token's email %s is not verified", email)
+		}
+		c.Email = strings.ToLower(email)
 	}
-	return email, nil
+	if (c.Email != "" && slices.Contains(v.allowed, c.Email)) || (c.Subject != "" && slices.Contains(v.allowed, c.Subject)) {
+		return c, nil
+	}
+	if c.Email == "" {
+		return Caller{}, contract.Errorf(contract.CodeForbidden,
+			"the ID token carries no email and its subject %s is not on STALESWEEP_ALLOWED_CALLERS: a service account's token minted without --include-email (or format=full on the metadata server) names the account by its unique id only", c.Subject)
+	}
+	return Caller{}, contract.Errorf(contract.CodeForbidden, "%s may not start workflows here", c.Email)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -44,6 +44,9 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 	}
 	defer done()
 	org := uuid.NewString()
+	if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+		return settled{}, err
+	}
 	old := time.Now().Add(-10 * time.Minute).Truncate(time.Microsecond)
 	ids := make([]string, n+missing)
 	for i := range ids {
@@ -71,7 +74,7 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	adapter := cloudrun.New(e.run, cloudrun.Config{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Concurrency: conc, Budget: 30 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, adapter, time.Now, cfg.LostGrace, logging.Discard())
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, cfg.LostGrace, logging.Discard())
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: conc}, cfg, time.Now)
 	if err != nil {
 		return settled{}, err

@@ -182,3 +182,21 @@ func canonicalNumber(n json.Number) json.Number {
 	}
 	return json.Number(r.Num().String())
 }
+
+// AtLeast refuses a validated input whose integer field is below floor, naming the field and
+// the setting that sets the floor: a rule beyond the schema, for the thresholds a run takes from
+// its caller and that the paths off the command line hold to a floor.
+func AtLeast(input json.RawMessage, field string, floor int64, setting, why string) error {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(input, &in); err != nil {
+		return Invalid("initial_data", "type", "must be a JSON object")
+	}
+	var v int64
+	if err := json.Unmarshal(in[field], &v); err != nil {
+		return Invalid(field, "type", "must be an integer")
+	}
+	if v < floor {
+		return Invalid(field, "minimum", "must be at least %d off the command line (got %d; %s): %s", floor, v, setting, why)
+	}
+	return nil
+}

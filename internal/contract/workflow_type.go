@@ -1,6 +1,9 @@
 package contract
 
-import "slices"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // WorkflowType names a workflow exactly as its seed document does.
 type WorkflowType string
@@ -65,4 +68,20 @@ func ScopeOf(t WorkflowType) (ScopeKind, []string) {
 	default:
 		return ScopeFleet, nil
 	}
+}
+
+// Organization returns the organization a validated input of t is scoped to, when t's scope is
+// an organization or one of its runner groups.
+func Organization(t WorkflowType, input json.RawMessage) (string, bool) {
+	_, fields := ScopeOf(t)
+	if !slices.Contains(fields, "organization_uuid") {
+		return "", false
+	}
+	var in struct {
+		OrganizationUUID string `json:"organization_uuid"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil || in.OrganizationUUID == "" {
+		return "", false
+	}
+	return in.OrganizationUUID, true
 }

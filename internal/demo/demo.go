@@ -43,7 +43,7 @@ type Options struct {
 	MaxRuns   int           // give up after this many runs (default 60)
 	// Pipeline runs every round through the deployed shape: a tick published to the Pub/Sub
 	// emulator, pushed to the functions served in this process (Dispatch → Sweep →
-	// SyncExecution). The second organization has sweeps disabled there.
+	// SyncExecution). In both modes the second organization has opted out of sweeps.
 	Pipeline bool
 }
 
@@ -60,7 +60,7 @@ type round func(ctx context.Context) (roundResult, error)
 // inlineRounds runs the workflow in this process, syncs inline.
 func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore, runClient cloudrun.ExecutionGetter, org string) (round, error) {
 	adapter := cloudrun.New(runClient, cloudrun.Config{})
-	syncer := executionsync.NewSyncer(store, adapter, time.Now, o.LostGrace, o.Log)
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, o.LostGrace, o.Log)
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: o.LostGrace}.WithDefaults()
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now)
 	if err != nil {
@@ -147,6 +147,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	orgA, orgB := uuid.NewString(), uuid.NewString()
+	// The demo organization has sweeps enabled; the other has opted out, and nothing may touch
+	// it whatever names it.
+	orgs := ledger.NewOrganizationStore(fs)
+	if err := orgs.Put(ctx, ledger.Organization{UUID: orgA, SweepsEnabled: true}); err != nil {
+		return Result{}, err
+	}
+	if err := orgs.Put(ctx, ledger.Organization{UUID: orgB, SweepsEnabled: false}); err != nil {
+		return Result{}, err
+	}
 	rows, err := seed(ctx, store, fake, orgA, orgB, time.Now())
 	if err != nil {
 		return Result{}, err

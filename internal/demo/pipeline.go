@@ -90,13 +90,6 @@ func pipelineRounds(ctx context.Context, o Options, fs *firestore.Client, fake *
 	if err := localpipeline.Create(ctx, ps, pipeline.Topics{}, url); err != nil {
 		return fail(err)
 	}
-	orgs := ledger.NewOrganizationStore(fs)
-	if err := orgs.Put(ctx, ledger.Organization{UUID: orgA, SweepsEnabled: true}); err != nil {
-		return fail(err)
-	}
-	if err := orgs.Put(ctx, ledger.Organization{UUID: orgB, SweepsEnabled: false}); err != nil {
-		return fail(err)
-	}
 	pub := ps.Publisher(pipeline.TicksDefault)
 	stops = append(stops, pub.Stop)
 	runs := ledger.NewRunStore(fs)

@@ -95,6 +95,7 @@ type Stats struct {
 	Refreshed   int            `json:"refreshed"`           // still running: observed_at moved on
 	Unknown     int            `json:"unknown"`             // not found, within the grace
 	Raced       int            `json:"raced"`               // changed since the scan: left alone
+	Refused     map[string]int `json:"refused,omitempty"`   // not the run's to write, by rule: left alone
 	Errored     int            `json:"errored"`             // executor or Firestore error: nothing settled
 	Deferred    int            `json:"deferred"`            // not started: executor stopped or budget spent
 	Malformed   int            `json:"malformed"`           // undecodable rows, counted as missing metadata

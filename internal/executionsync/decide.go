@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Seen is the row as the scan saw it: the state a sync's decision is made on.
@@ -24,6 +27,59 @@ const (
 	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
 	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
 )
+
+// Refusal reasons: the rules about who may write a row, checked in the row's own transaction on
+// what it read there (refuse). A refused sync writes nothing, not even a receipt.
+const (
+	RefuseOtherOrganization = "organization_mismatch"       // the row is another organization's
+	RefuseOtherProvider     = "provider_mismatch"           // the row is another executor's
+	RefuseDisabled          = "organization_disabled"       // the organization opted out of sweeps
+	RefuseRunMissing        = "run_missing"                 // the message names no run that exists
+	RefuseRunOtherWorkflow  = "run_of_another_workflow"     // the run is not this workflow's
+	RefuseRunOtherScope     = "run_of_another_organization" // the run swept another organization
+	RefuseRunDidNotStart    = "run_did_not_start_it"        // the run finished without starting this sync
+)
+
+// Trust is what a sync's transaction checks before it writes: what the sync request claims,
+// and which of the rules apply to it.
+type Trust struct {
+	Type            contract.WorkflowType // the workflow the syncer serves
+	Provider        string                // the rows' provider it syncs
+	CheckOptOut     bool                  // the organization must not have opted out
+	CheckRun        bool                  // the named run must exist and have started this sync
+	Organization    string                // the organization the request names
+	RunnerExecution string                // the row the request names
+}
+
+// refuse says which rule about who may write row the request breaks, on what the transaction
+// read (row and facts); "" when none. It is pure.
+func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
+	switch {
+	case row.OrganizationUUID != t.Organization:
+		return RefuseOtherOrganization
+	case row.Provider != t.Provider:
+		return RefuseOtherProvider
+	case t.CheckOptOut && !facts.OrganizationEnabled:
+		return RefuseDisabled
+	}
+	if !t.CheckRun {
+		return ""
+	}
+	run := facts.Run
+	switch {
+	case run == nil:
+		return RefuseRunMissing
+	case run.WorkflowType != string(t.Type):
+		return RefuseRunOtherWorkflow
+	case run.Organization != t.Organization:
+		return RefuseRunOtherScope
+	case run.Status == workflow.StateReconciling:
+		return "" // still publishing its syncs: its output is not written yet
+	case !slices.Contains(run.Started, t.RunnerExecution):
+		return RefuseRunDidNotStart
+	}
+	return ""
+}
 
 // decide is the whole settling rule for one row, given the row as read inside the transaction,
 // the row as the scan saw it, what the executor said, and now. It is pure.

@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 func TestDecide(t *testing.T) {
@@ -112,5 +114,46 @@ func TestDecideDoesNotShareTheSnapshotEvidence(t *testing.T) {
 	got := decide(row, Seen{ObservedAt: now}, executor.Snapshot{Verdict: executor.VerdictSucceeded, Evidence: ev}, now, time.Minute, "r")
 	if _, leaked := ev["row_observed_at"]; leaked || got.Settlement.Evidence["etag"] != "e1" {
 		t.Errorf("decide wrote into the snapshot's evidence map: %v", ev)
+	}
+}
+
+// refuse is the whole rule about who may write a row; each case breaks one part of it.
+func TestRefuse(t *testing.T) {
+	const org, other, row = "org-a", "org-b", "row-1"
+	mine := ledger.Execution{UUID: row, OrganizationUUID: org, Provider: ledger.ProviderCloudRun}
+	message := Trust{Type: contract.ExecutionSyncCloudRun, Provider: ledger.ProviderCloudRun, CheckOptOut: true, CheckRun: true,
+		Organization: org, RunnerExecution: row}
+	inline := message
+	inline.CheckRun = false
+	run := func(typ contract.WorkflowType, status, scope string, started ...string) *ledger.RunFacts {
+		return &ledger.RunFacts{WorkflowType: string(typ), Status: status, Organization: scope, Started: started}
+	}
+	publishing := ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncCloudRun, workflow.StateReconciling, org)}
+	tests := []struct {
+		name  string
+		row   ledger.Execution
+		facts ledger.Facts
+		trust Trust
+		want  string
+	}{
+		{"a message of a run still publishing its syncs", mine, publishing, message, ""},
+		{"a message of a finished run that started the row", mine, ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncCloudRun, workflow.StateCompleted, org, "x", row)}, message, ""},
+		{"a message of a failed run that started the row", mine, ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncCloudRun, workflow.StateFailed, org, row)}, message, ""},
+		{"an inline sync", mine, ledger.Facts{OrganizationEnabled: true}, inline, ""},
+		{"an inline sync the operator included", mine, ledger.Facts{}, func() Trust { t := inline; t.CheckOptOut = false; return t }(), ""},
+		{"another organization's row", ledger.Execution{UUID: row, OrganizationUUID: other, Provider: ledger.ProviderCloudRun}, publishing, message, RefuseOtherOrganization},
+		{"another executor's row", ledger.Execution{UUID: row, OrganizationUUID: org, Provider: ledger.ProviderKubernetes}, publishing, message, RefuseOtherProvider},
+		{"an organization that opted out", mine, ledger.Facts{Run: publishing.Run}, message, RefuseDisabled},
+		{"an organization that opted out, inline", mine, ledger.Facts{}, inline, RefuseDisabled},
+		{"no such run", mine, ledger.Facts{OrganizationEnabled: true}, message, RefuseRunMissing},
+		{"a run of another workflow", mine, ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncKubernetes, workflow.StateReconciling, org)}, message, RefuseRunOtherWorkflow},
+		{"a run of another organization", mine, ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncCloudRun, workflow.StateReconciling, other)}, message, RefuseRunOtherScope},
+		{"a finished run that did not start the row", mine, ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncCloudRun, workflow.StateCompleted, org, "x")}, message, RefuseRunDidNotStart},
+		{"an abandoned run", mine, ledger.Facts{OrganizationEnabled: true, Run: run(contract.ExecutionSyncCloudRun, workflow.StateFailed, org)}, message, RefuseRunDidNotStart},
+	}
+	for _, tt := range tests {
+		if got := refuse(tt.row, tt.facts, tt.trust); got != tt.want {
+			t.Errorf("%s: refuse = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

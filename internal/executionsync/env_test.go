@@ -56,6 +56,7 @@ func newEnv(t *testing.T, o options) *env {
 	t.Helper()
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), other: uuid.NewString()}
 	e.fs = testenv.Firestore(t, append(e.spy.DialOptions(), o.dial...)...)
+	testenv.Enable(t, e.fs, e.org, e.other)
 	fake, err := cloudrunfake.NewServer(cloudrunfake.WithClock(e.clock.Now), cloudrunfake.WithSeed(42))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func newEnv(t *testing.T, o options) *env {
 	cfg.Provider = ledger.ProviderCloudRun
 	cfg = cfg.WithDefaults()
 	log := logging.Discard()
-	syncer := executionsync.NewSyncer(e.store, exec, e.clock.Now, cfg.LostGrace, log)
+	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log)
 	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now)
 	if err != nil {
 		t.Fatal(err)

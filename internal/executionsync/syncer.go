@@ -31,6 +31,9 @@ type SyncRequest struct {
 	Provider            string         `json:"provider"`
 	ProviderRef         map[string]any `json:"provider_ref"`
 	ObservedAt          time.Time      `json:"observed_at"`
+	// IncludeDisabled lets the sync settle a row of an organization that opted out: the
+	// operator's command, told to. Never on the wire: a message cannot ask for it.
+	IncludeDisabled bool `json:"-"`
 }
 
 // SyncOutcome is how one sync ended.
@@ -46,6 +49,7 @@ const (
 	SyncDeferred  SyncOutcome = "deferred"  // not attempted: executor stopped or budget spent
 	SyncPublished SyncOutcome = "published" // handed to another process (the pipeline)
 	SyncDuplicate SyncOutcome = "duplicate" // this run already decided this row: nothing written
+	SyncRefused   SyncOutcome = "refused"   // not this request's to write (Why names the rule): nothing written
 )
 
 // SyncResult is one sync's end.
@@ -53,7 +57,7 @@ type SyncResult struct {
 	RunnerExecutionUUID string
 	Outcome             SyncOutcome
 	Settled             string // the outcome written, when Outcome is SyncSettled
-	Why                 string // for raced and deferred: why
+	Why                 string // for raced, deferred and refused: why
 	Err                 error  // for errored
 	Layer               string // for errored: "executor", "firestore", or "pubsub"
 }
@@ -86,16 +90,19 @@ func (r SyncResult) Transient() bool {
 
 // Syncer syncs one row: one executor call, then one transaction.
 type Syncer struct {
-	store *ledger.ExecutionStore
-	exec  Executor
-	now   func() time.Time
-	grace time.Duration
-	log   *slog.Logger
+	store    *ledger.ExecutionStore
+	exec     Executor
+	typ      contract.WorkflowType
+	provider string
+	now      func() time.Time
+	grace    time.Duration
+	log      *slog.Logger
 }
 
-// NewSyncer returns a syncer. grace is how long a row may stay unknown before it is lost.
-func NewSyncer(store *ledger.ExecutionStore, exec Executor, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
-	return &Syncer{store: store, exec: exec, now: now, grace: grace, log: log}
+// NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
+// grace is how long a row may stay unknown before it is lost.
+func NewSyncer(store *ledger.ExecutionStore, exec Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
+	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log}
 }
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
@@ -106,7 +113,10 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 
 // SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
 // decision is written together with a receipt for (run, row), and a request whose receipt exists
-// ends as SyncDuplicate having written nothing.
+// ends as SyncDuplicate having written nothing. A message is outside input: besides the row's
+// organization and provider, its transaction checks that the run it names exists, swept that
+// organization, and is still publishing its syncs or started this one; otherwise it ends as
+// SyncRefused having written nothing.
 func (s *Syncer) SyncOnce(ctx context.Context, req SyncRequest) SyncResult {
 	return s.sync(ctx, req, true, nil)
 }
@@ -116,11 +126,29 @@ func (s *Syncer) SyncOnce(ctx context.Context, req SyncRequest) SyncResult {
 // that error must not keep calling while the row is being written.
 func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFailed func(error)) SyncResult {
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
+	trust := Trust{
+		Type: s.typ, Provider: s.provider, CheckOptOut: !req.IncludeDisabled, CheckRun: once,
+		Organization: req.OrganizationUUID, RunnerExecution: req.RunnerExecutionUUID,
+	}
+	var reads ledger.Reads
+	if trust.CheckOptOut {
+		reads.Organization = req.OrganizationUUID
+	}
+	if trust.CheckRun {
+		reads.Run = req.WorkflowRunUUID
+	}
+	// Every write goes through the trust rules first, on what the transaction read.
 	apply := func(decide func(ledger.Execution) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
-		if once {
-			return s.store.ApplyOnce(ctx, req.WorkflowRunUUID, req.RunnerExecutionUUID, decide)
+		checked := func(row ledger.Execution, facts ledger.Facts) ledger.ExecutionChange {
+			if why := refuse(row, facts, trust); why != "" {
+				return ledger.ExecutionChange{Kind: ledger.ChangeRefused, Why: why}
+			}
+			return decide(row)
 		}
-		ch, err := s.store.Apply(ctx, req.RunnerExecutionUUID, decide)
+		if once {
+			return s.store.ApplyOnce(ctx, req.WorkflowRunUUID, req.RunnerExecutionUUID, reads, checked)
+		}
+		ch, err := s.store.Apply(ctx, req.RunnerExecutionUUID, reads, checked)
 		return ch, false, err
 	}
 	log := s.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
@@ -139,13 +167,17 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
 		log.Warn("executor call failed; nothing settled", "error", err.Error(), "code", status.Code(err).String())
 		// Record the failure on the row for operators, if the row is still what the scan saw.
-		if _, _, aerr := apply(func(row ledger.Execution) ledger.ExecutionChange {
+		ch, _, aerr := apply(func(row ledger.Execution) ledger.ExecutionChange {
 			if why := moved(row, seen); why != "" {
 				return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
 			}
 			return ledger.ExecutionChange{Kind: ledger.ChangeError, At: s.now(), Error: status.Code(err).String() + ": " + err.Error()}
-		}); aerr != nil {
+		})
+		switch {
+		case aerr != nil:
 			log.Warn("recording the executor error failed", "error", aerr.Error())
+		case ch.Kind == ledger.ChangeRefused:
+			res = refused(res, ch.Why, log)
 		}
 		return res
 	}
@@ -163,6 +195,8 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 		return res
 	}
 	switch {
+	case ch.Kind == ledger.ChangeRefused:
+		res = refused(res, ch.Why, log)
 	case duplicate:
 		res.Outcome, res.Why = SyncDuplicate, "receipt_exists"
 		log.Info("sync already decided by this run; duplicate delivery ignored")
@@ -178,6 +212,19 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 	default:
 		res.Outcome, res.Why = SyncRaced, ch.Why
 		log.Debug("runner execution changed since the scan; left alone", "why", ch.Why)
+	}
+	return res
+}
+
+// refused ends a sync whose transaction refused to write, logging why: at WARNING when the
+// organization opted out meanwhile, at ERROR when the request named a row or a run that is not
+// its to write.
+func refused(res SyncResult, why string, log *slog.Logger) SyncResult {
+	res.Outcome, res.Why, res.Err = SyncRefused, why, nil
+	if why == RefuseDisabled {
+		log.Warn("the organization has opted out of sweeps; nothing written", "refused", why)
+	} else {
+		log.Error("sync refused: the row or the run it names is not this sync's to write; nothing written", "refused", why)
 	}
 	return res
 }

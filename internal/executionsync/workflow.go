@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -55,15 +54,16 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.Logger)
+	out, stats, err := w.RunOnce(ctx, run, in)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
-// RunOnce is one run: scan the organization's stale rows, start their syncs, count.
-func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *slog.Logger) (Output, Stats, error) {
+// RunOnce is one run: scan the organization's stale rows, start their syncs, count. Of run it
+// uses the uuid, the logger and IncludeDisabled.
+func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
-	log = log.With("organization_uuid", in.OrganizationUUID)
+	log := run.Logger.With("organization_uuid", in.OrganizationUUID)
 	horizon := w.now().Add(-time.Duration(in.MinAgeSeconds) * time.Second)
 	out := Output{
 		OrganizationUUID:            in.OrganizationUUID,
@@ -74,7 +74,10 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 	}
 	stats := Stats{Settled: map[string]int{}}
 
-	reqs, err := w.scan(ctx, runUUID, in, horizon, &out, &stats)
+	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats)
+	for i := range reqs {
+		reqs[i].IncludeDisabled = run.IncludeDisabled
+	}
 	if err != nil {
 		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
 	}
@@ -102,6 +105,11 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, log *s
 			stats.Unknown++
 		case SyncRaced:
 			stats.Raced++
+		case SyncRefused:
+			if stats.Refused == nil {
+				stats.Refused = map[string]int{}
+			}
+			stats.Refused[r.Why]++
 		case SyncPublished:
 			stats.Published++
 		case SyncDeferred:

@@ -2,6 +2,7 @@ package executionsync_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
@@ -580,4 +581,64 @@ func sorted(s []string) []string {
 	out := slices.Clone(s)
 	sort.Strings(out)
 	return out
+}
+
+// The opt-out and the row's tenancy are checked in each row's own transaction, not only by the
+// scan: a row whose organization opted out, or that moved to another organization, between the
+// scan and its transaction is left as it is and counted as refused. A run the operator told to
+// include disabled organizations settles the first anyway.
+func TestARowIsSettledOnlyIfItsTransactionFindsItTheRunsToWrite(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		touch           func(e *env, id string)
+		includeDisabled bool
+		refused         string // "" settles
+	}{
+		{"its organization opted out", func(e *env, _ string) { e.optOut(e.org) }, false, executionsync.RefuseDisabled},
+		{"its organization opted out; the operator includes it", func(e *env, _ string) { e.optOut(e.org) }, true, ""},
+		{"it moved to another organization", func(e *env, id string) { e.move(id, "organization_uuid", e.other) }, false, executionsync.RefuseOtherOrganization},
+		{"it moved to another executor", func(e *env, id string) { e.move(id, "provider", ledger.ProviderKubernetes) }, false, executionsync.RefuseOtherProvider},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var rc *racer
+			e := newEnv(t, options{wrap: func(x executionsync.Executor) executionsync.Executor {
+				rc = &racer{Executor: x}
+				return rc
+			}})
+			id := e.stale(succeeded)
+			rc.target = e.get(id).ProviderRef
+			rc.touch = func() { tt.touch(e, id) }
+			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
+			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw,
+				Trigger: workflow.TriggerLocal, Actor: "test", IncludeDisabled: tt.includeDisabled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, s := outputOf(t, out)
+			r := e.get(id)
+			switch {
+			case tt.refused == "" && (r.Active || s.Settled["succeeded"] != 1):
+				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)
+			case tt.refused != "" && (!r.Active || r.Sync.Attempts != 0 || s.Refused[tt.refused] != 1):
+				t.Errorf("row active=%t attempts=%d, refused %v; want it untouched and refused %s", r.Active, r.Sync.Attempts, s.Refused, tt.refused)
+			}
+		})
+	}
+}
+
+func (e *env) optOut(org string) {
+	e.t.Helper()
+	if err := ledger.NewOrganizationStore(e.fs).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
+		e.t.Error(err)
+	}
+}
+
+func (e *env) move(id, field, value string) {
+	e.t.Helper()
+	if _, err := e.fs.Collection(ledger.ExecutionsCollection).Doc(id).Update(context.Background(), []firestore.Update{{Path: field, Value: value}}); err != nil {
+		e.t.Error(err)
+	}
 }

@@ -124,6 +124,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	fs := testenv.Firestore(t)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	org := uuid.NewString()
+	testenv.Enable(t, fs, org)
 	clock := testenv.NewClock(time.Now())
 	rows := map[string]string{}
 	for name, j := range map[string]*batchv1.Job{"ok": ok, "bad": bad, "gone": gone, "live": live} {
@@ -133,7 +134,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 			Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-time.Hour).Truncate(time.Microsecond)}))
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 10 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, clock.Now, cfg.LostGrace, logging.Discard())
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
 	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
 	must(t, err)
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},

@@ -335,6 +335,7 @@ func faultNewKube(t *testing.T, o faultKubeOptions) *faultKube {
 	t.Helper()
 	k := &faultKube{t: t, cs: fake.NewClientset(), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)), org: uuid.NewString()}
 	fs := testenv.Firestore(t, o.dial...)
+	testenv.Enable(t, fs, k.org)
 	k.store = ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	k.runs = ledger.NewRunStore(fs)
 	var clusters Clusters
@@ -350,7 +351,7 @@ func faultNewKube(t *testing.T, o faultKubeOptions) *faultKube {
 	}
 	a := New(clusters, o.adapter)
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, Concurrency: o.concurrency, LostGrace: o.grace}.WithDefaults()
-	syncer := executionsync.NewSyncer(k.store, a, k.clock.Now, cfg.LostGrace, logging.Discard())
+	syncer := executionsync.NewSyncer(k.store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, k.clock.Now, cfg.LostGrace, logging.Discard())
 	wf, err := executionsync.New(k.store, a, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, k.clock.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	}
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	org := uuid.NewString()
+	testenv.Enable(t, fs, org)
 	old := clock.Now().Add(-10 * time.Minute)
 	rows := map[string]string{}
 	put := func(name string, provider string, r map[string]any) string {
@@ -61,7 +62,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	put("cloud-run", ledger.ProviderCloudRun, map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"})
 
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, clock.Now, cfg.LostGrace, logging.Discard())
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
 	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now)
 	if err != nil {
 		t.Fatal(err)

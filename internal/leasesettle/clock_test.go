@@ -30,6 +30,7 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: skewed, Log: logging.Discard()},
 		leasesettle.New(store, leasesettle.Config{}, ledger.ServerClock(fs)).Definition())
 	org, group := uuid.NewString(), uuid.NewString()
+	testenv.Enable(t, fs, org)
 	// An hour less a minute: any clock an hour off on either side would cross it.
 	if err := store.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
 		t.Fatal(err)

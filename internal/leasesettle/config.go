@@ -76,8 +76,10 @@ type Settlement struct {
 
 // Stats are what the run did not do.
 type Stats struct {
-	Kept        map[string]int `json:"kept"`          // by why
-	Raced       int            `json:"raced"`         // changed between scan and transaction: kept
+	Kept  map[string]int `json:"kept"`  // by why
+	Raced int            `json:"raced"` // changed between scan and transaction: kept
+	// Refused counts, by rule, leases the run was not allowed to write (leasesettle.Refuse).
+	Refused     map[string]int `json:"refused,omitempty"`
 	Errored     int            `json:"errored"`       // transaction failed: nothing written
 	OverBudget  int            `json:"over_budget"`   // abandonable, left for the next run (max_settlements)
 	ScanCapped  bool           `json:"scan_capped"`   // stopped at MaxExamined

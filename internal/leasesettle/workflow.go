@@ -52,7 +52,7 @@ type Store interface {
 	GetGroup(ctx context.Context, id string) (ledger.RunnerGroup, error)
 	ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error)
 	Instances(ctx context.Context, ids []string) (map[string]ledger.RunnerInstance, error)
-	AbandonLease(ctx context.Context, leaseID string, decide func(ledger.WorkspaceLease, ledger.HolderView) *ledger.Settlement) (bool, error)
+	AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
 	CountActive(ctx context.Context, org, group string) (int64, error)
 	CountStale(ctx context.Context, org, group string, before time.Time) (int64, error)
 }
@@ -104,23 +104,45 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.StormOverride, run.Logger)
+	out, stats, err := w.RunOnce(ctx, run, in)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
-// RunOnce is one run over one group. override lets it go ahead where the storm guard would
-// stop it.
+// Refusal reasons: rules about who may write a lease, checked in its transaction. A lease the
+// run may not write is left as it is and counted in stats.refused.
+const (
+	RefuseOtherOrganization = "organization_mismatch" // the lease is not the run's organization's
+	RefuseOtherGroup        = "runner_group_mismatch" // nor its runner group's
+	RefuseDisabled          = "organization_disabled" // the organization opted out of sweeps
+)
+
+// Refuse says which rule about who may write l a run over in breaks, reading facts as its
+// transaction read them; "" when none. includeDisabled is the operator's --include-disabled.
+func Refuse(l ledger.WorkspaceLease, in Input, facts ledger.Facts, includeDisabled bool) string {
+	switch {
+	case l.OrganizationUUID != in.OrganizationUUID:
+		return RefuseOtherOrganization
+	case l.RunnerGroupUUID != in.RunnerGroupUUID:
+		return RefuseOtherGroup
+	case !includeDisabled && !facts.OrganizationEnabled:
+		return RefuseDisabled
+	}
+	return ""
+}
+
+// RunOnce is one run over one group. run.StormOverride lets it go ahead where the storm guard
+// would stop it; run.IncludeDisabled lets it settle an organization that opted out.
 //
 // It reads the group's active leases oldest heartbeat first and decides each, keeping up to
 // max_settlements candidates; it reads on past that while heartbeats are stale, so that the
 // storm guard counts every lease it would abandon on age alone (up to MaxExamined). Then the
 // guard judges, and only then does anything get written.
-func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
+func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
-	log = log.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
+	log := run.Logger.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
 	out := Output{RunnerGroupUUID: in.RunnerGroupUUID, OrganizationUUID: in.OrganizationUUID, MaxSettlements: in.MaxSettlements, Settlements: []Settlement{}}
-	stats := Stats{Kept: map[string]int{}}
+	stats := Stats{Kept: map[string]int{}, Refused: map[string]int{}}
 	fail := func(step string, err error) (Output, Stats, error) {
 		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
 	}
@@ -203,7 +225,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	if err != nil {
 		return fail("count", err)
 	}
-	verdict = verdict.Override(override)
+	verdict = verdict.Override(run.StormOverride)
 	stats.StormGuard = &verdict
 	if verdict.Holds() {
 		// Leases whose holder is terminal are not age alone: they are still abandoned.
@@ -220,7 +242,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	} else if verdict.Overridden {
 		log.Warn("storm guard overridden by the operator: abandoning past it", "aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
 	}
-	w.settle(ctx, runUUID, candidates, now, timeout, &out, &stats, log)
+	w.settle(ctx, run, in, candidates, now, timeout, &out, &stats, log)
 
 	if out.Settled > 0 {
 		out.Outcome = "settled"
@@ -258,34 +280,43 @@ func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout t
 	return w.cfg.Storm.Judge(aged, live), nil
 }
 
-// settle abandons each candidate in its own transaction, which decides again on a fresh read of
-// the lease and its holder and leaves alone a lease whose holder or heartbeat moved.
-func (w *Workflow) settle(ctx context.Context, runUUID string, candidates []ledger.WorkspaceLease, now time.Time, timeout time.Duration, out *Output, stats *Stats, log *slog.Logger) {
+// settle abandons each candidate in its own transaction, which checks that the run may write
+// the lease (Refuse), decides again on a fresh read of the lease and its holder, and leaves alone
+// a lease whose holder or heartbeat moved.
+func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candidates []ledger.WorkspaceLease, now time.Time, timeout time.Duration, out *Output, stats *Stats, log *slog.Logger) {
 	type result struct {
 		s       Settlement
 		settled bool
+		refused string
 		err     error
+	}
+	var reads ledger.Reads
+	if !run.IncludeDisabled {
+		reads.Organization = in.OrganizationUUID
 	}
 	results := make([]result, len(candidates))
 	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
 		seen := candidates[i]
 		var s Settlement
-		settled, err := w.store.AbandonLease(ctx, seen.UUID, func(l ledger.WorkspaceLease, holder ledger.HolderView) *ledger.Settlement {
+		settled, refused, err := w.store.AbandonLease(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
+			if why := Refuse(l, in, facts, run.IncludeDisabled); why != "" {
+				return nil, why
+			}
 			if l.HolderUUID != seen.HolderUUID || !l.HeartbeatAt.Equal(seen.HeartbeatAt) {
-				return nil
+				return nil, ""
 			}
 			abandon, why := Decide(l, holder, now, timeout)
 			if !abandon {
-				return nil
+				return nil, ""
 			}
 			age := int64(now.Sub(l.HeartbeatAt) / time.Second)
 			s = Settlement{LeaseUUID: l.UUID, WorkspaceID: l.WorkspaceID, HolderUUID: l.HolderUUID, HolderStatus: holder.Status, Reason: why, HeartbeatAgeSeconds: age}
-			return &ledger.Settlement{At: now, WorkflowRunUUID: runUUID, Reason: why, Evidence: map[string]any{
+			return &ledger.Settlement{At: now, WorkflowRunUUID: run.UUID, Reason: why, Evidence: map[string]any{
 				"holder_runner_instance_uuid": l.HolderUUID, "holder_resolved": holder.Resolved, "holder_status": holder.Status,
 				"heartbeat_at": l.HeartbeatAt, "heartbeat_age_seconds": age, "heartbeat_timeout_seconds": int64(timeout / time.Second),
-			}}
+			}}, ""
 		})
-		results[i] = result{s: s, settled: settled, err: err}
+		results[i] = result{s: s, settled: settled, refused: refused, err: err}
 		return err != nil && ctx.Err() == nil
 	})
 	for i, r := range results {
@@ -296,6 +327,12 @@ func (w *Workflow) settle(ctx context.Context, runUUID string, candidates []ledg
 		case r.err != nil:
 			stats.Errored++
 			l.Warn("abandoning a lease failed; nothing written", "error", r.err.Error())
+		case r.refused == RefuseDisabled:
+			stats.Refused[r.refused]++
+			l.Warn("the organization opted out of sweeps during the run; lease left as it is")
+		case r.refused != "":
+			stats.Refused[r.refused]++
+			l.Error("the lease is not this run's to write; left as it is", "refused", r.refused)
 		case r.settled:
 			out.Settled++
 			out.Settlements = append(out.Settlements, r.s)

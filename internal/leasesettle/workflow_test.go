@@ -91,6 +91,7 @@ func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) l
 	if err := e.store.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Enable(t, e.fs, e.org)
 	return e
 }
 
@@ -308,11 +309,11 @@ type reviver struct {
 	revive func()
 }
 
-func (r *reviver) AbandonLease(ctx context.Context, id string, decide func(ledger.WorkspaceLease, ledger.HolderView) *ledger.Settlement) (bool, error) {
+func (r *reviver) AbandonLease(ctx context.Context, id string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error) {
 	if id == r.lease {
 		r.revive()
 	}
-	return r.Store.AbandonLease(ctx, id, decide)
+	return r.Store.AbandonLease(ctx, id, reads, decide)
 }
 
 func TestAHolderThatComesBackToLifeKeepsItsLease(t *testing.T) {
@@ -355,7 +356,8 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, _, err := e.wf.RunOnce(context.Background(), fmt.Sprintf("run-%d", i), leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50}, true, logging.Discard()) // past the storm guard
+			run := workflow.Run{UUID: fmt.Sprintf("run-%d", i), Logger: logging.Discard(), StormOverride: true} // past the storm guard
+			o, _, err := e.wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50})
 			if err != nil {
 				t.Error(err)
 			}
@@ -432,5 +434,62 @@ func TestTheLeaseLifecycle(t *testing.T) {
 	}
 	if err := e.store.Heartbeat(ctx, id, holder); err == nil {
 		t.Error("a released lease took a heartbeat")
+	}
+}
+
+// Who may write a lease is checked in its own transaction, on what it read there: a lease that
+// moved to another organization or runner group after the scan, or whose organization opted out
+// meanwhile, is left as it is and counted as refused; told to (--include-disabled), the
+// operator's run settles an organization that opted out.
+func TestOnlyARunOfTheLeasesOwnOrganizationAndGroupMayAbandonIt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		between         func(e *env, lease string) // after the scan, before the transaction
+		includeDisabled bool
+		refused         string // "" abandons
+	}{
+		{"moved to another organization", func(e *env, lease string) { e.move(lease, "organization_uuid", uuid.NewString()) }, false, leasesettle.RefuseOtherOrganization},
+		{"moved to another group", func(e *env, lease string) { e.move(lease, "runner_group_uuid", uuid.NewString()) }, false, leasesettle.RefuseOtherGroup},
+		{"its organization opted out", func(e *env, _ string) { e.optOut() }, false, leasesettle.RefuseDisabled},
+		{"its organization opted out, and the operator includes it", func(e *env, _ string) { e.optOut() }, true, ""},
+		{"nothing changed", func(*env, string) {}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var rv *reviver
+			e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
+			rv.lease = e.lease(e.instance("terminated"), time.Hour)
+			rv.revive = func() { tt.between(e, rv.lease) }
+			run := workflow.Run{UUID: "run-" + uuid.NewString(), Logger: logging.Discard(), IncludeDisabled: tt.includeDisabled}
+			o, stats, err := e.wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := e.get(rv.lease)
+			switch {
+			case tt.refused == "" && (o.Settled != 1 || l.Status != ledger.LeaseAbandoned):
+				t.Errorf("settled %d, lease %s; want it abandoned", o.Settled, l.Status)
+			case tt.refused != "" && (o.Settled != 0 || l.Status != ledger.LeaseActive || stats.Refused[tt.refused] != 1):
+				t.Errorf("settled %d, lease %s, refused %v; want it left active and refused %s", o.Settled, l.Status, stats.Refused, tt.refused)
+			}
+		})
+	}
+}
+
+// move rewrites one field of a lease, as a foreign writer might.
+func (e *env) move(lease, field, value string) {
+	e.t.Helper()
+	if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(lease).Update(context.Background(), []firestore.Update{{Path: field, Value: value}}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// optOut sets the env's organization's sweeps_enabled to false.
+func (e *env) optOut() {
+	e.t.Helper()
+	if err := ledger.NewOrganizationStore(e.fs).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
+		e.t.Fatal(err)
 	}
 }

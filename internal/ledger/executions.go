@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // ExecutionsCollection holds one document per runner execution, keyed by its uuid.
@@ -200,19 +198,24 @@ func decodeExecution(snap *firestore.DocumentSnapshot) (Execution, error) {
 // ChangeKind says what a settlement transaction writes.
 type ChangeKind string
 
-// The changes. None writes nothing.
+// The changes. None and Refused write nothing.
 const (
 	ChangeNone    ChangeKind = "none"    // the row is not in the state the decision was made on
 	ChangeSettle  ChangeKind = "settle"  // the execution is over: status, outcome, settlement
 	ChangeRefresh ChangeKind = "refresh" // still running: observed_at and sync
 	ChangeUnknown ChangeKind = "unknown" // the executor does not know it: sync.unknown_since
 	ChangeError   ChangeKind = "error"   // the executor call failed: sync.last_error
+	// ChangeRefused: a rule about who may write the row is broken (another organization's row,
+	// an organization that opted out, a run that did not start this sync). Nothing is written,
+	// not even a receipt.
+	ChangeRefused ChangeKind = "refused"
 )
 
 // ExecutionChange is a decision about one row, in terms of what to write.
 type ExecutionChange struct {
 	Kind ChangeKind
-	// Why says, for None, why nothing is written (e.g. "not_active", "observed_at_moved").
+	// Why says, for None and Refused, why nothing is written (e.g. "not_active",
+	// "organization_mismatch").
 	Why string
 	At  time.Time // the decision's now: last_synced_at, observed_at on refresh, settlement.at
 
@@ -233,55 +236,101 @@ type ExecutionChange struct {
 	Error string
 }
 
-// Apply settles or syncs one row in one transaction: it re-reads the row, passes it to decide,
-// and writes the change decide returns. decide may run once per attempt and must be pure. Apply
-// returns the change that was committed; a row that no longer exists is ChangeNone "row_missing".
-func (s *ExecutionStore) Apply(ctx context.Context, uuid string, decide func(Execution) ExecutionChange) (ExecutionChange, error) {
-	ch, _, err := s.apply(ctx, uuid, nil, decide)
+// Reads names the documents a settling transaction reads besides the row, so that the rules
+// about who may write the row are checked on what the transaction itself read, at the moment
+// it writes.
+type Reads struct {
+	Organization string // organizations/{id}: whether it has opted out of sweeps
+	Run          string // sweep_runs/{id}: the run a message says the sync belongs to
+}
+
+// Facts is what a settling transaction read besides the row.
+type Facts struct {
+	// OrganizationEnabled: organizations/{Reads.Organization} exists with sweeps_enabled true.
+	OrganizationEnabled bool
+	// Run is the record of Reads.Run; nil when it was not read or does not exist.
+	Run *RunFacts
+}
+
+// RunFacts are the fields of a run record that say which syncs belong to it.
+type RunFacts struct {
+	WorkflowType string
+	Status       string
+	Organization string   // initial_data.organization_uuid: the run's scope
+	Started      []string // output.started_runner_execution_uuids, once the run has finished
+}
+
+// Apply settles or syncs one row in one transaction: it reads the row and the documents reads
+// names, passes them to decide, and writes the change decide returns. decide may run once per
+// attempt and must be pure. Apply returns the change that was committed; a row that no longer
+// exists is ChangeNone "row_missing", and nothing is written for it.
+func (s *ExecutionStore) Apply(ctx context.Context, uuid string, reads Reads, decide func(Execution, Facts) ExecutionChange) (ExecutionChange, error) {
+	ch, _, err := s.apply(ctx, uuid, reads, nil, decide)
 	return ch, err
 }
 
 // ApplyOnce is Apply for one run's sync of one row delivered at least once: in the same
 // transaction it writes a receipt, sweep_runs/{runUUID}/syncs/{uuid}, and when the receipt is
 // already there it writes nothing and reports a duplicate. A change of kind ChangeError leaves no
-// receipt, so a redelivery after a failed executor call tries again.
-func (s *ExecutionStore) ApplyOnce(ctx context.Context, runUUID, uuid string, decide func(Execution) ExecutionChange) (ExecutionChange, bool, error) {
+// receipt, so a redelivery after a failed executor call tries again; nor do ChangeRefused and a
+// missing row.
+func (s *ExecutionStore) ApplyOnce(ctx context.Context, runUUID, uuid string, reads Reads, decide func(Execution, Facts) ExecutionChange) (ExecutionChange, bool, error) {
 	receipt := s.client.Collection(RunsCollection).Doc(runUUID).Collection(SyncsCollection).Doc(uuid)
-	return s.apply(ctx, uuid, receipt, decide)
+	return s.apply(ctx, uuid, reads, receipt, decide)
 }
 
-func (s *ExecutionStore) apply(ctx context.Context, uuid string, receipt *firestore.DocumentRef, decide func(Execution) ExecutionChange) (ExecutionChange, bool, error) {
+func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, receipt *firestore.DocumentRef, decide func(Execution, Facts) ExecutionChange) (ExecutionChange, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	ref := s.ref(uuid)
+	// One read of every document the decision needs: the row, then what reads names, then
+	// the receipt.
+	refs := []*firestore.DocumentRef{ref}
+	orgAt, runAt, receiptAt := -1, -1, -1
+	add := func(r *firestore.DocumentRef) int { refs = append(refs, r); return len(refs) - 1 }
+	if reads.Organization != "" {
+		orgAt = add(s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
+	}
+	if reads.Run != "" {
+		runAt = add(s.client.Collection(RunsCollection).Doc(reads.Run))
+	}
+	if receipt != nil {
+		receiptAt = add(receipt)
+	}
 	var applied ExecutionChange
 	var duplicate bool
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		applied, duplicate = ExecutionChange{}, false
-		if receipt != nil {
-			if _, err := tx.Get(receipt); err == nil {
-				duplicate = true
-				return nil
-			} else if status.Code(err) != codes.NotFound {
-				return err
-			}
-		}
-		snap, err := tx.Get(ref)
-		switch {
-		case status.Code(err) == codes.NotFound:
-			applied = ExecutionChange{Kind: ChangeNone, Why: "row_missing"}
-		case err != nil:
+		snaps, err := tx.GetAll(refs)
+		if err != nil {
 			return err
-		default:
-			row, err := decodeExecution(snap)
-			if err != nil {
+		}
+		if receiptAt >= 0 && snaps[receiptAt].Exists() {
+			duplicate = true
+			return nil
+		}
+		if !snaps[0].Exists() {
+			applied = ExecutionChange{Kind: ChangeNone, Why: "row_missing"}
+			return nil
+		}
+		row, err := decodeExecution(snaps[0])
+		if err != nil {
+			return err
+		}
+		var facts Facts
+		if orgAt >= 0 {
+			facts.OrganizationEnabled = SweepsEnabled(snaps[orgAt])
+		}
+		if runAt >= 0 && snaps[runAt].Exists() {
+			facts.Run = runFacts(snaps[runAt])
+		}
+		applied = decide(row, facts)
+		if applied.Kind == ChangeRefused {
+			return nil
+		}
+		if updates := applied.updates(row); len(updates) > 0 {
+			if err := tx.Update(ref, updates); err != nil {
 				return err
-			}
-			applied = decide(row)
-			if updates := applied.updates(row); len(updates) > 0 {
-				if err := tx.Update(ref, updates); err != nil {
-					return err
-				}
 			}
 		}
 		if receipt != nil && applied.Kind != ChangeError {
@@ -293,6 +342,30 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, receipt *firest
 		return ExecutionChange{}, false, fmt.Errorf("apply change to execution %s: %w", uuid, err)
 	}
 	return applied, duplicate, nil
+}
+
+// runFacts reads the fields of a run record a sync's trust rule needs; a field of the wrong
+// type reads as empty, which no rule accepts.
+func runFacts(snap *firestore.DocumentSnapshot) *RunFacts {
+	str := func(path string) string {
+		v, err := snap.DataAt(path)
+		if err != nil {
+			return ""
+		}
+		s, _ := v.(string)
+		return s
+	}
+	f := &RunFacts{WorkflowType: str("workflow_type"), Status: str("status"), Organization: str("initial_data.organization_uuid")}
+	if v, err := snap.DataAt("output.started_runner_execution_uuids"); err == nil {
+		if list, ok := v.([]any); ok {
+			for _, e := range list {
+				if s, ok := e.(string); ok {
+					f.Started = append(f.Started, s)
+				}
+			}
+		}
+	}
+	return f
 }
 
 // SyncsCollection is the subcollection of a run record that holds one receipt per row the run's

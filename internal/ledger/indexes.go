@@ -181,3 +181,30 @@ func TerraformIndexesJSON() ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// GcloudIndexCommands renders one `gcloud firestore indexes composite create` command per index,
+// for a project deployed without the Terraform module (which creates them itself). Each runs
+// with --async: Firestore builds an index for minutes, and a second run of the same command
+// fails with "index already exists", harmlessly.
+func GcloudIndexCommands(project, database string) []string {
+	var out []string
+	for _, ix := range Indexes() {
+		cmd := fmt.Sprintf("gcloud firestore indexes composite create --project=%s --database=%s --collection-group=%s --query-scope=collection",
+			shellQuote(project), shellQuote(database), ix.Collection)
+		for _, f := range ix.Fields {
+			cmd += fmt.Sprintf(" --field-config=field-path=%s,order=%s", f.Path, strings.ToLower(string(f.Order)))
+		}
+		out = append(out, cmd+" --async")
+	}
+	return out
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but letters, digits and -_.
+func shellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}

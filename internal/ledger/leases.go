@@ -336,26 +336,35 @@ func ResolveHolder(l WorkspaceLease, in RunnerInstance, found bool) HolderView {
 	return HolderView{Resolved: true, Status: in.Status}
 }
 
-// AbandonLease abandons a lease in one transaction if a re-read of the lease and of its holder
-// still supports decide's verdict: decide is given the fresh lease and holder and returns the
-// settlement to write, or nil to keep the lease. Reads come before writes; nothing but the
-// lease's status, settlement and released-at time is written, and nothing is deleted.
-func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, decide func(WorkspaceLease, HolderView) *Settlement) (bool, error) {
-	abandoned := false
-	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		abandoned = false
-		snap, err := tx.Get(s.lease(leaseID))
-		if status.Code(err) == codes.NotFound {
-			return nil
-		}
+// AbandonLease abandons a lease in one transaction if a re-read of the lease, of its holder and
+// of the documents reads names still supports decide's verdict: decide is given the fresh lease,
+// holder and facts, and returns the settlement to write, or nil to keep the lease; a non-empty
+// refusal instead says a rule about who may write the lease is broken (it names the rule), and
+// nothing is written. Reads come before writes; nothing but the lease's status, settlement and
+// released-at time is written, and nothing is deleted.
+func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
+	refs := []*firestore.DocumentRef{s.lease(leaseID)}
+	if reads.Organization != "" {
+		refs = append(refs, s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
+	}
+	err = s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		abandoned, refused = false, ""
+		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
+		if !snaps[0].Exists() {
+			return nil
+		}
 		var l WorkspaceLease
-		if err := snap.DataTo(&l); err != nil {
+		if err := snaps[0].DataTo(&l); err != nil {
 			return err
 		}
 		l.UUID = leaseID
+		var facts Facts
+		if len(snaps) > 1 {
+			facts.OrganizationEnabled = SweepsEnabled(snaps[1])
+		}
 		var view HolderView
 		if l.HolderUUID != "" {
 			isnap, err := tx.Get(s.instance(l.HolderUUID))
@@ -370,7 +379,11 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, decide fu
 				}
 			}
 		}
-		st := decide(l, view)
+		st, why := decide(l, view, facts)
+		if why != "" {
+			refused = why
+			return nil
+		}
 		if st == nil {
 			return nil
 		}
@@ -382,7 +395,7 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, decide fu
 		})
 	})
 	if err != nil {
-		return false, fmt.Errorf("abandon lease %s: %w", leaseID, err)
+		return false, "", fmt.Errorf("abandon lease %s: %w", leaseID, err)
 	}
-	return abandoned, nil
+	return abandoned, refused, nil
 }

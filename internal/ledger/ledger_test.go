@@ -105,7 +105,7 @@ func TestApplyOnAMissingRowWritesNothing(t *testing.T) {
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	called := false
-	ch, err := store.Apply(context.Background(), "nope", func(ledger.Execution) ledger.ExecutionChange {
+	ch, err := store.Apply(context.Background(), "nope", ledger.Reads{}, func(ledger.Execution, ledger.Facts) ledger.ExecutionChange {
 		called = true
 		return ledger.ExecutionChange{Kind: ledger.ChangeSettle}
 	})
@@ -131,7 +131,7 @@ func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	spy.Reset()
-	_, err := store.Apply(ctx, "r", func(ledger.Execution) ledger.ExecutionChange {
+	_, err := store.Apply(ctx, "r", ledger.Reads{}, func(ledger.Execution, ledger.Facts) ledger.ExecutionChange {
 		return ledger.ExecutionChange{Kind: ledger.ChangeRefresh, At: t0, Verdict: "running"}
 	})
 	if err != nil {

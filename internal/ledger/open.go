@@ -19,12 +19,15 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // EmulatorEnv is the variable the Firestore client follows to the emulator.
@@ -109,4 +112,36 @@ func CheckDocID(id string) error {
 		return fmt.Errorf("matches __.*__, which Firestore reserves")
 	}
 	return nil
+}
+
+// DefaultEndpoint is where the client reaches Firestore when no emulator is set.
+const DefaultEndpoint = "firestore.googleapis.com:443"
+
+// Endpoint is where Open's client reaches Firestore: the emulator's host:port, or the default
+// endpoint.
+func Endpoint() string {
+	if host := os.Getenv(EmulatorEnv); host != "" {
+		return host
+	}
+	return DefaultEndpoint
+}
+
+// pingDoc is the document Ping reads; nothing writes it, so the read finds nothing.
+var pingDoc = RunsCollection + "/stalesweep-connectivity-probe"
+
+// Ping reads one document, within timeout, to learn that Firestore answers: a process that
+// cannot reach it says so when it starts, naming where it looked, instead of failing its first
+// run with a bare "context deadline exceeded".
+func Ping(ctx context.Context, c *firestore.Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := c.Doc(pingDoc).Get(ctx)
+	switch code := status.Code(err); {
+	case code == codes.OK, code == codes.NotFound:
+		return nil
+	case ctx.Err() != nil, code == codes.Unavailable, code == codes.DeadlineExceeded:
+		return fmt.Errorf("Firestore at %s unreachable: %w", Endpoint(), err)
+	default:
+		return fmt.Errorf("Firestore at %s refused a read: %w", Endpoint(), err)
+	}
 }

@@ -2,10 +2,18 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
+
+// ErrOrganizationDisabled says an organization has opted out of sweeps: its organizations
+// document is missing or its sweeps_enabled is not true. No scheduled, Pub/Sub or HTTP path
+// touches its rows; only the operator's own command, told to (--include-disabled), does.
+var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 
 // OrganizationsCollection holds one document per organization; the dispatcher enumerates it.
 const OrganizationsCollection = "organizations"
@@ -26,10 +34,38 @@ func NewOrganizationStore(client *firestore.Client) *OrganizationStore {
 
 // Put writes an organization. Tests and the demo use it.
 func (s *OrganizationStore) Put(ctx context.Context, o Organization) error {
-	if _, err := s.client.Collection(OrganizationsCollection).Doc(o.UUID).Set(ctx, o); err != nil {
+	if _, err := s.ref(o.UUID).Set(ctx, o); err != nil {
 		return fmt.Errorf("put organization %s: %w", o.UUID, err)
 	}
 	return nil
+}
+
+func (s *OrganizationStore) ref(id string) *firestore.DocumentRef {
+	return s.client.Collection(OrganizationsCollection).Doc(id)
+}
+
+// Enabled reports whether an organization has sweeps enabled: its document exists and its
+// sweeps_enabled is true. A missing document is not enabled, as Dispatch never lists it.
+func (s *OrganizationStore) Enabled(ctx context.Context, id string) (bool, error) {
+	snap, err := s.ref(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read organization %s: %w", id, err)
+	}
+	return SweepsEnabled(snap), nil
+}
+
+// SweepsEnabled reads an organizations document as a transaction or a read got it: true only
+// when it exists and its sweeps_enabled is the boolean true.
+func SweepsEnabled(snap *firestore.DocumentSnapshot) bool {
+	if snap == nil || !snap.Exists() {
+		return false
+	}
+	v, err := snap.DataAt("sweeps_enabled")
+	enabled, _ := v.(bool)
+	return err == nil && enabled
 }
 
 // ListEnabled returns up to limit ids of organizations with sweeps enabled, in id order, after

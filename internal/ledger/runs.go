@@ -19,11 +19,19 @@ const RunsCollection = "sweep_runs"
 
 // RunRecord is a sweep_runs document.
 type RunRecord struct {
-	WorkflowRunUUID string         `firestore:"workflow_run_uuid"`
-	WorkflowType    string         `firestore:"workflow_type"`
-	Status          string         `firestore:"status"`
-	Trigger         string         `firestore:"trigger"`
-	Actor           string         `firestore:"actor,omitempty"`
+	WorkflowRunUUID string `firestore:"workflow_run_uuid"`
+	WorkflowType    string `firestore:"workflow_type"`
+	Status          string `firestore:"status"`
+	Trigger         string `firestore:"trigger"`
+	// Actor is who started the run, from something verified: the caller's verified token on
+	// HTTP, the Pub/Sub subscription a push came through, the local user for the command.
+	Actor string `firestore:"actor,omitempty"`
+	// ClaimedActor is who a message said started it (its actor attribute): kept apart from
+	// Actor, since any publisher to the topic can write it.
+	ClaimedActor string `firestore:"claimed_actor,omitempty"`
+	// IncludeDisabled says the operator's command was told to sweep an organization that has
+	// opted out (--include-disabled).
+	IncludeDisabled bool           `firestore:"include_disabled,omitempty"`
 	InitialData     map[string]any `firestore:"initial_data"`
 	Output          map[string]any `firestore:"output,omitempty"`
 	Stats           map[string]any `firestore:"stats,omitempty"`

@@ -5,6 +5,7 @@
 package logging
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,15 +61,24 @@ func severity(l slog.Level) string {
 
 // ParseLevel reads a level name (debug, info, warn/warning, error); anything else is info.
 func ParseLevel(s string) slog.Level {
+	l, _ := ParseLevelStrict(s)
+	return l
+}
+
+// ParseLevelStrict reads a level name (debug, info, warn or warning, error; empty is info) and
+// says what it wants when the name is none of them.
+func ParseLevelStrict(s string) (slog.Level, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "debug":
-		return slog.LevelDebug
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
 	case "warn", "warning":
-		return slog.LevelWarn
+		return slog.LevelWarn, nil
 	case "error":
-		return slog.LevelError
+		return slog.LevelError, nil
 	default:
-		return slog.LevelInfo
+		return slog.LevelInfo, fmt.Errorf("want debug, info, warn or error")
 	}
 }
 

@@ -24,7 +24,11 @@ type Tick struct {
 	// a scope itself (an organization_uuid), only that scope is dispatched.
 	InitialData json.RawMessage
 	Trigger     string
-	Actor       string
+	// Actor is who sent the tick as far as it was verified (the subscription it came through);
+	// ClaimedActor is who the tick says sent it. The sweep messages carry the claim on, as a
+	// claim.
+	Actor        string
+	ClaimedActor string
 	// TickID is the tick message's id. The runs' uuids derive from it, so a redelivered tick
 	// names the same runs and they are not run twice.
 	TickID string
@@ -52,6 +56,7 @@ type Report struct {
 	Published    int    `json:"published"` // sweep messages Pub/Sub acknowledged
 	Failed       int    `json:"failed"`    // sweep messages that failed to publish
 	Deferred     int    `json:"deferred"`  // enumerated but not published before the budget ran out
+	Disabled     int    `json:"disabled"`  // named by the tick, but opted out of sweeps: not published
 	Capped       bool   `json:"capped"`    // enumeration stopped at MaxScopes
 	OutOfBudget  bool   `json:"out_of_budget"`
 }
@@ -117,6 +122,21 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
+
+	// A tick naming an organization that opted out publishes nothing: the opt-out holds
+	// whatever a message names.
+	if org := explicitOrg(kind, defaults); org != "" {
+		ok, err := d.orgs.Enabled(ctx, org)
+		if err != nil {
+			return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
+		}
+		if !ok {
+			rep.Disabled = 1
+			d.log.Warn("the tick names an organization that opted out of sweeps; nothing published",
+				"organization_uuid", org, "workflow_type", string(tick.WorkflowType), "claimed_actor", tick.ClaimedActor)
+			return rep, nil
+		}
+	}
 
 	publish := func(scopes []string) error {
 		msgs := make([]Message, 0, len(scopes))
@@ -196,6 +216,17 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 		return rep, fmt.Errorf("dispatch %s: %d sweep messages failed to publish, %d deferred", tick.WorkflowType, rep.Failed, rep.Deferred)
 	}
 	return rep, nil
+}
+
+// explicitOrg is the organization a tick of an organization- or group-scoped workflow names
+// itself, or "".
+func explicitOrg(kind contract.ScopeKind, defaults map[string]json.RawMessage) string {
+	if kind != contract.ScopeOrganization && kind != contract.ScopeRunnerGroup {
+		return ""
+	}
+	var org string
+	_ = json.Unmarshal(defaults["organization_uuid"], &org)
+	return org
 }
 
 // dispatchGroups publishes one message per runner group: of the organization the tick names,
@@ -322,8 +353,8 @@ func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage
 		AttrWorkflowRunUUID: RunUUID(tick.TickID, tick.WorkflowType, scope),
 		AttrTickID:          tick.TickID,
 	}
-	if tick.Actor != "" {
-		attrs[AttrActor] = tick.Actor
+	if tick.ClaimedActor != "" {
+		attrs[AttrActor] = tick.ClaimedActor
 	}
 	return Message{Data: body, Attributes: attrs}, nil
 }

@@ -201,6 +201,30 @@ func TestATickNamingOneOrganizationDispatchesOnlyIt(t *testing.T) {
 	}
 }
 
+// The opt-out holds whatever a tick names: naming an organization that opted out (or has no
+// organizations document) publishes nothing, and says so in the report, for the organization-
+// and the runner-group-scoped workflows alike.
+func TestATickNamingAnOrganizationThatOptedOutPublishesNothing(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, 1, 1)
+	d := e.dispatcher(pipeline.DispatchConfig{})
+	d.ListGroupsWith(func(context.Context, string, int) ([]string, error) { return []string{uuid.NewString()}, nil })
+	for _, org := range []string{e.disabled[0], uuid.NewString()} {
+		for _, typ := range []contract.WorkflowType{contract.ExecutionSyncCloudRun, contract.WorkspaceLeaseSettle} {
+			named := tick
+			named.WorkflowType = typ
+			named.InitialData = json.RawMessage(`{"organization_uuid": "` + org + `"}`)
+			rep, err := d.Dispatch(context.Background(), named)
+			if err != nil || rep.Published != 0 || rep.Disabled != 1 {
+				t.Errorf("%s naming %s: report %+v, err %v; want nothing published, disabled 1", typ, org, rep, err)
+			}
+		}
+	}
+	if n := len(e.ps.srv.Messages()); n != 0 {
+		t.Errorf("%d messages published", n)
+	}
+}
+
 func TestAnInvalidTickPublishesNothing(t *testing.T) {
 	t.Parallel()
 	e := newDispatchEnv(t, 3, 0)

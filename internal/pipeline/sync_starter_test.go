@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
@@ -57,7 +58,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	in := executionsync.Input{OrganizationUUID: org, Limit: 25, MinAgeSeconds: 60}
 
 	ps.fail.on.Store(true)
-	out, stats, err := wf.RunOnce(context.Background(), "run-1", in, logging.Discard())
+	out, stats, err := wf.RunOnce(context.Background(), workflow.Run{UUID: "run-1", Logger: logging.Discard()}, in)
 	if err != nil {
 		t.Fatalf("publish failures failed the run: %v", err)
 	}
@@ -77,7 +78,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	}
 
 	ps.fail.on.Store(false)
-	out, stats, err = wf.RunOnce(context.Background(), "run-2", in, logging.Discard())
+	out, stats, err = wf.RunOnce(context.Background(), workflow.Run{UUID: "run-2", Logger: logging.Discard()}, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,9 @@ const (
 	PageSizeDefault    = 200
 	ConcurrencyDefault = 8
 	BudgetDefault      = 4 * time.Minute
+	// TTLFloorDefault is the least ttl, in seconds, a sweep started off the command line
+	// accepts: with heartbeats every TTL/3, a smaller one reclaims tasks whose workers are alive.
+	TTLFloorDefault = 60
 )
 
 // Config tunes the sweep. Zero values take the defaults.
@@ -30,6 +33,9 @@ type Config struct {
 	PageSize    int
 	Concurrency int
 	Budget      time.Duration
+	// TTLFloor is the least ttl (seconds) a run not started from the command accepts: the
+	// scheduled path (Dispatch, Sweep) and HTTP.
+	TTLFloor int64
 	// Storm stops a sweep that would reclaim more than a fraction of the queue's working
 	// tasks: a stall of the store or the network, not a queue of dead workers.
 	Storm storm.Config
@@ -42,6 +48,7 @@ func (c Config) WithDefaults() Config {
 	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	c.TTLFloor = cmp.Or(c.TTLFloor, TTLFloorDefault)
 	c.Storm = c.Storm.WithDefaults()
 	return c
 }

@@ -36,7 +36,21 @@ func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
 // atomic: pending → completed, any → failed.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{Type: contract.PMSweep, States: workflow.Atomic, Body: w.body}
+	return workflow.Definition{Type: contract.PMSweep, States: workflow.Atomic, Check: w.check, Body: w.body}
+}
+
+// check applies the TTL floor to every run not started from the command.
+func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
+	if trigger == workflow.TriggerLocal {
+		return nil
+	}
+	return CheckTTLFloor(input, w.cfg.TTLFloor)
+}
+
+// CheckTTLFloor refuses an input whose ttl is below floor (seconds).
+func CheckTTLFloor(input json.RawMessage, floor int64) error {
+	return contract.AtLeast(input, "ttl", floor, "STALESWEEP_PM_TTL_FLOOR_SECONDS",
+		"a small TTL reclaims tasks whose workers are alive")
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {

@@ -500,3 +500,27 @@ func TestASweepStopsReadingAtMaxStaleAndCountsTheRest(t *testing.T) {
 		t.Errorf("the next sweep: stale %d reclaimed %d capped %t deferred %d, want 2, 2, false, 0", o.Stale, len(o.Reclaimed), stats.Capped, stats.Deferred)
 	}
 }
+
+// Off the command line the TTL has a floor (pmsweep.TTLFloorDefault unless configured), as the
+// runs sweep's deadline has: a scheduled or manual sweep below it is refused naming ttl and
+// writes nothing; the command is not held to it.
+func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{TTLFloor: 120}, nil)
+	e.claimed(1)
+	e.clock.Advance(90 * time.Second) // silent for 90 s: stale for a ttl of 60, not for the floor of 120
+	raw := []byte(`{"queue": "` + e.queue + `", "ttl": 60}`)
+	e.spy.Reset()
+	for _, trig := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual} {
+		_, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: trig})
+		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), "ttl") {
+			t.Errorf("%s below the floor: err = %v, want validation_failed naming ttl", trig, err)
+		}
+	}
+	if w := e.spy.Writes(); len(w) != 0 {
+		t.Errorf("refused sweeps wrote %v", w)
+	}
+	if o := e.sweep(pmsweep.Input{TTL: 60}); len(o.Reclaimed) != 1 {
+		t.Errorf("the command's sweep below the floor: %+v, want the silent task reclaimed", o)
+	}
+}

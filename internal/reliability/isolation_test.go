@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -61,7 +62,12 @@ func isolationCases() []isolationCase {
 	executions := func(name string, build func(*testing.T) *rig) isolationCase {
 		return isolationCase{
 			name: name, build: build, scopes: 3,
-			scopeOf:  byField([]string{ledger.ExecutionsCollection}, "organization_uuid"),
+			scopeOf: func(path string, data map[string]any) string {
+				if collectionOf(path) == ledger.OrganizationsCollection { // its opt-out, read by each settling transaction
+					return strings.TrimPrefix(path, ledger.OrganizationsCollection+"/")
+				}
+				return byField([]string{ledger.ExecutionsCollection}, "organization_uuid")(path, data)
+			},
 			scopeKey: inputOf("organization_uuid"),
 			query: func(lq loggedQuery, tr trialRows) string {
 				return scopedBy(lq, "", ledger.ExecutionsCollection, map[string]string{"organization_uuid": inputOf("organization_uuid")(tr)})
@@ -87,9 +93,10 @@ func isolationCases() []isolationCase {
 				})
 			},
 			widen: withoutFilters,
-			// The holders the scope's leases name, wherever they are registered.
+			// The holders the scope's leases name, wherever they are registered, and the opt-out
+			// of the group's organization.
 			mayRead: func(before docs, tr trialRows) map[string]bool {
-				out := map[string]bool{}
+				out := map[string]bool{ledger.OrganizationsCollection + "/" + inputOf("organization_uuid")(tr): true}
 				for p, d := range before {
 					if collectionOf(p) == ledger.WorkspaceLeasesCollection && d["runner_group_uuid"] == tr.input["runner_group_uuid"] {
 						out[ledger.RunnerInstancesCollection+"/"+fmt.Sprint(d["holder_runner_instance_uuid"])] = true
@@ -252,7 +259,16 @@ func TestASyncMessageTouchesOnlyItsRowAndItsRunsReceipt(t *testing.T) {
 		WorkflowRunUUID: uuid.NewString(), OrganizationUUID: fmt.Sprint(mine.input["organization_uuid"]),
 		RunnerExecutionUUID: id, Provider: ledger.ProviderCloudRun, ProviderRef: seen.ProviderRef, ObservedAt: seen.ObservedAt,
 	}
-	receipt := ledger.RunsCollection + "/" + req.WorkflowRunUUID + "/" + ledger.SyncsCollection + "/" + id
+	// The run that published the message, still publishing its syncs: a message is honoured only
+	// for such a run.
+	now := r.clock.Now().UTC()
+	if err := r.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: req.WorkflowRunUUID, WorkflowType: string(contract.ExecutionSyncCloudRun),
+		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": req.OrganizationUUID}, InitiatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	run := ledger.RunsCollection + "/" + req.WorkflowRunUUID
+	organization := ledger.OrganizationsCollection + "/" + req.OrganizationUUID
+	receipt := run + "/" + ledger.SyncsCollection + "/" + id
 	before := mustDump(t, r)
 
 	r.spy.Reset()
@@ -263,8 +279,11 @@ func TestASyncMessageTouchesOnlyItsRowAndItsRunsReceipt(t *testing.T) {
 	reads, writes := docPaths(r.spy.Reads()), writePaths(r.spy.Writes())
 	after := mustDump(t, r)
 
+	// It reads its row, the organization's opt-out, the run and the receipt, and writes only the
+	// row and the receipt.
 	only := func(p string) bool { return p == row.doc || p == receipt }
-	for _, p := range append(strayDocs("read", reads, only), strayDocs("wrote", writes, only)...) {
+	readable := func(p string) bool { return only(p) || p == run || p == organization }
+	for _, p := range append(strayDocs("read", reads, readable), strayDocs("wrote", writes, only)...) {
 		t.Error(p)
 	}
 	if !slices.Contains(writes, row.doc) || !slices.Contains(writes, receipt) {

@@ -45,7 +45,7 @@ func executionRig(t *testing.T, r *rig, provider string, exec executionsync.Exec
 	t.Helper()
 	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{})
 	cfg := executionsync.Config{Provider: provider, Concurrency: 4}.WithDefaults()
-	r.syncer = executionsync.NewSyncer(store, exec, r.clock.Now, cfg.LostGrace, logging.Discard())
+	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard())
 	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -76,7 +76,7 @@ func cloudRunRig(t *testing.T) *rig {
 		old := now.Add(-execStaleFor)
 		finished := old.Add(-time.Minute)
 		var rows []seededRow
-		docs := map[string]map[string]any{}
+		docs := map[string]map[string]any{ledger.OrganizationsCollection + "/" + org: {"sweeps_enabled": true}}
 		add := func(name string, exec func(string, time.Time) *runpb.Execution, observed time.Time, ch rowChange, settles bool) {
 			id := uuid.NewString()
 			ename := cloudrunfake.ExecutionName("p", "europe-west1", "job", "exec-"+id[:8])
@@ -123,7 +123,7 @@ func kubernetesRig(t *testing.T) *rig {
 		old := now.Add(-execStaleFor)
 		finished := old.Add(-time.Minute)
 		var rows []seededRow
-		docs := map[string]map[string]any{}
+		docs := map[string]map[string]any{ledger.OrganizationsCollection + "/" + org: {"sweeps_enabled": true}}
 		add := func(name string, mod func(*batchv1.Job), create bool, observed time.Time, ch rowChange, settles bool) {
 			id := uuid.NewString()
 			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build-" + id[:13], Namespace: "runners", UID: types.UID("uid-" + id)},

@@ -206,6 +206,7 @@ func leaseSettleRig(t *testing.T) *rig {
 			rows = append(rows, seededRow{name: name, unit: unit{docs: []string{doc}}, doc: doc})
 		}
 		fixed("group", ledger.RunnerGroupsCollection+"/"+group, map[string]any{"organization_uuid": org, "heartbeat_timeout_seconds": int64(timeoutSeconds)})
+		fixed("organization", ledger.OrganizationsCollection+"/"+org, map[string]any{"sweeps_enabled": true})
 		instance := func(st string) string {
 			id := uuid.NewString()
 			fixed("instance "+st, ledger.RunnerInstancesCollection+"/"+id, map[string]any{"organization_uuid": org, "runner_group_uuid": group, "status": st})

@@ -57,15 +57,8 @@ func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workf
 
 // CheckFloor refuses an input whose older_than_ms is below floor.
 func CheckFloor(input json.RawMessage, floor int64) error {
-	var in Input
-	if err := json.Unmarshal(input, &in); err != nil {
-		return contract.Invalid("initial_data", "type", "is not a runs-sweep input: %v", err)
-	}
-	if in.OlderThanMs < floor {
-		return contract.Invalid("older_than_ms", "minimum",
-			"must be at least %d off the command line (got %d): a small deadline on a scheduled path would abandon live runs fleet-wide", floor, in.OlderThanMs)
-	}
-	return nil
+	return contract.AtLeast(input, "older_than_ms", floor, "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS",
+		"a small deadline on a scheduled path would abandon live runs fleet-wide")
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {

@@ -157,3 +157,15 @@ func Decode(t testing.TB, v, dst any) {
 		t.Fatalf("decode %s into %T: %v", b, dst, err)
 	}
 }
+
+// Enable writes organizations/{org} with sweeps enabled, as the platform does for an
+// organization that has not opted out: every per-row transaction reads it.
+func Enable(t testing.TB, fs *firestore.Client, orgs ...string) {
+	t.Helper()
+	store := ledger.NewOrganizationStore(fs)
+	for _, org := range orgs {
+		if err := store.Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+			t.Fatalf("enable organization %s: %v", org, err)
+		}
+	}
+}

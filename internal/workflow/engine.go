@@ -33,6 +33,10 @@ const (
 	StateFailed    = "failed"
 )
 
+// StateReconciling is the state a Linear run does its work in: an execution-sync run publishing
+// its syncs is in it until it finishes.
+const StateReconciling = "reconciling"
+
 // State is one state of a workflow's machine and the action that leaves it.
 type State struct {
 	Name   string
@@ -40,7 +44,7 @@ type State struct {
 }
 
 // Linear is the state machine of seeds 002 and 003.
-var Linear = []State{{"initiated", "reconcile"}, {"reconciling", "complete"}, {StateCompleted, ""}}
+var Linear = []State{{"initiated", "reconcile"}, {StateReconciling, "complete"}, {StateCompleted, ""}}
 
 // Atomic is the state machine of seed 004.
 var Atomic = []State{{"pending", "execute"}, {StateCompleted, ""}}
@@ -56,6 +60,10 @@ type Run struct {
 	// StormOverride lets a run the storm guard stops go ahead (internal/storm). Only the
 	// stalesweep command, run by an operator, can set it.
 	StormOverride bool
+	// IncludeDisabled lets the run settle rows of an organization that opted out of sweeps.
+	// Only the stalesweep command, told to by an operator, can set it; every per-row
+	// transaction checks the opt-out again unless it is set.
+	IncludeDisabled bool
 }
 
 // Result is what a body returns.
@@ -90,12 +98,20 @@ type Request struct {
 	Type        contract.WorkflowType
 	InitialData json.RawMessage
 	Trigger     Trigger
-	Actor       string
+	// Actor is who started the run, from something verified (a verified token, the
+	// subscription a push came through, the local user).
+	Actor string
+	// ClaimedActor is who the request says started it, unverified (a message's actor
+	// attribute); recorded apart from Actor.
+	ClaimedActor string
 	// RunUUID names the run; empty means a new random one.
 	RunUUID string
 	// StormOverride lets the run go ahead where the storm guard would stop it. Only a local
 	// run (the stalesweep command) may ask; any other trigger is refused with forbidden.
 	StormOverride bool
+	// IncludeDisabled lets the run sweep an organization that has opted out of sweeps. Only a
+	// local run may ask; any other trigger is refused with forbidden.
+	IncludeDisabled bool
 }
 
 // Outcome is a finished run.
@@ -113,8 +129,15 @@ type Engine struct {
 	guards   *ledger.GuardStore
 	guardTTL time.Duration
 	defs     map[contract.WorkflowType]Definition
+	orgs     Organizations
 	now      func() time.Time
 	log      *slog.Logger
+}
+
+// Organizations says whether an organization has sweeps enabled; *ledger.OrganizationStore has
+// it.
+type Organizations interface {
+	Enabled(ctx context.Context, org string) (bool, error)
 }
 
 // RecordTimeout bounds each write of a run record.
@@ -127,8 +150,12 @@ type Options struct {
 	// holds its scope's guard for at most GuardTTL, which must outlast the run's budget.
 	Guards   *ledger.GuardStore
 	GuardTTL time.Duration
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Orgs, when set, refuses a run of an organization-scoped workflow whose organization
+	// opted out of sweeps (unless the request includes disabled organizations), before
+	// anything is written.
+	Orgs Organizations
+	Now  func() time.Time
+	Log  *slog.Logger
 }
 
 // ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
@@ -137,7 +164,7 @@ var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
-	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), now: o.Now, log: o.Log}
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, now: o.Now, log: o.Log}
 	if e.guardTTL == 0 {
 		e.guardTTL = 10 * time.Minute
 	}
@@ -186,6 +213,12 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if req.StormOverride && req.Trigger != TriggerLocal {
 		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may override the storm guard, not a %s run", req.Trigger)
 	}
+	if req.IncludeDisabled && req.Trigger != TriggerLocal {
+		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may sweep an organization that opted out, not a %s run", req.Trigger)
+	}
+	if err := e.checkOptOut(ctx, def.Type, input, req.IncludeDisabled); err != nil {
+		return Outcome{}, err
+	}
 	stored, err := ledger.StorableJSON(input)
 	if err != nil {
 		return Outcome{}, err
@@ -209,6 +242,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		Status:          def.States[state].Name,
 		Trigger:         string(req.Trigger),
 		Actor:           req.Actor,
+		ClaimedActor:    req.ClaimedActor,
+		IncludeDisabled: req.IncludeDisabled,
 		InitialData:     stored,
 		InitiatedAt:     initiated,
 		UpdatedAt:       initiated,
@@ -220,7 +255,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	defer guard.release(ctx)
 
-	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log, StormOverride: req.StormOverride}
+	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
+		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled}
 	env := envelope{rec: rec}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 
@@ -336,6 +372,30 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		}
 	}
 	return held, nil
+}
+
+// checkOptOut refuses, with forbidden wrapping ledger.ErrOrganizationDisabled, a run whose scope
+// is an organization (or one of its runner groups) that opted out of sweeps.
+func (e *Engine) checkOptOut(ctx context.Context, t contract.WorkflowType, input json.RawMessage, includeDisabled bool) error {
+	if e.orgs == nil || includeDisabled {
+		return nil
+	}
+	org, ok := contract.Organization(t, input)
+	if !ok {
+		return nil
+	}
+	enabled, err := e.orgs.Enabled(ctx, org)
+	switch {
+	case err != nil:
+		return &contract.Error{Code: contract.CodeInternal, Message: "could not read whether the organization opted out of sweeps", Err: err}
+	case !enabled:
+		return &contract.Error{
+			Code:    contract.CodeForbidden,
+			Message: fmt.Sprintf("organization %s has sweeps disabled (organizations/%s is missing or its sweeps_enabled is not true)", org, org),
+			Err:     ledger.ErrOrganizationDisabled,
+		}
+	}
+	return nil
 }
 
 // ScopeKey names the scope a validated input covers: its scope fields' values joined by "/",

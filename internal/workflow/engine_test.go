@@ -391,3 +391,50 @@ func TestAnExpiredGuardIsTakenOverAndItsRunClosed(t *testing.T) {
 		t.Errorf("the dead run's record = %s %+v", rec.Status, rec.Failure)
 	}
 }
+
+// orgs is an in-memory Organizations: which organizations have sweeps enabled.
+type orgs map[string]bool
+
+func (o orgs) Enabled(_ context.Context, org string) (bool, error) { return o[org], nil }
+
+// An organization that opted out is refused before anything is written, on every trigger, and
+// only the command may ask to include it; the run it then starts says so in its record.
+func TestAnOrganizationThatOptedOutIsRefusedUnlessTheCommandIncludesIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ran := 0
+	eng := workflow.NewEngine(workflow.Options{Runs: f.runs, Orgs: orgs{}, Now: f.clock.Now, Log: logging.Discard()}, workflow.Definition{
+		Type: contract.ExecutionSyncCloudRun, States: workflow.Linear,
+		Body: func(_ context.Context, run workflow.Run) (workflow.Result, error) {
+			if !run.IncludeDisabled {
+				t.Error("the body of an included organization's run was not told so")
+			}
+			ran++
+			return workflow.Result{}, nil
+		},
+	})
+	for _, trig := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual, workflow.TriggerLocal} {
+		_, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: trig})
+		if contract.CodeOf(err) != contract.CodeForbidden || !errors.Is(err, ledger.ErrOrganizationDisabled) {
+			t.Errorf("%s: err = %v, want forbidden: the organization opted out", trig, err)
+		}
+		if trig == workflow.TriggerLocal {
+			continue
+		}
+		_, err = eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: trig, IncludeDisabled: true})
+		if contract.CodeOf(err) != contract.CodeForbidden {
+			t.Errorf("%s asking to include it: err = %v, want forbidden", trig, err)
+		}
+	}
+	if ran != 0 || f.spy.Commits() != 0 {
+		t.Fatalf("refused runs ran %d bodies and committed %d times", ran, f.spy.Commits())
+	}
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput,
+		Trigger: workflow.TriggerLocal, IncludeDisabled: true, Actor: "local:ops@host", ClaimedActor: "someone"})
+	if err != nil || out.Status != workflow.StateCompleted || ran != 1 {
+		t.Fatalf("the command including it: %v %+v", err, out)
+	}
+	if rec, _ := f.history(t, out.RunUUID); !rec.IncludeDisabled || rec.Actor != "local:ops@host" || rec.ClaimedActor != "someone" {
+		t.Errorf("record: include_disabled %t actor %q claimed_actor %q", rec.IncludeDisabled, rec.Actor, rec.ClaimedActor)
+	}
+}

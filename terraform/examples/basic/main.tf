@@ -16,6 +16,24 @@ variable "operators" {
   default     = []
 }
 
+variable "pubsub_agent_token_creator" {
+  description = "true in a project whose Pub/Sub service agent was created on or before 8 April 2021 (docs/deploy.md)."
+  type        = bool
+  default     = false
+}
+
+variable "enable_kubernetes" {
+  description = "Sync Kubernetes Jobs too (docs/deploy.md)."
+  type        = bool
+  default     = false
+}
+
+variable "kube_clusters_secret" {
+  description = "With enable_kubernetes: the Secret Manager secret holding the clusters' JSON."
+  type        = string
+  default     = ""
+}
+
 provider "google" {
   project = var.project_id
   region  = var.region
@@ -27,6 +45,10 @@ module "stalesweep" {
   region                  = var.region
   start_workflow_invokers = var.operators
   labels                  = { app = "stalesweep" }
+
+  pubsub_agent_token_creator = var.pubsub_agent_token_creator
+  enable_kubernetes          = var.enable_kubernetes
+  kube_clusters_secret       = var.kube_clusters_secret
 }
 
 output "function_uris" {
