@@ -18,14 +18,17 @@ import (
 )
 
 // The model: each task's heartbeat chain is a compare-and-swap register on its head, plus
-// whether the task is still the worker's. A heartbeat, a reclaim and a completion each succeed
-// if and only if the head is the one they expect and the task is working; a heartbeat moves the
-// head, a reclaim moves it and takes the task away, a completion ends the work.
+// whether the task is being worked. A heartbeat, a report, a reclaim and a completion each
+// succeed if and only if the head is the one they expect and the task is working; a heartbeat
+// moves the head, a report leaves it, a reclaim moves it and takes the task away, a completion
+// ends the work. A claim — a second worker taking a reclaimed task — succeeds only on a task not
+// being worked, and puts it to work on a head of its own: whoever still holds an older head (a
+// zombie) can do nothing to it.
 type op struct {
 	Task   string
-	Kind   string // heartbeat | reclaim | complete
-	Expect string // the head the caller holds (a worker) or saw (a sweeper)
-	New    string // the head a successful heartbeat or reclaim leaves
+	Kind   string // heartbeat | report | reclaim | complete | claim
+	Expect string // the head the caller holds (a worker) or saw (a sweeper); none for a claim
+	New    string // the head a successful heartbeat, reclaim or claim leaves
 }
 
 type headState struct {
@@ -56,6 +59,9 @@ func model(initial map[string]string) porcupine.Model {
 				cur = headState{Tip: initial[in.Task], Working: true}
 			}
 			legal := cur.Working && cur.Tip == in.Expect
+			if in.Kind == "claim" {
+				legal = !cur.Working
+			}
 			if ok != legal {
 				return false, state
 			}
@@ -70,6 +76,8 @@ func model(initial map[string]string) porcupine.Model {
 				next.Tip, next.Working = in.New, false
 			case "complete":
 				next.Working = false
+			case "claim":
+				next.Tip, next.Working = in.New, true
 			}
 			copied := make(map[string]headState, len(s)+1)
 			for k, v := range s {
@@ -119,6 +127,21 @@ func (r *recorder) record(client int, in op, call func() (bool, error)) bool {
 	return ok
 }
 
+// claim records a second worker's claim, whose task is known only once it returns: a claim
+// that got none (nothing new, or only contended candidates) is no operation on any task.
+func (r *recorder) claim(client int, call func() (ledger.Lease, error)) (ledger.Lease, bool) {
+	begin := time.Since(r.start).Nanoseconds()
+	l, err := call()
+	end := time.Since(r.start).Nanoseconds()
+	if err != nil {
+		return l, false
+	}
+	r.mu.Lock()
+	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: op{Task: l.TaskID, Kind: "claim", New: l.HeartbeatTip}, Call: begin, Output: true, Return: end})
+	r.mu.Unlock()
+	return l, true
+}
+
 // headMoved maps the ledger's fencing error to a failed compare-and-swap.
 func headMoved(err error) (bool, error) {
 	if errors.Is(err, ledger.ErrHeadMoved) {
@@ -159,7 +182,9 @@ func blindReclaim(ctx context.Context, e *env, task, seen string, _, at time.Tim
 }
 
 // history runs, per task, one live worker heartbeating then completing, a zombie holding the
-// task's first lease, and two sweepers that snapshot the head and reclaim, all at once.
+// task's first lease, two sweepers that snapshot the head and reclaim, and a second worker that
+// claims whatever the sweepers reclaimed, all at once. Once its task has been claimed again (or
+// nothing is left to claim), the zombie tries to report on it and to complete it.
 func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcupine.Operation, map[string]string) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
@@ -171,11 +196,17 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 	rec := &recorder{start: time.Now()}
 	var clock atomic.Int64 // distinct times make distinct entries
 	at := func() time.Time { return epoch.Add(time.Duration(clock.Add(1)) * time.Microsecond) }
-	var wg sync.WaitGroup
+	var wg, sweeping, claiming sync.WaitGroup
+	claimedAgain := map[string]chan struct{}{} // closed once a second worker claims the task
+	for _, l := range leases {
+		claimedAgain[l.TaskID] = make(chan struct{})
+	}
+	secondsDone := make(chan struct{})
 	client := 0
 	for i, lease := range leases {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		wg.Add(4)
+		sweeping.Add(2)
 		go func(l ledger.Lease, id int) { // the live worker
 			defer wg.Done()
 			for range 4 + rng.IntN(4) {
@@ -204,10 +235,22 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 					return headMoved(err)
 				})
 			}
+			select { // until its task is claimed again, or nothing more will be
+			case <-claimedAgain[l.TaskID]:
+			case <-secondsDone:
+			}
+			rec.record(id, op{Task: l.TaskID, Kind: "report", Expect: l.HeartbeatTip}, func() (bool, error) {
+				_, err := e.tasks.Report(ctx, l, "zombie", at())
+				return headMoved(err)
+			})
+			rec.record(id, op{Task: l.TaskID, Kind: "complete", Expect: l.HeartbeatTip}, func() (bool, error) {
+				return headMoved(e.tasks.Complete(ctx, l, at()))
+			})
 		}(lease, client+1)
 		for s := range 2 { // the sweepers
 			go func(task string, id int) {
 				defer wg.Done()
+				defer sweeping.Done()
 				for range 3 {
 					snap, err := e.tasks.GetTask(ctx, e.queue, task)
 					if err != nil || snap.Status != ledger.TaskWorking {
@@ -223,23 +266,73 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 		}
 		client += 4
 	}
+	// The second workers: each claims what the sweepers reclaimed, until they are done and
+	// nothing is left, then heartbeats once and completes what it claimed.
+	sweepersDone := make(chan struct{})
+	go func() { sweeping.Wait(); close(sweepersDone) }()
+	for w := range 2 {
+		claiming.Add(1)
+		go func(id int) {
+			defer claiming.Done()
+			for {
+				done := false
+				select {
+				case <-sweepersDone:
+					done = true
+				default:
+				}
+				l, ok := rec.claim(id, func() (ledger.Lease, error) {
+					return e.tasks.Next(ctx, e.queue, fmt.Sprintf("second-%d", id), at())
+				})
+				if !ok {
+					if done {
+						return
+					}
+					continue
+				}
+				close(claimedAgain[l.TaskID])
+				beat := at()
+				var next ledger.Lease
+				if rec.record(id, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: heartbeatID(l, beat)}, func() (bool, error) {
+					var err error
+					next, err = e.tasks.Heartbeat(ctx, l, beat)
+					return headMoved(err)
+				}) {
+					l = next
+				}
+				rec.record(id, op{Task: l.TaskID, Kind: "complete", Expect: l.HeartbeatTip}, func() (bool, error) {
+					return headMoved(e.tasks.Complete(ctx, l, at()))
+				})
+			}
+		}(client + w)
+	}
+	go func() { claiming.Wait(); close(secondsDone) }()
 	wg.Wait()
+	claiming.Wait()
 	return rec.ops, initial
 }
 
 func TestReclaimsHeartbeatsAndCompletionsAreLinearizable(t *testing.T) {
 	t.Parallel()
-	histories, ops := 0, 0
+	histories, ops, claims := 0, 0, 0
 	for seed := range uint64(6) {
 		h, initial := history(t, seed, 8, casReclaim)
 		res := porcupine.CheckOperationsTimeout(model(initial), h, 30*time.Second)
 		histories++
 		ops += len(h)
+		for _, o := range h {
+			if o.Input.(op).Kind == "claim" {
+				claims++
+			}
+		}
 		if res != porcupine.Ok {
 			t.Errorf("seed %d: a history of %d operations is %s", seed, len(h), res)
 		}
 	}
-	t.Logf("checked %d concurrent histories, %d operations (8 tasks each: a worker, a zombie, two sweepers): all linearizable", histories, ops)
+	if claims == 0 {
+		t.Error("no reclaimed task was claimed again: the zombie's writes after a second claim went unchecked")
+	}
+	t.Logf("checked %d concurrent histories, %d operations (8 tasks each: a worker, a zombie, two sweepers; two second workers claimed %d reclaimed tasks again): all linearizable", histories, ops, claims)
 }
 
 // The check can fail: a reclaim that does not compare the head it saw lets a sweep evict a

@@ -524,3 +524,75 @@ func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
 		t.Errorf("the command's sweep below the floor: %+v, want the silent task reclaimed", o)
 	}
 }
+
+// A worker that reports progress between the sweep's scan and its transaction is alive: the
+// report moves last_activity_at (not the heartbeat head), and the reclaim must see it and leave
+// the task to its worker.
+func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
+	t.Parallel()
+	var rc *racer
+	e := newEnv(t, pmsweep.Config{}, func(s pmsweep.Store) pmsweep.Store { rc = &racer{Store: s}; return rc })
+	ctx := context.Background()
+	leases := e.claimed(2)
+	e.clock.Advance(10 * time.Minute)
+	live := leases[0]
+	rc.before = func(id string) {
+		if id != live.TaskID {
+			return
+		}
+		if _, err := e.tasks.Report(ctx, live, "still at it", e.clock.Now()); err != nil {
+			t.Errorf("the live worker's report: %v", err)
+		}
+	}
+	o := e.sweep(pmsweep.Input{})
+	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != leases[1].TaskID {
+		t.Fatalf("output = %+v, want the reporting worker's task raced and the other reclaimed", o)
+	}
+	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
+		t.Errorf("the reporting worker lost its task: %+v", task)
+	}
+	if err := e.tasks.Complete(ctx, live, e.clock.Now()); err != nil {
+		t.Errorf("the reporting worker cannot complete its task: %v", err)
+	}
+}
+
+// Once a reclaimed task is claimed by a second worker, the first — a zombie still holding its
+// old lease — can neither heartbeat, report, complete nor fail it: the task is working again,
+// but on another heartbeat head. The second worker's claim is untouched and it completes.
+func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	ctx := context.Background()
+	zombie := e.claimed(1)[0]
+	e.clock.Advance(10 * time.Minute)
+	if o := e.sweep(pmsweep.Input{}); len(o.Reclaimed) != 1 {
+		t.Fatalf("sweep: %+v", o)
+	}
+	second, err := e.tasks.Next(ctx, e.queue, "second-worker", e.clock.Now())
+	if err != nil || second.TaskID != zombie.TaskID {
+		t.Fatalf("the second worker's claim: %+v %v", second, err)
+	}
+	before := e.task(zombie.TaskID)
+	e.spy.Reset()
+	if _, err := e.tasks.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie heartbeat: %v, want head moved", err)
+	}
+	if _, err := e.tasks.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie report: %v, want head moved", err)
+	}
+	if err := e.tasks.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie completion: %v, want head moved", err)
+	}
+	if err := e.tasks.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		t.Errorf("zombie failure: %v, want head moved", err)
+	}
+	if n := len(e.spy.Writes()); n != 0 {
+		t.Errorf("the zombie's attempts wrote %d documents", n)
+	}
+	if after := e.task(zombie.TaskID); after != before || after.WorkerID != "second-worker" || after.Status != ledger.TaskWorking {
+		t.Errorf("the task changed under the second worker: %+v → %+v", before, after)
+	}
+	if err := e.tasks.Complete(ctx, second, e.clock.Now()); err != nil {
+		t.Errorf("the second worker cannot complete: %v", err)
+	}
+}
