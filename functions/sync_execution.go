@@ -45,6 +45,10 @@ func syncExecution(ctx context.Context, d delivery) error {
 		log.ErrorContext(ctx, "sync failed for good; acknowledged", "layer", res.Layer, "error", res.Err.Error())
 	case executionsync.SyncRefused: // logged by the syncer, at ERROR unless the organization opted out
 		log.InfoContext(ctx, "sync refused; acknowledged", "refused", res.Why)
+	case executionsync.SyncUnknown:
+		if res.Why == executionsync.WhyBlindExecutor {
+			log.ErrorContext(ctx, "blind executor: the row is past the lost grace but its target is blind; not settled lost (stalesweep executors clear, after checking)", "target", res.Target)
+		}
 	}
 	return nil
 }

@@ -68,6 +68,9 @@ locals {
     STALESWEEP_EXTENSION_SWEEP_FLOOR_MS = tostring(var.extension_sweep_floor_ms)
     STALESWEEP_STORM_FRACTION           = tostring(var.storm_fraction)
     STALESWEEP_STORM_MIN_ROWS           = tostring(var.storm_min_rows)
+    STALESWEEP_BLIND_FRACTION           = tostring(var.blind_fraction)
+    STALESWEEP_BLIND_MIN_ROWS           = tostring(var.blind_min_rows)
+    STALESWEEP_BLIND_WINDOW             = var.blind_window
     STALESWEEP_PM_TTL_FLOOR_SECONDS     = tostring(var.pm_ttl_floor_seconds)
     STALESWEEP_KUBE_CLUSTERS            = local.kube_clusters
   }

@@ -198,3 +198,29 @@ variable "labels" {
   type        = map(string)
   default     = {}
 }
+
+variable "blind_fraction" {
+  description = "The blind-executor guard: an executor target (a Cloud Run project and region, a Kubernetes cluster) is blind when more than this share of the rows it answered about are unknown to it; no row of a blind target is settled lost (docs/operations.md)."
+  type        = number
+  default     = 0.5
+  validation {
+    condition     = var.blind_fraction > 0 && var.blind_fraction < 1
+    error_message = "blind_fraction must be greater than 0 and less than 1."
+  }
+}
+
+variable "blind_min_rows" {
+  description = "The blind-executor guard: a target that answered about fewer rows than this is never judged blind."
+  type        = number
+  default     = 10
+  validation {
+    condition     = var.blind_min_rows >= 1
+    error_message = "blind_min_rows must be at least 1."
+  }
+}
+
+variable "blind_window" {
+  description = "The blind-executor guard: the rows a target answered about within this long count (Go duration)."
+  type        = string
+  default     = "30m"
+}

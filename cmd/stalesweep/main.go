@@ -10,6 +10,7 @@
 //	stalesweep indexes [--check] [--root DIR]                   write or check the generated index files
 //	stalesweep indexes --gcloud --project P [--database D]      the gcloud commands that create them
 //	stalesweep bench [--rows N] [--concurrency C] [--quick] [--out DIR]
+//	stalesweep executors list | clear TARGET                   the blind-executor guard's judgments
 //
 // Exit codes: 0 success (a run that completed); 1 a run that failed, or an error; 2 invalid
 // input or usage, a bad setting, or an organization that opted out of sweeps (without
@@ -51,6 +52,7 @@ commands:
   bench [--rows N] [--concurrency C] [--quick] [--out DIR]
                                   measure throughput and cost against the emulators
   fake-cloudrun                   serve the Cloud Run Executions fake
+  executors list | clear TARGET   what the blind-executor guard judged; clear a target after checking
   indexes [--check] [--gcloud --project P]
                                   write or check the index files, or print gcloud commands
 
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdFakeCloudRun(ctx, rest, stdout, stderr)
 	case "indexes":
 		return cmdIndexes(rest, stdout, stderr)
+	case "executors":
+		return cmdExecutors(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

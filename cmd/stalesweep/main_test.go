@@ -428,3 +428,32 @@ func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.
 		t.Errorf("gcloud sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// An operator lists the judged executor targets and clears one after checking.
+func TestExecutorsListsAndClearsATarget(t *testing.T) {
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	fs := testenv.FirestoreProject(t, project)
+	const target = "cloud_run:projects/p/locations/europe-west1"
+	store := ledger.NewTargetStore(fs)
+	if _, err := store.Record(context.Background(), ledger.Target{Target: target, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := invoke(t, "executors", "list")
+	var listed []ledger.Target
+	if code != exitOK || json.Unmarshal([]byte(stdout), &listed) != nil || len(listed) != 1 || !listed[0].Blind {
+		t.Fatalf("list: exit %d, %s %s", code, stdout, stderr)
+	}
+	if code, _, stderr := invoke(t, "executors", "clear", target); code != exitOK || !strings.Contains(stderr, "cleared "+target) {
+		t.Fatalf("clear: exit %d, %s", code, stderr)
+	}
+	got, _, err := store.Get(context.Background(), target)
+	if err != nil || got.Blind || got.ClearedAt.IsZero() || !strings.HasPrefix(got.ClearedBy, "local:") {
+		t.Errorf("after clear: %+v, %v", got, err)
+	}
+	for _, args := range [][]string{{"executors"}, {"executors", "clear"}, {"executors", "list", "extra"}, {"executors", "nope"}} {
+		if code, _, _ := invoke(t, args...); code != exitInvalid {
+			t.Errorf("%v exited %d, want %d", args, code, exitInvalid)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"google.golang.org/grpc"
 
+	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -106,8 +107,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	if kube != nil {
 		executors = append(executors, executionSync{ledger.ProviderKubernetes, contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes, kube})
 	}
+	// No row is settled lost while its executor target is blind (internal/blindguard).
+	blind := blindguard.New(ledger.NewTargetStore(a.Firestore), cfg.Blind, log)
 	for _, x := range executors {
-		a.Syncers[x.provider] = executionsync.NewSyncer(store, x.exec, x.typ, x.provider, now, syncCfg.LostGrace, log)
+		a.Syncers[x.provider] = executionsync.NewSyncer(store, x.exec, x.typ, x.provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
 	}
 	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
 	// publishing its syncs.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/auth"
+	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
@@ -41,6 +42,9 @@ const (
 	EnvAuthAcceptGcloud  = "STALESWEEP_AUTH_ACCEPT_GCLOUD"
 	EnvPMTTLFloor        = "STALESWEEP_PM_TTL_FLOOR_SECONDS"
 	EnvKubeClusters      = "STALESWEEP_KUBE_CLUSTERS"
+	EnvBlindFraction     = "STALESWEEP_BLIND_FRACTION"
+	EnvBlindMinRows      = "STALESWEEP_BLIND_MIN_ROWS"
+	EnvBlindWindow       = "STALESWEEP_BLIND_WINDOW"
 	EnvCloudRunService   = "K_SERVICE" // set by the platform on Cloud Run and gen2 functions
 	EnvRunsSweepFloorMs  = "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS"
 	EnvPMMaxReclaims     = "STALESWEEP_PM_MAX_RECLAIMS"
@@ -73,6 +77,8 @@ type Config struct {
 	LeaseSettle leasesettle.Config
 	// KubeClusters is STALESWEEP_KUBE_CLUSTERS: inline JSON or a file path (see kubejobs).
 	KubeClusters string
+	// Blind configures the blind-executor guard of the execution-sync workflows.
+	Blind blindguard.Config
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
@@ -159,6 +165,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	guard.MinRows = int64(minRows)
+	if v := getenv(EnvBlindFraction); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f < 1) {
+			return Config{}, fmt.Errorf("%s=%q: want a fraction greater than 0 and less than 1", EnvBlindFraction, v)
+		}
+		c.Blind.Fraction = f
+	}
+	blindMin, err := intVar(getenv, EnvBlindMinRows, 1, 1_000_000)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Blind.MinRows = int64(blindMin)
+	if c.Blind.Window, err = durationVar(getenv, EnvBlindWindow); err != nil {
+		return Config{}, err
+	}
 	c.RunsSweep.Storm, c.PMSweep.Storm, c.LeaseSettle.Storm = guard, guard, guard
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {

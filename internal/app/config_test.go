@@ -37,7 +37,8 @@ func TestConfigDefaultsAndEmulatorProject(t *testing.T) {
 
 func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
 	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x",
-		EnvStormFraction: "1.5", EnvStormMinRows: "0", EnvLogLevel: "bogus", EnvAuth: "OFF", EnvAuthAcceptGcloud: "yes", EnvPMTTLFloor: "0"} {
+		EnvStormFraction: "1.5", EnvStormMinRows: "0", EnvLogLevel: "bogus", EnvAuth: "OFF", EnvAuthAcceptGcloud: "yes", EnvPMTTLFloor: "0",
+		EnvBlindFraction: "1", EnvBlindMinRows: "0", EnvBlindWindow: "soon"} {
 		_, err := ConfigFromEnv(env(map[string]string{name: v}))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: err = %v, want one naming the variable", name, v, err)

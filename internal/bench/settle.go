@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -74,7 +75,10 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	adapter := cloudrun.New(e.run, cloudrun.Config{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Concurrency: conc, Budget: 30 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, cfg.LostGrace, logging.Discard())
+	// As the app builds it: the blind-executor guard on (it reads nothing for rows the executor
+	// knows; what it costs a healthy target is the sync.target each answer writes).
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, cfg.LostGrace, logging.Discard()).
+		GuardTargets(blindguard.New(ledger.NewTargetStore(fs), blindguard.Config{}, logging.Discard()))
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: conc}, cfg, time.Now)
 	if err != nil {
 		return settled{}, err

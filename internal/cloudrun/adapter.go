@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/run/apiv2/runpb"
@@ -79,6 +80,17 @@ func Name(ref map[string]any) (string, bool) {
 func (a *Adapter) ValidRef(ref map[string]any) bool {
 	_, ok := Name(ref)
 	return ok
+}
+
+// Target names the place the executor looks for the execution ref names: its project and
+// region ("cloud_run:projects/P/locations/L"), which the blind-executor guard judges as one.
+func (a *Adapter) Target(ref map[string]any) string {
+	name, ok := Name(ref)
+	if !ok {
+		return ""
+	}
+	parts := strings.SplitN(name, "/", 5) // projects, P, locations, L, rest
+	return "cloud_run:" + strings.Join(parts[:4], "/")
 }
 
 // Observe asks Cloud Run about the execution ref names.

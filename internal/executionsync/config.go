@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Input defaults and bounds, as the seed gives them; the input schema carries the same numbers
@@ -90,10 +92,16 @@ type Output struct {
 
 // Stats are what a run did and did not do, beyond the seed's output.
 type Stats struct {
-	Scanned     int            `json:"scanned"`             // documents the scan read
-	Settled     map[string]int `json:"settled"`             // rows settled, by outcome
-	Refreshed   int            `json:"refreshed"`           // still running: observed_at moved on
-	Unknown     int            `json:"unknown"`             // not found, within the grace
+	Scanned int `json:"scanned"` // documents the scan read
+	// Invisible counts the scope's active rows no scan can see (their staleness field missing
+	// or not a timestamp), with a sample of ids: reported, never settled.
+	Invisible *ledger.Invisible `json:"invisible,omitempty"`
+	Settled   map[string]int    `json:"settled"`   // rows settled, by outcome
+	Refreshed int               `json:"refreshed"` // still running: observed_at moved on
+	Unknown   int               `json:"unknown"`   // not found, within the grace
+	// Blind counts, by executor target, the unknown rows past the grace the blind-executor
+	// guard held back from a lost settlement (internal/blindguard).
+	Blind       map[string]int `json:"blind,omitempty"`
 	Raced       int            `json:"raced"`               // changed since the scan: left alone
 	Refused     map[string]int `json:"refused,omitempty"`   // not the run's to write, by rule: left alone
 	Errored     int            `json:"errored"`             // executor or Firestore error: nothing settled

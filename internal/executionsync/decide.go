@@ -26,7 +26,18 @@ const (
 	WhyNotActive           = "not_active"           // someone settled the row already
 	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
 	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
+	// WhyTargetUnjudged: the row would be settled lost, but its executor target has no fresh
+	// judgment (internal/blindguard): nothing written; the sync judges it and decides again.
+	WhyTargetUnjudged = "target_unjudged"
+	// WhyBlindExecutor: the row would be settled lost, but its executor target is blind: it
+	// stays unknown.
+	WhyBlindExecutor = "blind_executor"
 )
+
+// targetView is what a lost settlement needs to know of the row's executor target, as the
+// row's transaction read its judgment: whether the guard applies, whether the judgment is fresh,
+// and whether it says blind.
+type targetView struct{ guarded, fresh, blind bool }
 
 // Refusal reasons: the rules about who may write a row, checked in the row's own transaction on
 // what it read there (refuse). A refused sync writes nothing, not even a receipt.
@@ -83,7 +94,7 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 
 // decide is the whole settling rule for one row, given the row as read inside the transaction,
 // the row as the scan saw it, what the executor said, and now. It is pure.
-func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string) ledger.ExecutionChange {
+func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
 	if why := moved(row, seen); why != "" {
 		return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
 	}
@@ -109,16 +120,33 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 			ch.Kind, ch.UnknownSince = ledger.ChangeUnknown, since
 			return ch
 		}
+		// Past the grace: NotFound is evidence only while the executor looks at the right place.
+		switch {
+		case target.guarded && !target.fresh:
+			return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: WhyTargetUnjudged}
+		case target.guarded && target.blind:
+			ch.Kind, ch.UnknownSince, ch.Why = ledger.ChangeUnknown, since, WhyBlindExecutor
+			return ch
+		}
 		ch.Kind = ledger.ChangeSettle
 		ch.Status, ch.Outcome = ledger.StatusFailed, ledger.OutcomeLost
 		ch.CompletedAt = now
 		ch.FailureReason = fmt.Sprintf("the executor has not known the execution since %s (grace %s)", since.UTC().Format(time.RFC3339), grace)
 		ch.Settlement = settlement(row, snap, now, runUUID, ReasonLost)
 		ch.Settlement.Evidence["unknown_since"] = since
+		if row.Sync.LastSnapshot != nil {
+			// NotFound says nothing of the execution: what the executor said last, does.
+			ch.Settlement.Evidence["last_snapshot"] = row.Sync.LastSnapshot
+		}
 	default: // running, and anything an adapter cannot place, keeps the row alive
 		ch.Kind = ledger.ChangeRefresh
 		ch.Verdict = string(executor.VerdictRunning)
 		ch.PendingOutcome = string(snap.Pending)
+		ch.Snapshot = maps.Clone(snap.Evidence)
+		if ch.Snapshot == nil {
+			ch.Snapshot = map[string]any{}
+		}
+		ch.Snapshot["seen_at"] = now
 	}
 	return ch
 }

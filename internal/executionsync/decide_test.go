@@ -72,7 +72,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decide(tt.row, seen, tt.snap, now, grace, "run-1")
+			got := decide(tt.row, seen, tt.snap, now, grace, "run-1", targetView{})
 			if got.Kind != tt.wantKind || got.Why != tt.wantWhy {
 				t.Fatalf("change = %s/%q, want %s/%q", got.Kind, got.Why, tt.wantKind, tt.wantWhy)
 			}
@@ -111,7 +111,7 @@ func TestDecideDoesNotShareTheSnapshotEvidence(t *testing.T) {
 	ev := map[string]any{"etag": "e1"}
 	now := time.Now()
 	row := ledger.Execution{Active: true, ObservedAt: now}
-	got := decide(row, Seen{ObservedAt: now}, executor.Snapshot{Verdict: executor.VerdictSucceeded, Evidence: ev}, now, time.Minute, "r")
+	got := decide(row, Seen{ObservedAt: now}, executor.Snapshot{Verdict: executor.VerdictSucceeded, Evidence: ev}, now, time.Minute, "r", targetView{})
 	if _, leaked := ev["row_observed_at"]; leaked || got.Settlement.Evidence["etag"] != "e1" {
 		t.Errorf("decide wrote into the snapshot's evidence map: %v", ev)
 	}

@@ -3,6 +3,8 @@ package executionsync_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -50,6 +53,10 @@ type options struct {
 	wrap func(executionsync.Executor) executionsync.Executor
 	// dial adds options to the Firestore connection (a fault interceptor).
 	dial []grpc.DialOption
+	// guard turns the blind-executor guard on, as the app does.
+	guard *blindguard.Config
+	// logs, when set, receives the workflow's log lines (JSON).
+	logs io.Writer
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -82,7 +89,13 @@ func newEnv(t *testing.T, o options) *env {
 	cfg.Provider = ledger.ProviderCloudRun
 	cfg = cfg.WithDefaults()
 	log := logging.Discard()
+	if o.logs != nil {
+		log = logging.New(o.logs, slog.LevelInfo)
+	}
 	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log)
+	if o.guard != nil {
+		syncer.GuardTargets(blindguard.New(ledger.NewTargetStore(e.fs), *o.guard, log))
+	}
 	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now)
 	if err != nil {
 		t.Fatal(err)

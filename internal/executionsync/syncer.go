@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -20,6 +21,9 @@ type Executor interface {
 	ValidRef(ref map[string]any) bool
 	// Observe asks the executor about the execution ref names.
 	Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error)
+	// Target names where the executor looks for it (a Cloud Run project and region, a
+	// Kubernetes cluster): what the blind-executor guard judges.
+	Target(ref map[string]any) string
 }
 
 // SyncRequest asks for one row's sync. It carries what the scan saw, so the sync can tell
@@ -60,6 +64,7 @@ type SyncResult struct {
 	Why                 string // for raced, deferred and refused: why
 	Err                 error  // for errored
 	Layer               string // for errored: "executor", "firestore", or "pubsub"
+	Target              string // for unknown rows held by the blind-executor guard: the target
 }
 
 // Layers a sync can fail in.
@@ -97,6 +102,20 @@ type Syncer struct {
 	now      func() time.Time
 	grace    time.Duration
 	log      *slog.Logger
+	judge    TargetJudge // nil: no blind-executor guard (GuardTargets)
+}
+
+// TargetJudge judges whether an executor target is blind; *blindguard.Guard is one.
+type TargetJudge interface {
+	Judge(ctx context.Context, target string, now time.Time) (ledger.Target, error)
+}
+
+// GuardTargets turns on the blind-executor guard: no row is settled lost unless a fresh
+// judgment of its executor target, read in the row's transaction, says the target is not blind.
+// Every process that syncs in production has it on (internal/app).
+func (s *Syncer) GuardTargets(j TargetJudge) *Syncer {
+	s.judge = j
+	return s
 }
 
 // NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
@@ -137,13 +156,19 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 	if trust.CheckRun {
 		reads.Run = req.WorkflowRunUUID
 	}
-	// Every write goes through the trust rules first, on what the transaction read.
-	apply := func(decide func(ledger.Execution) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
+	target := s.exec.Target(req.ProviderRef)
+	// Every write goes through the trust rules first, on what the transaction read, and records
+	// the target that answered.
+	apply := func(decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
 		checked := func(row ledger.Execution, facts ledger.Facts) ledger.ExecutionChange {
 			if why := refuse(row, facts, trust); why != "" {
 				return ledger.ExecutionChange{Kind: ledger.ChangeRefused, Why: why}
 			}
-			return decide(row)
+			ch := decide(row, facts)
+			if ch.Kind == ledger.ChangeSettle || ch.Kind == ledger.ChangeRefresh || ch.Kind == ledger.ChangeUnknown {
+				ch.Target = target
+			}
+			return ch
 		}
 		if once {
 			return s.store.ApplyOnce(ctx, req.WorkflowRunUUID, req.RunnerExecutionUUID, reads, checked)
@@ -167,7 +192,7 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
 		log.Warn("executor call failed; nothing settled", "error", err.Error(), "code", status.Code(err).String())
 		// Record the failure on the row for operators, if the row is still what the scan saw.
-		ch, _, aerr := apply(func(row ledger.Execution) ledger.ExecutionChange {
+		ch, _, aerr := apply(func(row ledger.Execution, _ ledger.Facts) ledger.ExecutionChange {
 			if why := moved(row, seen); why != "" {
 				return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
 			}
@@ -182,9 +207,28 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 		return res
 	}
 
-	ch, duplicate, err := apply(func(row ledger.Execution) ledger.ExecutionChange {
-		return decide(row, seen, snap, s.now(), s.grace, req.WorkflowRunUUID)
-	})
+	// Only a NotFound can end in a lost settlement: only then does the transaction read the
+	// target's judgment, and judge first when it has none fresh.
+	guarded := s.judge != nil && snap.Verdict == executor.VerdictUnknown && target != ""
+	if guarded {
+		reads.Target = target
+	}
+	var ch ledger.ExecutionChange
+	var duplicate bool
+	for judged := false; ; judged = true {
+		ch, duplicate, err = apply(func(row ledger.Execution, facts ledger.Facts) ledger.ExecutionChange {
+			now := s.now()
+			view := targetView{guarded: guarded, fresh: blindguard.Fresh(facts.Target, now), blind: facts.Target != nil && facts.Target.Blind}
+			return decide(row, seen, snap, now, s.grace, req.WorkflowRunUUID, view)
+		})
+		if err != nil || judged || ch.Kind != ledger.ChangeNone || ch.Why != WhyTargetUnjudged {
+			break
+		}
+		if _, jerr := s.judge.Judge(ctx, target, s.now()); jerr != nil {
+			err = jerr
+			break
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil { // the run's budget ended the transaction: it committed nothing
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
@@ -206,6 +250,9 @@ func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFaile
 	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed
 		log.Debug("runner execution still running; observed_at refreshed")
+	case ch.Kind == ledger.ChangeUnknown && ch.Why == WhyBlindExecutor:
+		res.Outcome, res.Why, res.Target = SyncUnknown, WhyBlindExecutor, target
+		log.Warn("runner execution unknown to a blind executor target; not settled lost", "target", target, "unknown_since", ch.UnknownSince)
 	case ch.Kind == ledger.ChangeUnknown:
 		res.Outcome = SyncUnknown
 		log.Info("runner execution unknown to the executor; waiting out the grace", "unknown_since", ch.UnknownSince)

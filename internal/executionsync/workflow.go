@@ -81,6 +81,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	if err != nil {
 		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
 	}
+	inv, err := w.store.Invisible(ctx, in.OrganizationUUID, w.cfg.Provider)
+	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", inv, err)
 	if out.SkippedMissingMetadataCount > 0 {
 		log.Warn("active runner executions without a provider reference; they stay active until a writer fixes them",
 			"skipped_missing_metadata_count", out.SkippedMissingMetadataCount, "malformed", stats.Malformed,
@@ -103,6 +105,12 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			stats.Refreshed++
 		case SyncUnknown:
 			stats.Unknown++
+			if r.Why == WhyBlindExecutor {
+				if stats.Blind == nil {
+					stats.Blind = map[string]int{}
+				}
+				stats.Blind[r.Target]++
+			}
 		case SyncRaced:
 			stats.Raced++
 		case SyncRefused:
@@ -131,6 +139,10 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 				}
 			}
 		}
+	}
+	for target, held := range stats.Blind {
+		log.Error("blind executor: rows of this target past the lost grace were not settled lost; an operator clears the target after checking (stalesweep executors clear)",
+			"target", target, "held", held)
 	}
 	if stats.StoppedBy != "" {
 		log.Warn("executor calls stopped for the rest of the run", "stopped_by", stats.StoppedBy, "deferred", stats.Deferred)

@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 
+	"github.com/google/uuid"
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
@@ -640,5 +641,76 @@ func (e *env) move(id, field, value string) {
 	e.t.Helper()
 	if _, err := e.fs.Collection(ledger.ExecutionsCollection).Doc(id).Update(context.Background(), []firestore.Update{{Path: field, Value: value}}); err != nil {
 		e.t.Error(err)
+	}
+}
+
+// What the executor last said of a live execution survives an unknown spell: a row refreshed
+// while Cloud Run reported it running, then forgotten by Cloud Run, is settled lost with that
+// last snapshot (its log URI, its task counts) as evidence.
+func TestALostSettlementCarriesTheLastSnapshotTheExecutorGave(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{cfg: executionsync.Config{LostGrace: 15 * time.Minute}})
+	id := e.stale(running)
+	name := e.get(id).ProviderRef["execution"].(string)
+	exec, _ := e.fake.Execution(name)
+
+	e.start(map[string]any{}) // refreshed: running
+	r := e.get(id)
+	if r.Sync.LastSnapshot["log_uri"] != exec.GetLogUri() || r.Sync.LastSnapshot["seen_at"] == nil {
+		t.Fatalf("refresh kept %v, want the log URI %s and when it was seen", r.Sync.LastSnapshot, exec.GetLogUri())
+	}
+	e.fake.RemoveExecution(name)
+	e.clock.Advance(10 * time.Minute)
+	e.start(map[string]any{}) // unknown
+	e.clock.Advance(20 * time.Minute)
+	e.start(map[string]any{}) // lost
+	r = e.get(id)
+	if r.Active || r.Outcome != ledger.OutcomeLost {
+		t.Fatalf("row = %+v, want settled lost", r)
+	}
+	last, _ := r.Settlement.Evidence["last_snapshot"].(map[string]any)
+	if last["log_uri"] != exec.GetLogUri() || last["task_count"] == nil {
+		t.Errorf("the lost settlement's evidence %v does not carry the last snapshot (log URI %s)", r.Settlement.Evidence, exec.GetLogUri())
+	}
+}
+
+// Rows a writer stamped without observed_at, or with a string or a number there, are active
+// forever and no scan sees them: each run counts them, names a sample, and never touches them.
+func TestRowsNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{})
+	visible := e.stale(succeeded)
+	var bad []string
+	for _, v := range []any{nil, "2026-11-29T08:00:00Z", int64(1764403200)} {
+		id := uuid.NewString()
+		doc := map[string]any{"organization_uuid": e.org, "provider": ledger.ProviderCloudRun, "status": ledger.StatusRunning, "active": true,
+			"provider_ref": map[string]any{"execution": cloudrunfake.ExecutionName("p", "l", "j", "e-"+id[:8])}}
+		if v != nil {
+			doc["observed_at"] = v
+		}
+		if _, err := e.fs.Collection(ledger.ExecutionsCollection).Doc(id).Set(context.Background(), doc); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, id)
+	}
+	e.spy.Reset()
+	out := e.start(map[string]any{})
+	_, s := outputOf(t, out)
+	if s.Invisible == nil || s.Invisible.Count != 3 || !slices.Equal(sorted(s.Invisible.Sample), sorted(bad)) {
+		t.Errorf("stats.invisible = %+v, want the 3 rows %v", s.Invisible, bad)
+	}
+	if s.Settled["succeeded"] != 1 || e.get(visible).Active {
+		t.Errorf("the visible row was not settled: %+v", s)
+	}
+	for _, id := range bad {
+		for _, w := range e.spy.Writes() {
+			if strings.HasSuffix(w.Document, "/"+id) {
+				t.Errorf("an invisible row was written: %s", w.Document)
+			}
+		}
+	}
+	out = e.start(map[string]any{})
+	if _, s := outputOf(t, out); s.Invisible == nil || s.Invisible.Count != 3 {
+		t.Errorf("a second run: stats.invisible = %+v", s.Invisible)
 	}
 }

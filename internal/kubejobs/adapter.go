@@ -89,6 +89,16 @@ func (a *Adapter) ValidRef(ref map[string]any) bool {
 	return ok
 }
 
+// Target names the place the executor looks for the Job ref names: its cluster
+// ("kubernetes:CLUSTER"), which the blind-executor guard judges as one.
+func (a *Adapter) Target(ref map[string]any) string {
+	r, ok := ParseRef(ref)
+	if !ok {
+		return ""
+	}
+	return "kubernetes:" + r.Cluster
+}
+
 // Observe reads the Job ref names and classifies it.
 func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error) {
 	r, ok := ParseRef(ref)
@@ -112,7 +122,7 @@ func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Sna
 			snap.Evidence["cluster"] = r.Cluster
 			return snap, nil
 		}
-		if apierrors.IsNotFound(err) {
+		if ownNotFound(err, r.Job) {
 			return unknown(r, "not_found", ""), nil
 		}
 		if ctx.Err() != nil {
@@ -142,6 +152,27 @@ func unknown(r Ref, why, foundUID string) executor.Snapshot {
 	return executor.Snapshot{Verdict: executor.VerdictUnknown, Evidence: ev}
 }
 
+// ownNotFound reports whether err is the API server's own answer that the Job named job does not
+// exist: a Status of reason NotFound whose details name that Job of kind jobs. A 404 with no
+// Status body — a proxy, a load balancer, a server that is not Kubernetes at all — reads as
+// NotFound in client-go too, but says nothing about the Job: it is an error (Code).
+func ownNotFound(err error, job string) bool {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || se.ErrStatus.Reason != metav1.StatusReasonNotFound {
+		return false
+	}
+	d := se.ErrStatus.Details
+	if d == nil || d.Kind != "jobs" || d.Name != job {
+		return false
+	}
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return false // client-go made the Status up from a body that was not one
+		}
+	}
+	return true
+}
+
 // Code maps an API server error onto the gRPC code the workflow reasons with.
 func Code(err error) codes.Code {
 	switch {
@@ -150,7 +181,9 @@ func Code(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case apierrors.IsNotFound(err):
-		return codes.NotFound
+		// A Job's own NotFound never gets here (Observe reads it as unknown); any other 404 is not
+		// the executor saying the execution is gone.
+		return codes.FailedPrecondition
 	case apierrors.IsTooManyRequests(err):
 		return codes.ResourceExhausted
 	case apierrors.IsForbidden(err):

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -101,8 +103,30 @@ func ParseClusters(value string) (map[string]ClusterConfig, error) {
 		if c.GKE != nil && (c.GKE.Endpoint == "" || c.GKE.CAData == "") {
 			return nil, fmt.Errorf("%s: cluster %q: gke needs endpoint and ca_data", ClustersEnv, name)
 		}
+		if c.Host != "" {
+			if err := checkHost(c); err != nil {
+				return nil, fmt.Errorf("%s: cluster %q: %w", ClustersEnv, name, err)
+			}
+		}
 	}
 	return doc.Clusters, nil
+}
+
+// checkHost refuses a host entry that could be answered by anything but the cluster: one that is
+// not loopback must be reached over https and with a token. (A plain-HTTP host that answers 404
+// to everything would otherwise say every Job is gone.)
+func checkHost(c ClusterConfig) error {
+	u, err := url.Parse(c.Host)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("host %q is not a URL (https://HOST:PORT)", c.Host)
+	}
+	if h := u.Hostname(); h == "localhost" || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
+		return nil
+	}
+	if u.Scheme != "https" || c.TokenFile == "" {
+		return fmt.Errorf("host %q is not loopback: it needs https and token_file (and ca_data or ca_file unless the server's certificate is publicly trusted)", c.Host)
+	}
+	return nil
 }
 
 // readBounded reads a file, refusing one larger than limit (or that never ends, as a device

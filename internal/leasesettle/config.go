@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
@@ -76,8 +77,11 @@ type Settlement struct {
 
 // Stats are what the run did not do.
 type Stats struct {
-	Kept  map[string]int `json:"kept"`  // by why
-	Raced int            `json:"raced"` // changed between scan and transaction: kept
+	Kept map[string]int `json:"kept"` // by why
+	// Invisible counts the scope's active rows no scan can see (their staleness field missing
+	// or not a timestamp), with a sample of ids: reported, never settled.
+	Invisible *ledger.Invisible `json:"invisible,omitempty"`
+	Raced     int               `json:"raced"` // changed between scan and transaction: kept
 	// Refused counts, by rule, leases the run was not allowed to write (leasesettle.Refuse).
 	Refused     map[string]int `json:"refused,omitempty"`
 	Errored     int            `json:"errored"`       // transaction failed: nothing written

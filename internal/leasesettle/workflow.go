@@ -55,6 +55,7 @@ type Store interface {
 	AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
 	CountActive(ctx context.Context, org, group string) (int64, error)
 	CountStale(ctx context.Context, org, group string, before time.Time) (int64, error)
+	Invisible(ctx context.Context, org, group string) (ledger.Invisible, error)
 }
 
 // Workflow is runner.workspace-lease-settle.
@@ -221,6 +222,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		out.Outcome, out.Reason = "nothing_to_settle", "the run's budget ran out while it read the group's leases; nothing was written"
 		return out, stats, nil
 	}
+	inv, err := w.store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	stats.Invisible = ledger.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
 	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread, complete, out.Examined)
 	if err != nil {
 		return fail("count", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -491,5 +492,41 @@ func (e *env) optOut() {
 	e.t.Helper()
 	if err := ledger.NewOrganizationStore(e.fs).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// Active leases a writer left without heartbeat_at, or with a string or a number there, are
+// counted and sampled by every run, and never abandoned — even when their holder is terminal.
+func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	dead := e.instance("terminated")
+	settled := e.lease(dead, time.Hour)
+	var bad []string
+	for _, v := range testenv.Unstamped {
+		id := uuid.NewString()
+		testenv.PutStamped(t, e.fs, ledger.WorkspaceLeasesCollection+"/"+id, map[string]any{
+			"organization_uuid": e.org, "runner_group_uuid": e.group, "workspace_id": "ws", "holder_runner_instance_uuid": dead,
+			"status": ledger.LeaseActive, "acquired_at": e.clock.Now().Add(-time.Hour),
+		}, "heartbeat_at", v)
+		bad = append(bad, id)
+	}
+	out, o := e.run(map[string]any{})
+	var s leasesettle.Stats
+	testenv.Decode(t, out.Stats, &s)
+	if s.Invisible == nil || s.Invisible.Count != 3 || !slices.Equal(slices.Sorted(slices.Values(s.Invisible.Sample)), slices.Sorted(slices.Values(bad))) {
+		t.Errorf("stats.invisible = %+v, want the 3 leases %v", s.Invisible, bad)
+	}
+	if o.Settled != 1 || e.get(settled).Status != ledger.LeaseAbandoned {
+		t.Errorf("output = %+v, want the visible lease abandoned", o)
+	}
+	for _, id := range bad {
+		snap, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(id).Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.UpdateTime != snap.CreateTime {
+			t.Errorf("invisible lease %s changed: %v", id, snap.Data())
+		}
 	}
 }

@@ -67,6 +67,13 @@ type SyncState struct {
 	PendingOutcome string    `firestore:"pending_outcome,omitempty"`
 	LastError      string    `firestore:"last_error,omitempty"`
 	LastErrorAt    time.Time `firestore:"last_error_at,omitempty"`
+	// LastSnapshot is the last thing the executor said about a live execution (its evidence:
+	// log URI, task counts, conditions; and seen_at), kept through an unknown spell so that a
+	// lost settlement can carry it.
+	LastSnapshot map[string]any `firestore:"last_snapshot,omitempty"`
+	// Target is the executor target that last answered about the row (a Cloud Run project and
+	// region, a Kubernetes cluster): what the blind-executor guard counts by.
+	Target string `firestore:"target,omitempty"`
 }
 
 // Settlement is written once, when stalesweep settles a row.
@@ -230,10 +237,15 @@ type ExecutionChange struct {
 
 	// Unknown: when the executor first stopped knowing the execution.
 	UnknownSince time.Time
-	// Refresh: an outcome the executor already knows while the execution finishes.
+	// Refresh: an outcome the executor already knows while the execution finishes, and what the
+	// executor said (sync.last_snapshot).
 	PendingOutcome string
+	Snapshot       map[string]any
 	// Error: what the failed call said.
 	Error string
+	// Target is the executor target that answered (sync.target), for the blind-executor
+	// guard's counts; written with every answer (settle, refresh, unknown).
+	Target string
 }
 
 // Reads names the documents a settling transaction reads besides the row, so that the rules
@@ -242,6 +254,7 @@ type ExecutionChange struct {
 type Reads struct {
 	Organization string // organizations/{id}: whether it has opted out of sweeps
 	Run          string // sweep_runs/{id}: the run a message says the sync belongs to
+	Target       string // sweep_targets/{target}: whether the row's executor target is blind
 }
 
 // Facts is what a settling transaction read besides the row.
@@ -250,6 +263,8 @@ type Facts struct {
 	OrganizationEnabled bool
 	// Run is the record of Reads.Run; nil when it was not read or does not exist.
 	Run *RunFacts
+	// Target is the judgment of Reads.Target; nil when it was not read or never made.
+	Target *Target
 }
 
 // RunFacts are the fields of a run record that say which syncs belong to it.
@@ -286,13 +301,16 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 	// One read of every document the decision needs: the row, then what reads names, then
 	// the receipt.
 	refs := []*firestore.DocumentRef{ref}
-	orgAt, runAt, receiptAt := -1, -1, -1
+	orgAt, runAt, targetAt, receiptAt := -1, -1, -1, -1
 	add := func(r *firestore.DocumentRef) int { refs = append(refs, r); return len(refs) - 1 }
 	if reads.Organization != "" {
 		orgAt = add(s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
 	}
 	if reads.Run != "" {
 		runAt = add(s.client.Collection(RunsCollection).Doc(reads.Run))
+	}
+	if reads.Target != "" {
+		targetAt = add(s.client.Collection(TargetsCollection).Doc(TargetID(reads.Target)))
 	}
 	if receipt != nil {
 		receiptAt = add(receipt)
@@ -323,6 +341,12 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 		}
 		if runAt >= 0 && snaps[runAt].Exists() {
 			facts.Run = runFacts(snaps[runAt])
+		}
+		if targetAt >= 0 && snaps[targetAt].Exists() {
+			var t Target
+			if err := snaps[targetAt].DataTo(&t); err == nil {
+				facts.Target = &t
+			}
 		}
 		applied = decide(row, facts)
 		if applied.Kind == ChangeRefused {
@@ -368,6 +392,13 @@ func runFacts(snap *firestore.DocumentSnapshot) *RunFacts {
 	return f
 }
 
+func (c ExecutionChange) withTarget(u []firestore.Update) []firestore.Update {
+	if c.Target == "" {
+		return u
+	}
+	return append(u, firestore.Update{Path: "sync.target", Value: c.Target})
+}
+
 // SyncsCollection is the subcollection of a run record that holds one receipt per row the run's
 // syncs decided, on the pipeline path.
 const SyncsCollection = "syncs"
@@ -404,6 +435,7 @@ func (c ExecutionChange) updates(row Execution) []firestore.Update {
 			{Path: "sync.pending_outcome", Value: firestore.Delete},
 			attempts,
 		}
+		u = c.withTarget(u)
 		if c.FailureReason != "" {
 			u = append(u, firestore.Update{Path: "failure_reason", Value: c.FailureReason})
 		}
@@ -421,14 +453,17 @@ func (c ExecutionChange) updates(row Execution) []firestore.Update {
 		} else {
 			u = append(u, firestore.Update{Path: "sync.pending_outcome", Value: firestore.Delete})
 		}
-		return u
+		if c.Snapshot != nil {
+			u = append(u, firestore.Update{Path: "sync.last_snapshot", Value: c.Snapshot})
+		}
+		return c.withTarget(u)
 	case ChangeUnknown:
-		return []firestore.Update{
+		return c.withTarget([]firestore.Update{
 			{Path: "sync.last_synced_at", Value: c.At},
 			{Path: "sync.last_verdict", Value: c.Verdict},
 			{Path: "sync.unknown_since", Value: c.UnknownSince},
 			attempts,
-		}
+		})
 	case ChangeError:
 		return []firestore.Update{
 			{Path: "sync.last_error", Value: c.Error},

@@ -46,6 +46,23 @@ func Indexes() []Index {
 			},
 		},
 		{
+			Collection: ExecutionsCollection,
+			Query:      "rows one executor target answered about within a window, fleet-wide (the blind-executor guard)",
+			Fields: []IndexField{
+				{"sync.target", Ascending},
+				{"sync.last_synced_at", Ascending},
+			},
+		},
+		{
+			Collection: ExecutionsCollection,
+			Query:      "active rows one executor target does not know, since a clearance, fleet-wide (the blind-executor guard)",
+			Fields: []IndexField{
+				{"active", Ascending},
+				{"sync.target", Ascending},
+				{"sync.unknown_since", Ascending},
+			},
+		},
+		{
 			Collection: ExtensionRunsCollection,
 			Query:      "running app invocations of every tenant idle past a deadline, least recently moved first",
 			Fields: []IndexField{
@@ -83,8 +100,14 @@ func Indexes() []Index {
 }
 
 // IndexFor returns the index that serves a query on collection with equality filters on eq (in
-// any order) and an inequality or order on orderBy, or false when Indexes lists none.
+// any order) and an inequality or order on orderBy, or false when Indexes lists none. A query of
+// equality filters alone (ordered by document id at most: the counts of the storm guard and of
+// the invisible rows) needs no composite index: Firestore serves it by merging its automatic
+// single-field indexes, and IndexFor reports that as a field-less Index.
 func IndexFor(collection string, eq []string, orderBy string) (Index, bool) {
+	if orderBy == "" && len(eq) > 0 {
+		return Index{Collection: collection, Query: "equality filters only: Firestore's automatic single-field indexes, merged"}, true
+	}
 	for _, ix := range Indexes() {
 		if ix.Collection != collection || len(ix.Fields) != len(eq)+1 {
 			continue

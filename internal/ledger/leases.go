@@ -249,9 +249,10 @@ type LeaseCursor struct {
 }
 
 // ScanActive returns up to limit active leases of one group of one organization, oldest
-// heartbeat first, after the cursor.
+// heartbeat first, after the cursor. Only leases whose heartbeat_at is a timestamp are read: the
+// others cannot be judged by age and are reported as invisible (Invisible), never touched.
 func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *LeaseCursor, limit int) ([]WorkspaceLease, error) {
-	q := s.active(org, group).
+	q := s.active(org, group).Where("heartbeat_at", ">=", firestoreMinTime).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {

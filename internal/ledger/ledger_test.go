@@ -297,6 +297,7 @@ func TestIndexFor(t *testing.T) {
 		{ledger.ExecutionsCollection, "observed_at", []string{"organization_uuid", "provider"}},
 		{ledger.ExecutionsCollection, "completed_at", eq},
 		{"other", "observed_at", eq},
+		{ledger.ExecutionsCollection, "", nil},
 	} {
 		if _, ok := ledger.IndexFor(c.coll, c.eq, c.order); ok {
 			t.Errorf("case %d: an index was found for an undeclared query %v", i, c)

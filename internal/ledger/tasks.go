@@ -377,10 +377,11 @@ type TaskCursor struct {
 }
 
 // ScanWorking returns up to limit working tasks of a queue, least recently active first, after
-// the cursor.
+// the cursor. Only tasks whose last_activity_at is a timestamp are read: the others cannot be
+// judged by age and are reported as invisible (Invisible), never touched.
 func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
-		Where("status", "==", TaskWorking).
+		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", firestoreMinTime).
 		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
@@ -93,13 +94,16 @@ type Raced struct {
 
 // Stats are what the run did not do, for the run record.
 type Stats struct {
-	Poisoned    int            `json:"poisoned"`  // failed instead of requeued (over MaxReclaims)
-	NearTTL     int            `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
-	RacedWhy    map[string]int `json:"raced_why"` // why each raced task was left
-	Errored     int            `json:"errored"`   // reclaim transaction failed: nothing written
-	Deferred    int            `json:"deferred"`  // stale, not handled: MaxStale or budget
-	Capped      bool           `json:"capped"`    // more stale tasks than MaxStale
-	OutOfBudget bool           `json:"out_of_budget"`
+	Poisoned int `json:"poisoned"` // failed instead of requeued (over MaxReclaims)
+	// Invisible counts the scope's active rows no scan can see (their staleness field missing
+	// or not a timestamp), with a sample of ids: reported, never settled.
+	Invisible   *ledger.Invisible `json:"invisible,omitempty"`
+	NearTTL     int               `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
+	RacedWhy    map[string]int    `json:"raced_why"` // why each raced task was left
+	Errored     int               `json:"errored"`   // reclaim transaction failed: nothing written
+	Deferred    int               `json:"deferred"`  // stale, not handled: MaxStale or budget
+	Capped      bool              `json:"capped"`    // more stale tasks than MaxStale
+	OutOfBudget bool              `json:"out_of_budget"`
 	// StormGuard is the guard's verdict: silent working tasks against working ones.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 }

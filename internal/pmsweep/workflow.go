@@ -19,6 +19,7 @@ type Store interface {
 	CountWorking(ctx context.Context, queue string) (int64, error)
 	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
 	ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (ledger.Reclaim, error)
+	Invisible(ctx context.Context, queue string) (ledger.Invisible, error)
 }
 
 // Workflow is the sweep.
@@ -121,6 +122,8 @@ scan:
 		return fail("count", err)
 	}
 	out.Scanned = n
+	inv, err := w.store.Invisible(ctx, in.Queue)
+	stats.Invisible = ledger.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
 	if stats.NearTTL > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d working tasks have been silent for more than 2/3 of the TTL (longest %ds of %ds) without being stale yet: "+

@@ -596,3 +596,45 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 		t.Errorf("the second worker cannot complete: %v", err)
 	}
 }
+
+// Working tasks a writer left without last_activity_at, or with a string or a number there, are
+// counted and sampled by every sweep, and never reclaimed; the queue's other tasks are swept as
+// usual.
+func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	silent := e.claimed(1)[0]
+	e.clock.Advance(10 * time.Minute)
+	var bad []string
+	for i, v := range testenv.Unstamped {
+		id := fmt.Sprintf("unstamped-%d", i)
+		testenv.PutStamped(t, e.fs, ledger.TaskQueuesCollection+"/"+e.queue+"/"+ledger.TasksCollection+"/"+id, map[string]any{
+			"slug": id, "status": ledger.TaskWorking, "worker_id": "w", "status_tip": "s", "heartbeat_tip": "h", "reclaim_count": int64(0),
+		}, "last_activity_at", v)
+		bad = append(bad, id)
+	}
+	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"})
+	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
+	if err != nil || out.Status != workflow.StateCompleted {
+		t.Fatalf("sweep: %v %v", out.Err, err)
+	}
+	var o pmsweep.Output
+	var s pmsweep.Stats
+	testenv.Decode(t, out.Output, &o)
+	testenv.Decode(t, out.Stats, &s)
+	if s.Invisible == nil || s.Invisible.Count != 3 || !slices.Equal(s.Invisible.Sample, bad) {
+		t.Errorf("stats.invisible = %+v, want the 3 tasks %v", s.Invisible, bad)
+	}
+	if len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != silent.TaskID {
+		t.Errorf("output = %+v, want the silent task reclaimed", o)
+	}
+	for _, id := range bad {
+		snap, err := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(id).Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.UpdateTime != snap.CreateTime {
+			t.Errorf("invisible task %s changed: %v", id, snap.Data())
+		}
+	}
+}

@@ -203,6 +203,7 @@ func settleExecution(id, verdict string, now, finished, observed time.Time, evid
 			d + "settlement.at": now, d + "settlement.workflow_run_uuid": runUUID, d + "settlement.reason": executionsync.ReasonExecutorTerminal,
 			d + "settlement.evidence.row_observed_at": observed, d + "settlement.evidence.verdict": verdict,
 			d + "sync.last_synced_at": now, d + "sync.last_verdict": verdict, d + "sync.attempts": 1,
+			d + "sync.target": matcher(nonEmptyString),
 		}, free: map[string]func(map[string]any) string{d + "settlement.evidence.": evidenceWith(evidence...)}}
 		if verdict != ledger.StatusSucceeded {
 			c.set[d+"failure_reason"] = matcher(nonEmptyString)
@@ -211,15 +212,18 @@ func settleExecution(id, verdict string, now, finished, observed time.Time, evid
 	}
 }
 
-// refreshExecution is the change of a row whose execution is still running: observed_at and
-// the sync bookkeeping, nothing else. The row is then fresh: no later run of the trial syncs it.
+// refreshExecution is the change of a row whose execution is still running: observed_at, the
+// sync bookkeeping and the executor's snapshot, nothing else. The row is then fresh: no later run
+// of the trial syncs it.
 func refreshExecution(now time.Time) rowChange {
 	return func(id string, _ time.Time) (func(string) *change, func(string) *change) {
 		d := ledger.ExecutionsCollection + "/" + id + "#"
 		return func(string) *change {
 			return &change{set: map[string]any{
 				d + "observed_at": now, d + "sync.last_synced_at": now, d + "sync.last_verdict": "running", d + "sync.attempts": 1,
-			}}
+				d + "sync.last_snapshot.seen_at": now, d + "sync.last_snapshot.source": matcher(nonEmptyString),
+				d + "sync.target": matcher(nonEmptyString),
+			}, free: map[string]func(map[string]any) string{d + "sync.last_snapshot.": evidenceWith()}}
 		}, nil
 	}
 }
@@ -234,6 +238,7 @@ func unknownExecution(now time.Time) rowChange {
 			return func(string) *change {
 				return &change{set: map[string]any{
 					d + "sync.last_synced_at": now, d + "sync.last_verdict": "unknown", d + "sync.unknown_since": now, d + "sync.attempts": n,
+					d + "sync.target": matcher(nonEmptyString),
 				}}
 			}
 		}

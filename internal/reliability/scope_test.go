@@ -174,7 +174,7 @@ func scopedBy(lq loggedQuery, parent, collection string, fields map[string]strin
 // bookkeeping reports stalesweep's own documents: run records and their receipts, guards, the
 // clock document.
 func bookkeeping(path string) bool {
-	for _, c := range []string{ledger.RunsCollection, ledger.GuardsCollection, ledger.ClockCollection} {
+	for _, c := range []string{ledger.RunsCollection, ledger.GuardsCollection, ledger.ClockCollection, ledger.TargetsCollection} {
 		if strings.HasPrefix(path, c+"/") {
 			return true
 		}

@@ -32,6 +32,7 @@ func TestTheTornRowCheckReportsEveryDoctoredRow(t *testing.T) {
 		ex + "#settlement.reason": executionsync.ReasonExecutorTerminal, ex + "#settlement.evidence.row_observed_at": observed,
 		ex + "#settlement.evidence.verdict": "failed", ex + "#settlement.evidence.etag": `"7"`, ex + "#settlement.evidence.conditions": []any{"Completed"},
 		ex + "#settlement.evidence.log_uri": "https://logs", ex + "#sync.last_synced_at": now, ex + "#sync.last_verdict": "failed", ex + "#sync.attempts": int64(1),
+		ex + "#sync.target": "cloud_run:projects/p/locations/l",
 	})
 	exSettle := settleExecution("x", "failed", now, finished, observed, "etag", "conditions", "log_uri")(run)
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
@@ -65,15 +66,18 @@ type SweptRun struct {
 
 // Stats are what a run did not do, for the run record and the summary log.
 type Stats struct {
-	Scanned               int    `json:"scanned"`
-	Moved                 int    `json:"moved"`    // moved (or finished) after the scan: left alone
-	NotIdle               int    `json:"not_idle"` // no longer past the deadline
-	Errored               int    `json:"errored"`  // transaction failed: nothing written
-	Deferred              int    `json:"deferred"` // not attempted: budget spent
-	InterlocksReleased    int    `json:"interlocks_released"`
-	InterlocksHeldByOther int    `json:"interlocks_held_by_other"` // left alone, logged
-	Deadline              string `json:"deadline"`
-	OutOfBudget           bool   `json:"out_of_budget"`
+	Scanned int `json:"scanned"`
+	// Invisible counts the scope's active rows no scan can see (their staleness field missing
+	// or not a timestamp), with a sample of ids: reported, never settled.
+	Invisible             *ledger.Invisible `json:"invisible,omitempty"`
+	Moved                 int               `json:"moved"`    // moved (or finished) after the scan: left alone
+	NotIdle               int               `json:"not_idle"` // no longer past the deadline
+	Errored               int               `json:"errored"`  // transaction failed: nothing written
+	Deferred              int               `json:"deferred"` // not attempted: budget spent
+	InterlocksReleased    int               `json:"interlocks_released"`
+	InterlocksHeldByOther int               `json:"interlocks_held_by_other"` // left alone, logged
+	Deadline              string            `json:"deadline"`
+	OutOfBudget           bool              `json:"out_of_budget"`
 	// StormGuard is the guard's verdict: idle runs (all of them, not only this run's limit)
 	// against running ones.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`

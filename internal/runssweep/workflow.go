@@ -19,6 +19,7 @@ type Store interface {
 	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
 	CountRunning(ctx context.Context) (int64, error)
 	Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, s ledger.Settlement) (ledger.Abandonment, error)
+	Invisible(ctx context.Context) (ledger.Invisible, error)
 }
 
 // ReasonIdle is the settlement reason of an abandoned invocation.
@@ -101,6 +102,8 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
 	}
 	stats.Scanned = len(idle)
+	inv, err := w.store.Invisible(ctx)
+	stats.Invisible = ledger.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
 	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
 	// still a storm. A scan that came back short of its limit read them all; a full one is

@@ -518,3 +518,35 @@ func TestDeadline(t *testing.T) {
 		t.Errorf("Deadline(2^53-1) = %v, want clamped to year 1", got)
 	}
 }
+
+// Running invocations a writer left without last_moved_at, or with a string or a number there,
+// are counted and sampled by every sweep, and never abandoned.
+func TestInvocationsNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	idle := e.start("crm", false, 2*time.Hour)
+	var bad []string
+	for _, v := range testenv.Unstamped {
+		id := "run-" + uuid.NewString()
+		testenv.PutStamped(t, e.fs, ledger.ExtensionRunsCollection+"/"+id, map[string]any{
+			"tenant_id": e.tenant, "extension_id": "erp", "job_name": "j", "background": false, "status": ledger.ExtensionRunning,
+		}, "last_moved_at", v)
+		bad = append(bad, id)
+	}
+	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
+	if s.Invisible == nil || s.Invisible.Count != 3 || len(s.Invisible.Sample) != 3 {
+		t.Errorf("stats.invisible = %+v, want the 3 invocations %v", s.Invisible, bad)
+	}
+	if o.Swept != 1 || e.run(idle).Outcome != ledger.OutcomeAbandoned {
+		t.Errorf("the idle invocation was not abandoned: %+v", o)
+	}
+	for _, id := range bad {
+		snap, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(id).Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := snap.DataAt("status"); st != ledger.ExtensionRunning || snap.UpdateTime != snap.CreateTime {
+			t.Errorf("invisible invocation %s changed: %v", id, snap.Data())
+		}
+	}
+}

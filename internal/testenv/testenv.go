@@ -169,3 +169,23 @@ func Enable(t testing.TB, fs *firestore.Client, orgs ...string) {
 		}
 	}
 }
+
+// Unstamped lists what a foreign writer may leave in a staleness field instead of a timestamp:
+// nothing (nil: the field missing), a string, a number. No scan can read any as a time.
+var Unstamped = []any{nil, "2026-11-29T08:00:00Z", int64(1764403200)}
+
+// PutStamped writes doc at path (relative to the database) with field set to v, or without
+// field when v is nil.
+func PutStamped(t testing.TB, fs *firestore.Client, path string, doc map[string]any, field string, v any) {
+	t.Helper()
+	d := make(map[string]any, len(doc)+1)
+	for k, x := range doc {
+		d[k] = x
+	}
+	if v != nil {
+		d[field] = v
+	}
+	if _, err := fs.Doc(path).Set(context.Background(), d); err != nil {
+		t.Fatalf("put %s: %v", path, err)
+	}
+}

@@ -59,8 +59,11 @@ func Errored(t testing.TB, want, got ledger.Execution, attempts int64, code stri
 // Unknown checks that got is want but for what an unknown verdict records.
 func Unknown(t testing.TB, want, got ledger.Execution, since, at time.Time, attempts int64) {
 	t.Helper()
-	if d := Diff(want, got, "Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts"); len(d) > 0 {
+	if d := Diff(want, got, "Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts", "Sync.Target"); len(d) > 0 {
 		t.Errorf("unknown row %s changed beyond its sync state: %v", want.UUID, d)
+	}
+	if got.Sync.Target == "" {
+		t.Errorf("unknown row %s does not name the executor target that answered", want.UUID)
 	}
 	if s := got.Sync; !s.UnknownSince.Equal(since) || !s.LastSyncedAt.Equal(at) || s.LastVerdict != string(executor.VerdictUnknown) || s.Attempts != attempts {
 		t.Errorf("unknown row %s sync = %+v, want unknown since %v, synced at %v, %d attempts", want.UUID, s, since, at, attempts)
@@ -71,7 +74,7 @@ func Unknown(t testing.TB, want, got ledger.Execution, since, at time.Time, atte
 func Lost(t testing.TB, want, got ledger.Execution, since, now time.Time, run string, grace time.Duration) {
 	t.Helper()
 	if d := Diff(want, got, "Active", "Status", "Outcome", "CompletedAt", "FailureReason", "Settlement",
-		"Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts"); len(d) > 0 {
+		"Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts", "Sync.Target"); len(d) > 0 {
 		t.Errorf("lost row %s changed beyond its settlement: %v", want.UUID, d)
 	}
 	if got.Active || got.Status != ledger.StatusFailed || got.Outcome != ledger.OutcomeLost || !got.CompletedAt.Equal(now) ||

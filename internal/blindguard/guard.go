@@ -1,0 +1,138 @@
+// Package blindguard keeps a blind executor from settling live rows. "The executor no longer
+// knows this execution" (NotFound) is evidence only while the executor is looking at the right
+// place: a wrong cluster mapping, a wrong project or region in the writers' references, a
+// recreated cluster or a regional incident makes every execution of one target — a Cloud Run
+// project and region, a Kubernetes cluster — answer NotFound at once, and after the lost grace
+// every running row of that target, in every organization, would be settled lost.
+//
+// So a target is judged before any of its rows is settled lost: it is blind when, fleet-wide,
+// the active rows of it the executor does not know exceed Fraction of the rows it answered about
+// within Window, and there are at least MinRows of those. While it is blind no row of it is
+// settled lost; positive verdicts (a terminal condition) are never held. An operator who has
+// checked clears it (`stalesweep executors clear TARGET`); the rows unknown since before the
+// clearance then settle, and only later NotFounds count against the target.
+//
+// What holds, and why it is safe:
+//   - The counts are of rows, not of calls, and fleet-wide: two aggregation queries on
+//     runner_executions by sync.target, which every executor answer writes in the row's own
+//     transaction. No counter document is written per sync, so healthy targets pay nothing and
+//     there is no hot document.
+//   - A judgment is a small document per target (sweep_targets), written at most once per
+//     Interval per target by whichever sync needs it; every transaction that would settle a row
+//     lost reads it with the row and settles only on a fresh judgment that the target is not
+//     blind. A stale or missing judgment makes the sync judge first.
+//   - A blind event puts every row of the target into its unknown spell at once, and no row can
+//     be settled lost before it has been unknown for the grace: by then the judgment counts them
+//     all. A lost settlement therefore follows a judgment that saw at most MinRows rows, or at
+//     most Fraction of them unknown.
+package blindguard
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Defaults of Config.
+const (
+	FractionDefault = 0.5
+	MinRowsDefault  = 10
+	WindowDefault   = 30 * time.Minute
+	// Interval is how long a judgment holds: a lost settlement needs one younger than this.
+	Interval = time.Minute
+)
+
+// Config sets when a target is blind. Zero values take the defaults.
+type Config struct {
+	// Fraction: a target is blind when more than this share of the rows it answered about are
+	// unknown to it.
+	Fraction float64
+	// MinRows: and it answered about at least this many rows (a small target's few aged-out
+	// executions are not a blind executor).
+	MinRows int64
+	// Window: the rows it answered about within this long count.
+	Window time.Duration
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.Fraction = cmp.Or(c.Fraction, FractionDefault)
+	c.MinRows = cmp.Or(c.MinRows, MinRowsDefault)
+	c.Window = cmp.Or(c.Window, WindowDefault)
+	return c
+}
+
+// Blind is the rule: asked rows the target answered about, unknown of its active rows it does not
+// know. It is pure.
+func (c Config) Blind(asked, unknown int64) bool {
+	c = c.WithDefaults()
+	return asked >= c.MinRows && float64(unknown) > c.Fraction*float64(asked)
+}
+
+// Store is what the guard needs of the ledger; *ledger.TargetStore has it.
+type Store interface {
+	Count(ctx context.Context, target string, since, clearedAt time.Time) (asked, unknown int64, err error)
+	Get(ctx context.Context, target string) (ledger.Target, bool, error)
+	Record(ctx context.Context, t ledger.Target) (ledger.Target, error)
+}
+
+// Guard judges targets.
+type Guard struct {
+	store Store
+	cfg   Config
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	judging map[string]*sync.Mutex // one judgment of a target at a time in this process
+}
+
+// New returns a guard.
+func New(store Store, cfg Config, log *slog.Logger) *Guard {
+	return &Guard{store: store, cfg: cfg.WithDefaults(), log: log, judging: map[string]*sync.Mutex{}}
+}
+
+// Judge counts the target's rows, fleet-wide, decides whether it is blind at now, and records the
+// judgment. A target judged blind is logged at ERROR, naming it. The syncs of one process that
+// need the same target judged at once wait for one judgment: a judgment still fresh when a sync's
+// turn comes is returned as it is.
+func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger.Target, error) {
+	g.mu.Lock()
+	one, ok := g.judging[target]
+	if !ok {
+		one = &sync.Mutex{}
+		g.judging[target] = one
+	}
+	g.mu.Unlock()
+	one.Lock()
+	defer one.Unlock()
+	cur, _, err := g.store.Get(ctx, target)
+	if err != nil {
+		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
+	}
+	if Fresh(&cur, now) {
+		return cur, nil
+	}
+	asked, unknown, err := g.store.Count(ctx, target, now.Add(-g.cfg.Window), cur.ClearedAt)
+	if err != nil {
+		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
+	}
+	t, err := g.store.Record(ctx, ledger.Target{Target: target, Blind: g.cfg.Blind(asked, unknown), JudgedAt: now, Asked: asked, Unknown: unknown})
+	if err != nil {
+		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
+	}
+	if t.Blind {
+		g.log.Error("blind executor: the target answers NotFound for too many of the executions it should know; no row of it is settled lost until an operator clears it (stalesweep executors clear)",
+			"target", target, "unknown", unknown, "asked", asked, "fraction", g.cfg.Fraction, "min_rows", g.cfg.MinRows, "blind_since", t.BlindSince)
+	}
+	return t, nil
+}
+
+// Fresh reports whether a judgment read at now still holds.
+func Fresh(t *ledger.Target, now time.Time) bool {
+	return t != nil && !t.JudgedAt.IsZero() && now.Sub(t.JudgedAt) < Interval && !t.JudgedAt.After(now.Add(Interval))
+}
