@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -712,5 +713,41 @@ func TestRowsNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 	out = e.start(map[string]any{})
 	if _, s := outputOf(t, out); s.Invisible == nil || s.Invisible.Count != 3 {
 		t.Errorf("a second run: stats.invisible = %+v", s.Invisible)
+	}
+}
+
+// A sync message delivered again after its run decided the row ends as a duplicate — read from
+// the receipt, not found out from a failed write — and writes nothing, whatever the row's state:
+// an unknown row, which stays what the scan saw, is decided again otherwise.
+func TestASecondDeliveryOfASyncIsADuplicateAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{cfg: executionsync.Config{LostGrace: time.Hour}})
+	ctx := context.Background()
+	id := e.stale(nil) // Cloud Run does not know it: unknown, observed_at unmoved
+	row := e.get(id)
+	run := "run-" + uuid.NewString()
+	now := e.clock.Now().UTC()
+	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
+		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := cloudrun.Dial(ctx, e.fake.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard())
+	req := executionsync.SyncRequest{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
+		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt}
+	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncUnknown {
+		t.Fatalf("first delivery: %+v, want unknown", res)
+	}
+	first := e.get(id)
+	e.spy.Reset()
+	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncDuplicate {
+		t.Errorf("second delivery: %+v, want a duplicate", res)
+	}
+	if n := len(e.spy.Writes()); n != 0 || e.get(id).Sync.Attempts != first.Sync.Attempts {
+		t.Errorf("the second delivery wrote %d documents; attempts %d → %d", n, first.Sync.Attempts, e.get(id).Sync.Attempts)
 	}
 }

@@ -530,3 +530,42 @@ func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		}
 	}
 }
+
+// The transaction writes only the lease the decision was made on: one whose holder or heartbeat
+// moved between the scan and the transaction — even to something that would be abandoned too —
+// is left for the next run, which decides on what it reads then.
+func TestALeaseWhoseHolderOrHeartbeatMovedIsLeftForTheNextRun(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		move func(e *env, lease string)
+	}{
+		{"taken over by another terminated holder", func(e *env, lease string) {
+			e.move(lease, "holder_runner_instance_uuid", e.instance("terminated"))
+		}},
+		{"its heartbeat moved, still stale", func(e *env, lease string) {
+			if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(lease).Update(context.Background(),
+				[]firestore.Update{{Path: "heartbeat_at", Value: e.clock.Now().Add(-30 * time.Minute)}}); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var rv *reviver
+			e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
+			rv.lease = e.lease(e.instance("terminated"), time.Hour)
+			rv.revive = func() { tt.move(e, rv.lease) }
+			out, o := e.run(map[string]any{})
+			var s leasesettle.Stats
+			testenv.Decode(t, out.Stats, &s)
+			if o.Settled != 0 || s.Raced != 1 || e.get(rv.lease).Status != ledger.LeaseActive {
+				t.Fatalf("settled %d, raced %d, lease %s; want it left for the next run", o.Settled, s.Raced, e.get(rv.lease).Status)
+			}
+			rv.revive = func() {}
+			if _, o := e.run(map[string]any{}); o.Settled != 1 || e.get(rv.lease).Status != ledger.LeaseAbandoned {
+				t.Errorf("the next run: settled %d; want the lease abandoned on what it read", o.Settled)
+			}
+		})
+	}
+}

@@ -638,3 +638,59 @@ func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		}
 	}
 }
+
+// ReclaimTask's own contract: a task that is no longer working is not reclaimed, even when its
+// heartbeat head and last activity are the ones the caller saw (a foreign writer that ended it
+// without touching them).
+func TestATaskNoLongerWorkingIsNotReclaimed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	ctx := context.Background()
+	l := e.claimed(1)[0]
+	seen := e.task(l.TaskID)
+	ref := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(l.TaskID)
+	if _, err := ref.Update(ctx, []firestore.Update{{Path: "status", Value: ledger.TaskDone}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.tasks.ReclaimTask(ctx, e.queue, l.TaskID, seen.HeartbeatTip, seen.LastActivityAt, e.clock.Now().Add(time.Hour), "s", 0)
+	if err != nil || r.Reclaimed || r.Why != "not_working" {
+		t.Errorf("reclaim of a done task: %+v %v, want not_working", r, err)
+	}
+	if got := e.task(l.TaskID); got.Status != ledger.TaskDone || got.HeartbeatTip != seen.HeartbeatTip {
+		t.Errorf("the done task changed: %+v", got)
+	}
+}
+
+// A worker's lease ends with its task: after it completes (or fails) the task, the same lease can
+// neither heartbeat, report, nor end it again, though the task's heartbeat head is still the
+// lease's.
+func TestALeaseEndsWithItsTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, end := range []string{"complete", "fail"} {
+		e := newEnv(t, pmsweep.Config{}, nil)
+		l := e.claimed(1)[0]
+		var err error
+		if end == "complete" {
+			err = e.tasks.Complete(ctx, l, e.clock.Now())
+		} else {
+			err = e.tasks.Fail(ctx, l, "broke", e.clock.Now())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := e.task(l.TaskID)
+		if _, err := e.tasks.Heartbeat(ctx, l, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+			t.Errorf("%s, then heartbeat: %v, want head moved", end, err)
+		}
+		if _, err := e.tasks.Report(ctx, l, "more", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+			t.Errorf("%s, then report: %v, want head moved", end, err)
+		}
+		if err := e.tasks.Complete(ctx, l, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+			t.Errorf("%s, then complete: %v, want head moved", end, err)
+		}
+		if after := e.task(l.TaskID); after != before {
+			t.Errorf("%s, then the lease's writes changed the task: %+v → %+v", end, before, after)
+		}
+	}
+}

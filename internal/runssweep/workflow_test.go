@@ -550,3 +550,24 @@ func TestInvocationsNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		}
 	}
 }
+
+// Abandon's own contract, whoever calls it: an invocation whose last movement is at or after
+// the deadline is not idle and is left running, even when it is the one the caller saw.
+func TestAbandonLeavesAnInvocationThatIsNotIdlePastTheDeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.start("crm", true, 5*time.Minute)
+	seen := e.run(id).LastMovedAt
+	for _, deadline := range []time.Time{seen, seen.Add(-time.Minute)} {
+		a, err := e.store.Abandon(context.Background(), id, seen, deadline, e.clock.Now(), ledger.Settlement{At: e.clock.Now(), Reason: runssweep.ReasonIdle})
+		if err != nil || a.Swept || a.Why != "not_idle" {
+			t.Errorf("deadline %v: %+v %v, want left running: not_idle", deadline, a, err)
+		}
+	}
+	if r := e.run(id); r.Status != ledger.ExtensionRunning {
+		t.Errorf("the invocation was abandoned: %+v", r)
+	}
+	if _, held := e.interlock("crm"); !held {
+		t.Error("its interlock was released")
+	}
+}
