@@ -197,9 +197,13 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 	var clock atomic.Int64 // distinct times make distinct entries
 	at := func() time.Time { return epoch.Add(time.Duration(clock.Add(1)) * time.Microsecond) }
 	var wg, sweeping, claiming sync.WaitGroup
-	claimedAgain := map[string]chan struct{}{} // closed once a second worker claims the task
+	// claimedAgain is closed once a second worker claims the task. A task can be claimed again
+	// more than once (a sweeper may reclaim a second worker's lease too), so it closes once.
+	claimedAgain := map[string]chan struct{}{}
+	closeOnce := map[string]*sync.Once{}
 	for _, l := range leases {
 		claimedAgain[l.TaskID] = make(chan struct{})
+		closeOnce[l.TaskID] = &sync.Once{}
 	}
 	secondsDone := make(chan struct{})
 	client := 0
@@ -290,7 +294,7 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 					}
 					continue
 				}
-				close(claimedAgain[l.TaskID])
+				closeOnce[l.TaskID].Do(func() { close(claimedAgain[l.TaskID]) })
 				beat := at()
 				var next ledger.Lease
 				if rec.record(id, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: heartbeatID(l, beat)}, func() (bool, error) {
