@@ -9,8 +9,10 @@ require (
 	cloud.google.com/go/run v1.25.0
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/cyberphone/json-canonicalization v0.0.0-20241213102144-19d51d7fe467
 	github.com/google/uuid v1.6.0
 	github.com/googleapis/gax-go/v2 v2.27.0
+	github.com/gowebpki/jcs v1.0.2
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/zclconf/go-cty v1.20.0

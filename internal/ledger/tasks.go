@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/gowebpki/jcs"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -68,17 +69,43 @@ type Entry struct {
 	Payload   map[string]any `firestore:"payload"`
 }
 
-// EntryID is the hex SHA-256 of an entry's canonical content: the task, the chain, the
-// predecessor, the creation time (RFC 3339, UTC, microseconds: what Firestore keeps) and the
-// payload, as JSON with sorted keys.
-func EntryID(taskID, chain string, e Entry) string {
-	b, _ := json.Marshal(map[string]any{
+// EntryTimeLayout is how an entry's created_at is written in the hashed object: RFC 3339 in UTC
+// with exactly six fraction digits (Firestore keeps microseconds), e.g.
+// 2026-12-01T18:27:45.907880Z and 2026-12-01T18:27:45.000000Z.
+const EntryTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// EntryID is an entry's id: the lowercase hex SHA-256 of the UTF-8 bytes of the RFC 8785 (JSON
+// Canonicalization Scheme) form of the object
+//
+//	{"chain": CHAIN, "created_at": CREATED_AT, "payload": PAYLOAD, "prev": PREV, "task": TASK}
+//
+// where CHAIN is the chain's collection name (statuses, reports or heartbeats), CREATED_AT the
+// entry's creation time truncated to the microsecond in EntryTimeLayout, PAYLOAD the entry's
+// payload as stored, PREV the predecessor's id ("" for a chain's first entry) and TASK the task
+// document's id. docs/data-model.md specifies it for writers in other languages, and
+// docs/contract/chain-vectors.json holds vectors they can check against.
+func EntryID(taskID, chain string, e Entry) (string, error) {
+	b, err := CanonicalJSON(map[string]any{
 		"task": taskID, "chain": chain, "prev": e.Prev,
-		"created_at": e.CreatedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
+		"created_at": e.CreatedAt.UTC().Truncate(time.Microsecond).Format(EntryTimeLayout),
 		"payload":    e.Payload,
 	})
+	if err != nil {
+		return "", fmt.Errorf("entry id of a %s entry of task %s: %w", chain, taskID, err)
+	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// CanonicalJSON is v in RFC 8785 form: keys sorted by UTF-16 code units, no whitespace, strings
+// escaped only where JSON requires it (no \u003c for <, as encoding/json would write), numbers
+// in ECMAScript's shortest form. A value JSON cannot hold (NaN, a channel) is an error.
+func CanonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
 }
 
 // Lease is what a worker holds on a claimed task: the heartbeat chain's tip after its last
@@ -119,7 +146,10 @@ func (s *TaskStore) tx(ctx context.Context, f func(context.Context, *firestore.T
 // head, in the same transaction) and returns its id.
 func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, chain, prev string, at time.Time, payload map[string]any) (string, error) {
 	e := Entry{CreatedAt: at.UTC().Truncate(time.Microsecond), Prev: prev, Payload: payload}
-	id := EntryID(taskID, chain, e)
+	id, err := EntryID(taskID, chain, e)
+	if err != nil {
+		return "", err
+	}
 	if err := tx.Create(ref.Collection(chain).Doc(id), e); err != nil {
 		return "", err
 	}

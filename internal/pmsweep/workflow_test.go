@@ -149,7 +149,7 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 		if beats[0].Payload["preempt"] != true || beats[0].Prev != beats[1].ID {
 			t.Errorf("heartbeat head = %+v, want a preempt chained on the worker's heartbeat %s", beats[0], beats[1].ID)
 		}
-		if statuses[0].ID != ledger.EntryID(r.Task, ledger.ChainStatuses, statuses[0]) {
+		if statuses[0].ID != entryID(r.Task, ledger.ChainStatuses, statuses[0]) {
 			t.Errorf("entry id %s is not the hash of its content", statuses[0].ID)
 		}
 	}

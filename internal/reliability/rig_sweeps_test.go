@@ -149,7 +149,7 @@ func seedTask(docs map[string]map[string]any, doc, id, worker string, active tim
 	var paths []string
 	entry := func(chain, prev string, at time.Time, payload map[string]any) string {
 		e := ledger.Entry{CreatedAt: at, Prev: prev, Payload: payload}
-		eid := ledger.EntryID(id, chain, e)
+		eid := entryID(id, chain, e)
 		path := doc + "/" + chain + "/" + eid
 		docs[path] = map[string]any{"created_at": at, "prev": prev, "payload": payload}
 		paths = append(paths, path)
@@ -171,8 +171,8 @@ func seedTask(docs map[string]map[string]any, doc, id, worker string, active tim
 func reclaimTask(doc, id string, heads chainHeads, now time.Time, reclaimer string, count int64) *change {
 	hbPayload := map[string]any{"preempt": true, "reclaimer": reclaimer}
 	stPayload := map[string]any{"status": ledger.TaskNew, "reclaimed": true, "reclaimer": reclaimer, "reclaim_count": count}
-	hb := ledger.EntryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: now, Prev: heads.heartbeat, Payload: hbPayload})
-	st := ledger.EntryID(id, ledger.ChainStatuses, ledger.Entry{CreatedAt: now, Prev: heads.status, Payload: stPayload})
+	hb := entryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: now, Prev: heads.heartbeat, Payload: hbPayload})
+	st := entryID(id, ledger.ChainStatuses, ledger.Entry{CreatedAt: now, Prev: heads.status, Payload: stPayload})
 	d, h, s := doc+"#", doc+"/"+ledger.ChainHeartbeats+"/"+hb+"#", doc+"/"+ledger.ChainStatuses+"/"+st+"#"
 	return &change{
 		set: map[string]any{
@@ -250,4 +250,13 @@ func leaseSettleRig(t *testing.T) *rig {
 		return trialRows{input: map[string]any{"organization_uuid": org, "runner_group_uuid": group}, rows: rows}
 	}
 	return r
+}
+
+// entryID is ledger.EntryID of an entry the test built, whose payload always encodes.
+func entryID(task, chain string, e ledger.Entry) string {
+	id, err := ledger.EntryID(task, chain, e)
+	if err != nil {
+		panic(err)
+	}
+	return id
 }

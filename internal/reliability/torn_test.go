@@ -65,8 +65,8 @@ func TestTheTornRowCheckReportsEveryDoctoredRow(t *testing.T) {
 	}
 	hbPayload := map[string]any{"preempt": true, "reclaimer": "me"}
 	stPayload := map[string]any{"status": "new", "reclaimed": true, "reclaimer": "me", "reclaim_count": int64(1)}
-	hb := ledger.EntryID("k", ledger.ChainHeartbeats, ledger.Entry{CreatedAt: now, Prev: heads.heartbeat, Payload: hbPayload})
-	st := ledger.EntryID("k", ledger.ChainStatuses, ledger.Entry{CreatedAt: now, Prev: heads.status, Payload: stPayload})
+	hb := entryID("k", ledger.ChainHeartbeats, ledger.Entry{CreatedAt: now, Prev: heads.heartbeat, Payload: hbPayload})
+	st := entryID("k", ledger.ChainStatuses, ledger.Entry{CreatedAt: now, Prev: heads.status, Payload: stPayload})
 	tkAfter := without(with(tkBefore, map[string]any{
 		task + "#status": "new", task + "#status_tip": st, task + "#heartbeat_tip": hb, task + "#reclaim_count": int64(1), task + "#last_activity_at": now,
 	}), task+"#worker_id")
