@@ -64,6 +64,7 @@ func cmdExecutors(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // a reclaimer or a task named <&> prints as it is
 		if targets == nil {
 			targets = []ledger.Target{}
 		}

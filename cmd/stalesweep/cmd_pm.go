@@ -68,6 +68,7 @@ func cmdPM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a reclaimer or a task named <&> prints as it is
 	_ = enc.Encode(out.Output)
 	if out.Status != workflow.StateCompleted {
 		fmt.Fprintf(stderr, "stalesweep pm sweep: run %s failed: %v\n", out.RunUUID, out.Err)

@@ -98,6 +98,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a reclaimer or a task named <&> prints as it is
 	if err := enc.Encode(out.Output); err != nil {
 		return exitFailed
 	}

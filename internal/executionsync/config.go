@@ -101,18 +101,20 @@ type Stats struct {
 	Unknown   int               `json:"unknown"`   // not found, within the grace
 	// Blind counts, by executor target, the unknown rows past the grace the blind-executor
 	// guard held back from a lost settlement (internal/blindguard).
-	Blind       map[string]int `json:"blind,omitempty"`
-	Raced       int            `json:"raced"`               // changed since the scan: left alone
-	Refused     map[string]int `json:"refused,omitempty"`   // not the run's to write, by rule: left alone
-	Errored     int            `json:"errored"`             // executor or Firestore error: nothing settled
-	Deferred    int            `json:"deferred"`            // not started: executor stopped or budget spent
-	Malformed   int            `json:"malformed"`           // undecodable rows, counted as missing metadata
-	ScanCapped  bool           `json:"scan_capped"`         // the scan stopped at its document cap
-	StoppedBy   string         `json:"stopped_by"`          // why executor calls stopped early, if they did
-	OutOfBudget bool           `json:"out_of_budget"`       // the run's budget ran out
-	Published   int            `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
-	Errors      []RowError     `json:"errors,omitempty"`    // the first MaxErrors per-row errors
-	Skipped     []string       `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
+	Blind    map[string]int `json:"blind,omitempty"`
+	Raced    int            `json:"raced"`             // changed since the scan: left alone
+	Refused  map[string]int `json:"refused,omitempty"` // not the run's to write, by rule: left alone
+	Errored  int            `json:"errored"`           // executor or Firestore error: nothing settled
+	Deferred int            `json:"deferred"`          // not started: executor stopped or budget spent
+	// Malformed counts undecodable rows (also counted as missing metadata), with a sample of
+	// paths: skipped, never settled.
+	Malformed   *ledger.Malformed `json:"malformed,omitempty"`
+	ScanCapped  bool              `json:"scan_capped"`         // the scan stopped at its document cap
+	StoppedBy   string            `json:"stopped_by"`          // why executor calls stopped early, if they did
+	OutOfBudget bool              `json:"out_of_budget"`       // the run's budget ran out
+	Published   int               `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
+	Errors      []RowError        `json:"errors,omitempty"`    // the first MaxErrors per-row errors
+	Skipped     []string          `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
 }
 
 // RowError is one row's failure.

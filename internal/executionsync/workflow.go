@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -74,7 +75,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	stats := Stats{Settled: map[string]int{}}
 
-	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats)
+	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats, log)
 	for i := range reqs {
 		reqs[i].IncludeDisabled = run.IncludeDisabled
 	}
@@ -85,7 +86,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", inv, err)
 	if out.SkippedMissingMetadataCount > 0 {
 		log.Warn("active runner executions without a provider reference; they stay active until a writer fixes them",
-			"skipped_missing_metadata_count", out.SkippedMissingMetadataCount, "malformed", stats.Malformed,
+			"skipped_missing_metadata_count", out.SkippedMissingMetadataCount,
 			"runner_execution_uuids", stats.Skipped)
 	}
 
@@ -156,7 +157,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 // scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
 // has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped
 // for missing metadata.
-func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats) ([]SyncRequest, error) {
+func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats, log *slog.Logger) ([]SyncRequest, error) {
+	var malformed ledger.Malformed
+	defer func() { stats.Malformed = malformed.Report() }()
 	maxDocs := in.Limit * w.cfg.ScanFactor
 	var reqs []SyncRequest
 	var after *ledger.Cursor
@@ -178,7 +181,7 @@ func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon t
 			if row.Malformed != "" || !w.exec.ValidRef(row.ProviderRef) {
 				out.SkippedMissingMetadataCount++
 				if row.Malformed != "" {
-					stats.Malformed++
+					malformed.Note(log, ledger.ExecutionsCollection+"/"+row.UUID, row.Malformed)
 				}
 				if len(stats.Skipped) < w.cfg.MaxErrors {
 					stats.Skipped = append(stats.Skipped, row.UUID)

@@ -61,8 +61,11 @@ func TestWorkflowSettlesEveryCase(t *testing.T) {
 	if got := sorted(o.StartedRunnerExecutionUUIDs); !slices.Equal(got, sorted(wantStarted)) {
 		t.Errorf("started uuids = %v, want %v", got, sorted(wantStarted))
 	}
-	if s.Settled["succeeded"] != 1 || s.Settled["failed"] != 1 || s.Settled["cancelled"] != 1 || s.Refreshed != 4 || s.Unknown != 1 || s.Malformed != 1 {
+	if s.Settled["succeeded"] != 1 || s.Settled["failed"] != 1 || s.Settled["cancelled"] != 1 || s.Refreshed != 4 || s.Unknown != 1 {
 		t.Errorf("stats = %+v", s)
+	}
+	if s.Malformed == nil || s.Malformed.Count != 1 || !slices.Equal(s.Malformed.Sample, []string{ledger.ExecutionsCollection + "/" + malformed}) {
+		t.Errorf("stats.malformed = %+v, want the one malformed row by its path", s.Malformed)
 	}
 	if o.OrganizationUUID != e.org || o.Limit != 200 || o.MinAgeSeconds != 60 {
 		t.Errorf("echoed input = %s/%d/%d", o.OrganizationUUID, o.Limit, o.MinAgeSeconds)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 	batchv1 "k8s.io/api/batch/v1"
 
@@ -60,6 +62,12 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	put("other-uid", ledger.ProviderKubernetes, recreated)
 	put("no-uid", ledger.ProviderKubernetes, map[string]any{"cluster": "eu", "namespace": "runners", "job": "build-1"})
 	put("cloud-run", ledger.ProviderCloudRun, map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"})
+	// A row a foreign writer got wrong (its status a number), among the stale ones: named, skipped.
+	malformed := put("malformed", ledger.ProviderKubernetes, ref(runningJob("build-1")))
+	corrupted, err := fs.Collection(ledger.ExecutionsCollection).Doc(malformed).Update(ctx, []firestore.Update{{Path: "status", Value: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
 	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
@@ -81,8 +89,11 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	}
 
 	out, stats := start()
-	if out.Output["candidate_count"] != int64(9) || out.Output["started_count"] != int64(8) || out.Output["skipped_missing_metadata_count"] != int64(1) {
+	if out.Output["candidate_count"] != int64(10) || out.Output["started_count"] != int64(8) || out.Output["skipped_missing_metadata_count"] != int64(2) {
 		t.Errorf("output = %v", out.Output)
+	}
+	if stats.Malformed == nil || stats.Malformed.Count != 1 || !slices.Equal(stats.Malformed.Sample, []string{ledger.ExecutionsCollection + "/" + malformed}) {
+		t.Errorf("stats.malformed = %+v, want the malformed row %s", stats.Malformed, malformed)
 	}
 	if stats.Settled["succeeded"] != 1 || stats.Settled["failed"] != 1 || stats.Refreshed != 4 || stats.Unknown != 2 {
 		t.Errorf("stats = %+v", stats)
@@ -115,6 +126,9 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		if r := get(name); !r.Active || !r.Sync.UnknownSince.Equal(clock.Now()) {
 			t.Errorf("%s row = %+v", name, r)
 		}
+	}
+	if snap, err := fs.Collection(ledger.ExecutionsCollection).Doc(malformed).Get(ctx); err != nil || !snap.UpdateTime.Equal(corrupted.UpdateTime) {
+		t.Errorf("the malformed row was written: %v %v", snap.Data(), err)
 	}
 	if r := get("cloud-run"); r.Sync.Attempts != 0 {
 		t.Errorf("the Kubernetes workflow touched a Cloud Run row: %+v", r)

@@ -81,6 +81,9 @@ type Stats struct {
 	// Invisible counts the scope's active rows no scan can see (their staleness field missing
 	// or not a timestamp), with a sample of ids: reported, never settled.
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
+	// Malformed counts the scanned leases that could not be decoded, with a sample of paths:
+	// skipped, never abandoned.
+	Malformed *ledger.Malformed `json:"malformed,omitempty"`
 	Raced     int               `json:"raced"` // changed between scan and transaction: kept
 	// Refused counts, by rule, leases the run was not allowed to write (leasesettle.Refuse).
 	Refused     map[string]int `json:"refused,omitempty"`

@@ -163,6 +163,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var reasons []string           // each candidate's reason
 	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
 	var after *ledger.LeaseCursor
+	var malformed ledger.Malformed
 	unread := false   // the scan stopped with stale heartbeats still behind it
 	complete := false // the scan read every active lease of the group
 	for out.Examined < w.cfg.MaxExamined {
@@ -175,9 +176,11 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			}
 			return fail("scan", err)
 		}
-		holders := make([]string, len(page))
-		for i, l := range page {
-			holders[i] = l.HolderUUID
+		holders := make([]string, 0, len(page))
+		for _, l := range page {
+			if l.Malformed == "" {
+				holders = append(holders, l.HolderUUID)
+			}
 		}
 		instances, err := w.store.Instances(ctx, holders)
 		if err != nil {
@@ -185,6 +188,10 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		}
 		for _, l := range page {
 			out.Examined++
+			if l.Malformed != "" {
+				malformed.Note(log, ledger.WorkspaceLeasesCollection+"/"+l.UUID, l.Malformed)
+				continue
+			}
 			inst, found := instances[l.HolderUUID]
 			abandon, why := Decide(l, ledger.ResolveHolder(l, inst, found), now, timeout)
 			switch {
@@ -217,6 +224,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			log.Warn("lease scan stopped at its cap; the rest of the group waits for the next run", "examined", out.Examined)
 		}
 	}
+	stats.Malformed = malformed.Report()
 
 	if stats.OutOfBudget {
 		out.Outcome, out.Reason = "nothing_to_settle", "the run's budget ran out while it read the group's leases; nothing was written"

@@ -569,3 +569,37 @@ func TestALeaseWhoseHolderOrHeartbeatMovedIsLeftForTheNextRun(t *testing.T) {
 		})
 	}
 }
+
+// A lease a foreign writer got wrong (its holder a number), stalest of all and on a page
+// boundary, among abandonable ones: the run names it, skips it, and settles the rest of the group.
+func TestAMalformedLeaseIsSkippedAndTheRestOfTheGroupIsSettled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{PageSize: 2}, nil)
+	dead := e.instance("terminated")
+	malformed := e.lease(dead, 3*time.Hour)
+	if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(malformed).Update(context.Background(), []firestore.Update{{Path: "holder_runner_instance_uuid", Value: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	good := []string{e.lease(dead, 2*time.Hour), e.lease(dead, time.Hour), e.lease(dead, 30*time.Minute)}
+	out, o := e.run(map[string]any{})
+	var s leasesettle.Stats
+	testenv.Decode(t, out.Stats, &s)
+	if s.Malformed == nil || s.Malformed.Count != 1 || !slices.Equal(s.Malformed.Sample, []string{ledger.WorkspaceLeasesCollection + "/" + malformed}) {
+		t.Errorf("stats.malformed = %+v, want the malformed lease %s", s.Malformed, malformed)
+	}
+	if o.Settled != 3 {
+		t.Errorf("output = %+v, want the three good leases abandoned", o)
+	}
+	for _, id := range good {
+		if e.get(id).Status != ledger.LeaseAbandoned {
+			t.Errorf("lease %s was not abandoned", id)
+		}
+	}
+	snap, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(malformed).Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := snap.DataAt("status"); st != ledger.LeaseActive {
+		t.Errorf("the malformed lease was written: %v", snap.Data())
+	}
+}

@@ -37,6 +37,10 @@ type ExtensionRun struct {
 	LastMovedAt time.Time   `firestore:"last_moved_at"`
 	FinishedAt  time.Time   `firestore:"finished_at,omitempty"`
 	Settlement  *Settlement `firestore:"settlement,omitempty"`
+
+	// Malformed is set by a scan, instead of the fields above but RunID and LastMovedAt, when the
+	// document could not be decoded: the decoding error.
+	Malformed string `firestore:"-"`
 }
 
 // Interlock is an extension_interlocks document: present only while a background run of a
@@ -226,23 +230,34 @@ func (s *ExtensionRunStore) GetInterlock(ctx context.Context, tenantID, extensio
 	return l, true, nil
 }
 
+// RunCursor is where a scan of idle runs stopped.
+type RunCursor struct {
+	LastMovedAt time.Time
+	RunID       string
+}
+
 // ScanIdle returns up to limit running runs, of every tenant, whose last movement is before
-// deadline, least recently moved first.
-func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, limit int) ([]ExtensionRun, error) {
-	snaps, err := s.client.Collection(ExtensionRunsCollection).
+// deadline, least recently moved first (ties by id), after the cursor. A run that cannot be
+// decoded comes back with Malformed set (and its id and last_moved_at, for the cursor).
+func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *RunCursor, limit int) ([]ExtensionRun, error) {
+	q := s.client.Collection(ExtensionRunsCollection).
 		Where("status", "==", ExtensionRunning).
 		Where("last_moved_at", "<", deadline).
 		OrderBy("last_moved_at", firestore.Asc).
-		Limit(limit).
-		Documents(ctx).GetAll()
+		OrderBy(firestore.DocumentID, firestore.Asc).
+		Limit(limit)
+	if after != nil {
+		q = q.StartAfter(after.LastMovedAt, s.run(after.RunID))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, fmt.Errorf("scan idle extension runs: %w", err)
 	}
 	out := make([]ExtensionRun, 0, len(snaps))
 	for _, snap := range snaps {
 		var r ExtensionRun
-		if err := snap.DataTo(&r); err != nil {
-			return nil, fmt.Errorf("decode extension run %s: %w", snap.Ref.ID, err)
+		if r.Malformed = decodeScanned(snap, &r); r.Malformed != "" {
+			r.LastMovedAt = scannedTime(snap, "last_moved_at")
 		}
 		r.RunID = snap.Ref.ID
 		out = append(out, r)

@@ -68,6 +68,10 @@ type WorkspaceLease struct {
 	HeartbeatAt      time.Time   `firestore:"heartbeat_at"`
 	ReleasedAt       time.Time   `firestore:"released_at,omitempty"`
 	Settlement       *Settlement `firestore:"settlement,omitempty"`
+
+	// Malformed is set by a scan, instead of the fields above but UUID and HeartbeatAt, when the
+	// document could not be decoded: the decoding error.
+	Malformed string `firestore:"-"`
 }
 
 // Errors of the lease operations.
@@ -265,8 +269,8 @@ func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *L
 	out := make([]WorkspaceLease, 0, len(snaps))
 	for _, snap := range snaps {
 		var l WorkspaceLease
-		if err := snap.DataTo(&l); err != nil {
-			return nil, fmt.Errorf("decode lease %s: %w", snap.Ref.ID, err)
+		if l.Malformed = decodeScanned(snap, &l); l.Malformed != "" {
+			l.HeartbeatAt = scannedTime(snap, "heartbeat_at")
 		}
 		l.UUID = snap.Ref.ID
 		out = append(out, l)

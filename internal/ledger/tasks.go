@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/gowebpki/jcs"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/gowebpki/jcs"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -59,6 +59,10 @@ type Task struct {
 	HeartbeatTip   string    `firestore:"heartbeat_tip"`
 	ReclaimCount   int64     `firestore:"reclaim_count"`
 	FailureReason  string    `firestore:"failure_reason,omitempty"`
+
+	// Malformed is set by a scan, instead of the fields above but ID and LastActivityAt, when the
+	// document could not be decoded: the decoding error.
+	Malformed string `firestore:"-"`
 }
 
 // Entry is one link of a chain. Its id is the SHA-256 of its canonical content (EntryID).
@@ -408,7 +412,8 @@ type TaskCursor struct {
 
 // ScanWorking returns up to limit working tasks of a queue, least recently active first, after
 // the cursor. Only tasks whose last_activity_at is a timestamp are read: the others cannot be
-// judged by age and are reported as invisible (Invisible), never touched.
+// judged by age and are reported as invisible (Invisible), never touched. A task that cannot be
+// decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
 func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
 		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", firestoreMinTime).
@@ -424,13 +429,18 @@ func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCu
 	out := make([]Task, 0, len(snaps))
 	for _, snap := range snaps {
 		var t Task
-		if err := snap.DataTo(&t); err != nil {
-			return nil, fmt.Errorf("decode task %s/%s: %w", queue, snap.Ref.ID, err)
+		if t.Malformed = decodeScanned(snap, &t); t.Malformed != "" {
+			t.LastActivityAt = scannedTime(snap, "last_activity_at")
 		}
 		t.Queue, t.ID = queue, snap.Ref.ID
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// CountTasks counts every task of a queue, whatever its status, with an aggregation query.
+func (s *TaskStore) CountTasks(ctx context.Context, queue string) (int64, error) {
+	return count(ctx, s.queue(queue).Collection(TasksCollection).Query, "count tasks of "+queue)
 }
 
 // CountWorking counts a queue's working tasks with an aggregation query (no documents read).

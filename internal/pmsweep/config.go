@@ -97,7 +97,10 @@ type Stats struct {
 	Poisoned int `json:"poisoned"` // failed instead of requeued (over MaxReclaims)
 	// Invisible counts the scope's active rows no scan can see (their staleness field missing
 	// or not a timestamp), with a sample of ids: reported, never settled.
-	Invisible   *ledger.Invisible `json:"invisible,omitempty"`
+	Invisible *ledger.Invisible `json:"invisible,omitempty"`
+	// Malformed counts the working tasks the scan could not decode, with a sample of paths:
+	// skipped, never reclaimed.
+	Malformed   *ledger.Malformed `json:"malformed,omitempty"`
 	NearTTL     int               `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
 	RacedWhy    map[string]int    `json:"raced_why"` // why each raced task was left
 	Errored     int               `json:"errored"`   // reclaim transaction failed: nothing written

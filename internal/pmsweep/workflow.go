@@ -16,6 +16,7 @@ import (
 // Store is what the sweep needs of the task ledger; *ledger.TaskStore has it.
 type Store interface {
 	ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error)
+	CountTasks(ctx context.Context, queue string) (int64, error)
 	CountWorking(ctx context.Context, queue string) (int64, error)
 	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
 	ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (ledger.Reclaim, error)
@@ -89,6 +90,7 @@ func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *sl
 	// MaxStale (the rest are counted below, not read).
 	var stale []ledger.Task
 	var longestLive time.Duration
+	var malformed ledger.Malformed
 	var after *ledger.TaskCursor
 scan:
 	for {
@@ -97,6 +99,14 @@ scan:
 			return fail("scan", err)
 		}
 		for _, t := range page {
+			if t.Malformed != "" {
+				if malformed.Count == ledger.MalformedReadMax {
+					stats.Capped = true // more unreadable tasks than one run reads past
+					break scan
+				}
+				malformed.Note(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection+"/"+t.ID, t.Malformed)
+				continue
+			}
 			age := now.Sub(t.LastActivityAt)
 			switch {
 			case age > ttl && len(stale) == w.cfg.MaxStale:
@@ -117,11 +127,16 @@ scan:
 		last := page[len(page)-1]
 		after = &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
 	}
+	stats.Malformed = malformed.Report()
+	// scanned is every task of the queue, as the seed's walk covers them all; only the working
+	// ones are read (no other can be stale), the rest are counted.
+	if out.Scanned, err = w.store.CountTasks(ctx, in.Queue); err != nil {
+		return fail("count", err)
+	}
 	n, err := w.store.CountWorking(ctx, in.Queue)
 	if err != nil {
 		return fail("count", err)
 	}
-	out.Scanned = n
 	inv, err := w.store.Invisible(ctx, in.Queue)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
 	if stats.NearTTL > 0 {
@@ -158,7 +173,7 @@ scan:
 	if in.DryRun {
 		for _, t := range stale {
 			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: ageSeconds(now, t.LastActivityAt),
-				LastActivity: t.LastActivityAt.UTC().Format(time.RFC3339Nano)})
+				LastActivity: t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout)})
 		}
 		return out, stats, nil
 	}
@@ -177,7 +192,7 @@ scan:
 
 	for i, t := range stale {
 		res, err := results[i], errs[i]
-		age, last := ageSeconds(now, t.LastActivityAt), t.LastActivityAt.UTC().Format(time.RFC3339Nano)
+		age, last := ageSeconds(now, t.LastActivityAt), t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout)
 		l := log.With("task", t.ID, "slug", t.Slug)
 		switch {
 		case err != nil && ctx.Err() != nil:

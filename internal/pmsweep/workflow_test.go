@@ -694,3 +694,53 @@ func TestALeaseEndsWithItsTask(t *testing.T) {
 		}
 	}
 }
+
+// One task a foreign writer got wrong (reclaim_count a string) among stale ones, on a page
+// boundary: the sweep names it, skips it, and reclaims the rest of the queue.
+func TestOneMalformedTaskIsSkippedAndTheRestOfTheQueueIsSwept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{PageSize: 2}, nil)
+	ctx := context.Background()
+	e.claimed(4)
+	if err := e.tasks.Enqueue(ctx, e.queue, "task-new", "slug-new", e.clock.Now()); err != nil { // counted, not read
+		t.Fatal(err)
+	}
+	bad := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("task-001")
+	if _, err := bad.Update(ctx, []firestore.Update{{Path: "reclaim_count", Value: "0"}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := bad.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(400 * time.Second)
+	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"})
+	out, err := e.engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
+	if err != nil || out.Status != workflow.StateCompleted {
+		t.Fatalf("sweep: %s %v %v", out.Status, out.Err, err)
+	}
+	var o pmsweep.Output
+	testenv.Decode(t, out.Output, &o)
+	var got []string
+	for _, r := range o.Reclaimed {
+		got = append(got, r.Task)
+	}
+	if !slices.Equal(got, []string{"task-000", "task-002", "task-003"}) {
+		t.Errorf("reclaimed %v, want every stale task but the malformed one", got)
+	}
+	if o.Scanned != 5 || o.Stale != 3 {
+		t.Errorf("scanned %d stale %d, want 5 (every task of the queue) and 3", o.Scanned, o.Stale)
+	}
+	var m ledger.Malformed
+	testenv.Decode(t, out.Stats["malformed"], &m)
+	if want := ledger.TaskQueuesCollection + "/" + e.queue + "/" + ledger.TasksCollection + "/task-001"; m.Count != 1 || !slices.Equal(m.Sample, []string{want}) {
+		t.Errorf("stats.malformed = %+v, want 1: %s", m, want)
+	}
+	after, err := bad.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.UpdateTime.Equal(before.UpdateTime) {
+		t.Error("the malformed task was written")
+	}
+}

@@ -66,10 +66,13 @@ type SweptRun struct {
 
 // Stats are what a run did not do, for the run record and the summary log.
 type Stats struct {
-	Scanned int `json:"scanned"`
+	Scanned int `json:"scanned"` // idle runs read, malformed ones included
 	// Invisible counts the scope's active rows no scan can see (their staleness field missing
 	// or not a timestamp), with a sample of ids: reported, never settled.
-	Invisible             *ledger.Invisible `json:"invisible,omitempty"`
+	Invisible *ledger.Invisible `json:"invisible,omitempty"`
+	// Malformed counts the scanned runs that could not be decoded, with a sample of paths:
+	// skipped, never settled.
+	Malformed             *ledger.Malformed `json:"malformed,omitempty"`
 	Moved                 int               `json:"moved"`    // moved (or finished) after the scan: left alone
 	NotIdle               int               `json:"not_idle"` // no longer past the deadline
 	Errored               int               `json:"errored"`  // transaction failed: nothing written

@@ -15,7 +15,7 @@ import (
 
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
 type Store interface {
-	ScanIdle(ctx context.Context, deadline time.Time, limit int) ([]ledger.ExtensionRun, error)
+	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.RunCursor, limit int) ([]ledger.ExtensionRun, error)
 	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
 	CountRunning(ctx context.Context) (int64, error)
 	Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, s ledger.Settlement) (ledger.Abandonment, error)
@@ -97,11 +97,10 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	deadline := Deadline(now, in.OlderThanMs)
 	stats.Deadline = deadline.Format(time.RFC3339Nano)
 
-	idle, err := w.store.ScanIdle(ctx, deadline, in.Limit)
+	idle, capped, err := w.scan(ctx, deadline, in.Limit, &stats, log)
 	if err != nil {
 		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
 	}
-	stats.Scanned = len(idle)
 	inv, err := w.store.Invisible(ctx)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
@@ -109,7 +108,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	// still a storm. A scan that came back short of its limit read them all; a full one is
 	// followed by a count.
 	aged := int64(len(idle))
-	if len(idle) == in.Limit {
+	if len(idle) == in.Limit || capped {
 		if aged, err = w.store.CountIdle(ctx, deadline); err != nil {
 			return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
 		}
@@ -184,6 +183,41 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 			Err: fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs))}
 	}
 	return out, stats, nil
+}
+
+// scan reads up to limit idle runs that decode, least recently moved first, noting the ones that
+// do not in stats and reading past them (at most ledger.MalformedReadMax of them: malformed rows are the oldest forever, and must not take the limit's places in every run). capped says it
+// stopped there with more behind.
+func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stats *Stats, log *slog.Logger) ([]ledger.ExtensionRun, bool, error) {
+	var idle []ledger.ExtensionRun
+	var malformed ledger.Malformed
+	defer func() { stats.Malformed = malformed.Report() }()
+	var after *ledger.RunCursor
+	for read := 0; len(idle) < limit; {
+		want := min(limit-len(idle), limit+ledger.MalformedReadMax-read)
+		if want <= 0 {
+			return idle, true, nil
+		}
+		page, err := w.store.ScanIdle(ctx, deadline, after, want)
+		if err != nil {
+			return nil, false, err
+		}
+		read += len(page)
+		stats.Scanned += len(page)
+		for _, r := range page {
+			if r.Malformed != "" {
+				malformed.Note(log, ledger.ExtensionRunsCollection+"/"+r.RunID, r.Malformed)
+				continue
+			}
+			idle = append(idle, r)
+		}
+		if len(page) < want {
+			break
+		}
+		last := page[len(page)-1]
+		after = &ledger.RunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+	}
+	return idle, false, nil
 }
 
 func firstErr(errs []error) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -571,3 +572,38 @@ func TestAbandonLeavesAnInvocationThatIsNotIdlePastTheDeadline(t *testing.T) {
 		t.Error("its interlock was released")
 	}
 }
+
+// Invocations a foreign writer got wrong (background a string), idle longer than any other, fill
+// the limit's first places: the sweep names them, skips them, reads past them and abandons the
+// good idle ones up to the limit.
+func TestMalformedInvocationsAreSkippedAndDoNotTakeTheLimitsPlaces(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	var bad []string
+	for range 2 {
+		id := e.start("erp", false, 3*time.Hour)
+		if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(id).Update(context.Background(), []firestore.Update{{Path: "background", Value: "yes"}}); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, ledger.ExtensionRunsCollection+"/"+id)
+	}
+	good := []string{e.start("crm", false, 2*time.Hour), e.start("crm", false, time.Hour)}
+	o, s := e.mustSweep(`{"older_than_ms": 600000, "limit": 2}`)
+	if o.Swept != 2 || e.run(good[0]).Outcome != ledger.OutcomeAbandoned || e.run(good[1]).Outcome != ledger.OutcomeAbandoned {
+		t.Errorf("swept %d, want both good idle invocations: %+v", o.Swept, o)
+	}
+	if s.Malformed == nil || s.Malformed.Count != 2 || !slices.Equal(sorted(s.Malformed.Sample), sorted(bad)) {
+		t.Errorf("stats.malformed = %+v, want %v", s.Malformed, bad)
+	}
+	for _, path := range bad {
+		snap, err := e.fs.Doc(path).Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := snap.DataAt("status"); st != ledger.ExtensionRunning {
+			t.Errorf("malformed invocation %s was written: %v", path, snap.Data())
+		}
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
