@@ -73,6 +73,9 @@ locals {
     STALESWEEP_BLIND_WINDOW             = var.blind_window
     STALESWEEP_PM_TTL_FLOOR_SECONDS     = tostring(var.pm_ttl_floor_seconds)
     STALESWEEP_KUBE_CLUSTERS            = local.kube_clusters
+    STALESWEEP_KUBE_QPS                 = tostring(var.kube_qps)
+    STALESWEEP_KUBE_BURST               = tostring(var.kube_burst)
+    STALESWEEP_KUBE_CLIENT_RETRIES      = tostring(var.kube_client_retries)
   }
 }
 

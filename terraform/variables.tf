@@ -224,3 +224,21 @@ variable "blind_window" {
   type        = string
   default     = "30m"
 }
+
+variable "kube_qps" {
+  description = "client-go's client-side rate limit per Kubernetes cluster, requests per second (STALESWEEP_KUBE_QPS); -1 turns it off."
+  type        = number
+  default     = 50
+}
+
+variable "kube_burst" {
+  description = "client-go's client-side burst per Kubernetes cluster (STALESWEEP_KUBE_BURST)."
+  type        = number
+  default     = 100
+}
+
+variable "kube_client_retries" {
+  description = "How many times client-go itself retries one request (on a 429 or 5xx with Retry-After, or a broken GET) before the adapter's own retry policy sees it (STALESWEEP_KUBE_CLIENT_RETRIES). 0 leaves every retry to the policy, so a 429 stops the run's calls at once."
+  type        = number
+  default     = 0
+}

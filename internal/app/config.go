@@ -42,6 +42,9 @@ const (
 	EnvAuthAcceptGcloud  = "STALESWEEP_AUTH_ACCEPT_GCLOUD"
 	EnvPMTTLFloor        = "STALESWEEP_PM_TTL_FLOOR_SECONDS"
 	EnvKubeClusters      = "STALESWEEP_KUBE_CLUSTERS"
+	EnvKubeQPS           = "STALESWEEP_KUBE_QPS"
+	EnvKubeBurst         = "STALESWEEP_KUBE_BURST"
+	EnvKubeClientRetries = "STALESWEEP_KUBE_CLIENT_RETRIES"
 	EnvBlindFraction     = "STALESWEEP_BLIND_FRACTION"
 	EnvBlindMinRows      = "STALESWEEP_BLIND_MIN_ROWS"
 	EnvBlindWindow       = "STALESWEEP_BLIND_WINDOW"
@@ -77,6 +80,10 @@ type Config struct {
 	LeaseSettle leasesettle.Config
 	// KubeClusters is STALESWEEP_KUBE_CLUSTERS: inline JSON or a file path (see kubejobs).
 	KubeClusters string
+	// KubeQPS, KubeBurst and KubeClientRetries are client-go's client-side rate limit per
+	// cluster and its own retries per request (kubejobs.ClientConfig); zero takes the default,
+	// a QPS of -1 turns the limit off.
+	KubeQPS, KubeBurst, KubeClientRetries int
 	// Blind configures the blind-executor guard of the execution-sync workflows.
 	Blind blindguard.Config
 }
@@ -119,6 +126,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.KubeClusters = getenv(EnvKubeClusters)
+	if c.KubeQPS, err = intVar(getenv, EnvKubeQPS, -1, 10_000); err != nil {
+		return Config{}, err
+	}
+	if c.KubeBurst, err = intVar(getenv, EnvKubeBurst, 1, 10_000); err != nil {
+		return Config{}, err
+	}
+	if c.KubeClientRetries, err = intVar(getenv, EnvKubeClientRetries, 0, 10); err != nil {
+		return Config{}, err
+	}
 	c.Topics = pipeline.Topics{Ticks: getenv(EnvTopicTicks), Sweeps: getenv(EnvTopicSweeps), Syncs: getenv(EnvTopicSyncs)}.WithDefaults()
 	c.Auth = auth.Config{Mode: getenv(EnvAuth), Audiences: list(getenv(EnvAuthAudience)), Allowed: list(getenv(EnvAllowedCallers)),
 		OnCloudRun: getenv(EnvCloudRunService) != ""}

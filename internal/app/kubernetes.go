@@ -21,5 +21,8 @@ func kubernetesExecutor(cfg Config) (syncExecutor, error) {
 			return nil, err
 		}
 	}
-	return kubejobs.New(kubejobs.NewSet(clusters, cfg.CloudRun.CallTimeout), kubejobs.Config{CallTimeout: cfg.CloudRun.CallTimeout}), nil
+	client := kubejobs.ClientConfig{
+		Timeout: cfg.CloudRun.CallTimeout, QPS: float32(cfg.KubeQPS), Burst: cfg.KubeBurst, ClientRetries: cfg.KubeClientRetries,
+	}
+	return kubejobs.New(kubejobs.NewSetWith(clusters, client), kubejobs.Config{CallTimeout: cfg.CloudRun.CallTimeout}), nil
 }

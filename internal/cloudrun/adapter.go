@@ -1,21 +1,21 @@
 // Package cloudrun is the Cloud Run executor adapter: it asks the Cloud Run Admin API v2
 // Executions service about one execution and reduces the answer to an executor.Snapshot.
 //
-// What holds:
+// What holds (the executor package's contract, which executortest checks against
+// emulator/cloudrunfake):
 //   - Every call has its own timeout (the generated client sets none for GetExecution).
-//   - Only Unavailable is retried, with jittered exponential backoff, a bounded number of times.
-//     DeadlineExceeded is not retried: the call's own budget is spent, and the next run will ask
-//     again. Every other error is returned with its gRPC code intact for status.Code.
+//   - Calls follow Config's executor.RetryPolicy: only Unavailable is retried, with jittered
+//     exponential backoff, a bounded number of times. DeadlineExceeded is not retried: the call's
+//     own budget is spent, and the next run will ask again. Every other error is returned with its
+//     gRPC code intact for status.Code.
 //   - NotFound is not an error: it is a Snapshot with VerdictUnknown. Cloud Run keeps about 1,000
 //     executions per job for about 7 days, so an old row's execution is usually aged out, not
 //     failed.
 package cloudrun
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"strings"
 	"time"
@@ -33,11 +33,11 @@ type ExecutionGetter interface {
 	GetExecution(ctx context.Context, req *runpb.GetExecutionRequest, opts ...gax.CallOption) (*runpb.Execution, error)
 }
 
-// Defaults of Config.
+// Defaults of Config: the executor package's.
 const (
-	CallTimeoutDefault = 10 * time.Second       // per GetExecution call
-	MaxAttemptsDefault = 3                      // calls per execution, retrying Unavailable only
-	BackoffDefault     = 200 * time.Millisecond // first retry's backoff ceiling; doubles per retry
+	CallTimeoutDefault = executor.CallTimeoutDefault // per GetExecution call
+	MaxAttemptsDefault = executor.MaxAttemptsDefault // calls per execution, retrying Unavailable only
+	BackoffDefault     = executor.BackoffDefault     // first retry's backoff ceiling; doubles per retry
 )
 
 // Config bounds the adapter's calls. Zero values take the defaults.
@@ -47,22 +47,22 @@ type Config struct {
 	Backoff     time.Duration
 }
 
-func (c Config) withDefaults() Config {
-	c.CallTimeout = cmp.Or(c.CallTimeout, CallTimeoutDefault)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
-	c.Backoff = cmp.Or(c.Backoff, BackoffDefault)
-	return c
+// Policy is the retry policy the adapter calls Cloud Run under: c's bounds, retrying
+// Unavailable only.
+func (c Config) Policy() executor.RetryPolicy {
+	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
+		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
 }
 
 // Adapter observes Cloud Run executions.
 type Adapter struct {
 	client ExecutionGetter
-	cfg    Config
+	policy executor.RetryPolicy
 }
 
 // New returns an adapter calling client.
 func New(client ExecutionGetter, cfg Config) *Adapter {
-	return &Adapter{client: client, cfg: cfg.withDefaults()}
+	return &Adapter{client: client, policy: cfg.Policy()}
 }
 
 // RefKey is the provider_ref key that holds the execution's full resource name.
@@ -100,41 +100,28 @@ func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Sna
 		return executor.Snapshot{}, status.Errorf(codes.InvalidArgument, "provider_ref.%s %q is not an execution name", RefKey, name)
 	}
 	req := &runpb.GetExecutionRequest{Name: name}
-	backoff := a.cfg.Backoff
-	for attempt := 1; ; attempt++ {
-		callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-		e, err := a.client.GetExecution(callCtx, req)
-		cancel()
-		switch code := status.Code(err); {
+	var snap executor.Snapshot
+	attempts, err := a.policy.Do(ctx, status.Code, func(ctx context.Context) error {
+		e, err := a.client.GetExecution(ctx, req)
+		switch {
 		case err == nil:
-			return Classify(e), nil
-		case code == codes.NotFound:
-			return executor.Snapshot{
+			snap = Classify(e)
+		case status.Code(err) == codes.NotFound:
+			snap = executor.Snapshot{
 				Verdict:  executor.VerdictUnknown,
 				Evidence: map[string]any{"source": "cloud_run", "execution": name, "error": "NotFound"},
-			}, nil
-		case code == codes.Unavailable && attempt < a.cfg.MaxAttempts && ctx.Err() == nil:
-			if err := sleep(ctx, rand.N(backoff)+1); err != nil {
-				return executor.Snapshot{}, fmt.Errorf("get execution %s: %w", name, err)
 			}
-			backoff *= 2
 		default:
-			if ctx.Err() != nil {
-				return executor.Snapshot{}, fmt.Errorf("get execution %s: %w", name, ctx.Err())
-			}
-			return executor.Snapshot{}, fmt.Errorf("get execution %s (attempt %d): %w", name, attempt, err)
+			return err
 		}
-	}
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	})
+	switch {
+	case err == nil:
+		return snap, nil
+	case ctx.Err() != nil:
+		return executor.Snapshot{}, fmt.Errorf("get execution %s: %w", name, ctx.Err())
+	default:
+		return executor.Snapshot{}, fmt.Errorf("get execution %s (attempt %d): %w", name, attempts, err)
 	}
 }

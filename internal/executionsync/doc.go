@@ -9,7 +9,7 @@
 //	scan (bounded: limit syncable rows, at most ScanFactor×limit documents read)
 //	  ├─ row without a usable provider_ref → skipped_missing_metadata_count, never sent anywhere
 //	  └─ candidate → Starter.Start (inline pool here; a Pub/Sub publish on the pipeline path)
-//	       sync = Executor.Observe  →  ExecutionStore.Apply(decide)
+//	       sync = executor.Executor.Observe  →  ExecutionStore.Apply(decide)
 //
 // The verdict of a sync (decide, pure):
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -50,7 +51,7 @@ type options struct {
 	cfg      executionsync.Config
 	cloudRun cloudrun.Config
 	// wrap lets a test stand between the workflow and the adapter.
-	wrap func(executionsync.Executor) executionsync.Executor
+	wrap func(executor.Executor) executor.Executor
 	// dial adds options to the Firestore connection (a fault interceptor).
 	dial []grpc.DialOption
 	// guard turns the blind-executor guard on, as the app does.
@@ -81,7 +82,7 @@ func newEnv(t *testing.T, o options) *env {
 	if o.cloudRun.Backoff == 0 {
 		o.cloudRun.Backoff = time.Millisecond
 	}
-	var exec executionsync.Executor = cloudrun.New(client, o.cloudRun)
+	var exec executor.Executor = cloudrun.New(client, o.cloudRun)
 	if o.wrap != nil {
 		exec = o.wrap(exec)
 	}
@@ -100,7 +101,7 @@ func newEnv(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.engine = workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: log}, wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+	e.engine = workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: log}, wf.Definition(executionsync.CloudRun))
 	return e
 }
 

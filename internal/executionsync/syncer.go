@@ -15,17 +15,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// Executor is what a sync needs of an executor adapter; *cloudrun.Adapter has it.
-type Executor interface {
-	// ValidRef reports whether a row's provider_ref is one this executor can look up.
-	ValidRef(ref map[string]any) bool
-	// Observe asks the executor about the execution ref names.
-	Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error)
-	// Target names where the executor looks for it (a Cloud Run project and region, a
-	// Kubernetes cluster): what the blind-executor guard judges.
-	Target(ref map[string]any) string
-}
-
 // SyncRequest asks for one row's sync. It carries what the scan saw, so the sync can tell
 // whether the row moved in between.
 type SyncRequest struct {
@@ -96,7 +85,7 @@ func (r SyncResult) Transient() bool {
 // Syncer syncs one row: one executor call, then one transaction.
 type Syncer struct {
 	store    *ledger.ExecutionStore
-	exec     Executor
+	exec     executor.Executor
 	typ      contract.WorkflowType
 	provider string
 	now      func() time.Time
@@ -120,7 +109,7 @@ func (s *Syncer) GuardTargets(j TargetJudge) *Syncer {
 
 // NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
 // grace is how long a row may stay unknown before it is lost.
-func NewSyncer(store *ledger.ExecutionStore, exec Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
+func NewSyncer(store *ledger.ExecutionStore, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
 	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log}
 }
 
@@ -300,15 +289,6 @@ func (r SyncRequest) Validate() error {
 	return nil
 }
 
-// stopsCalls reports whether an executor error should stop further executor calls in a run.
-func stopsCalls(err error) (string, bool) {
-	switch status.Code(err) {
-	case codes.ResourceExhausted:
-		return "resource_exhausted", true
-	case codes.PermissionDenied:
-		return "permission_denied", true
-	case codes.Unauthenticated:
-		return "unauthenticated", true
-	}
-	return "", false
-}
+// stopsCalls reports whether an executor error should stop further executor calls in a run:
+// the executor package's rule.
+func stopsCalls(err error) (string, bool) { return executor.Stops(err) }

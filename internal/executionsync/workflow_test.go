@@ -269,7 +269,7 @@ func TestConcurrentRunsSettleEachRowExactlyOnce(t *testing.T) {
 // racer stands between the workflow and Cloud Run and, for one row, plays the runner confirming
 // its execution after the scan and before the settling transaction.
 type racer struct {
-	executionsync.Executor
+	executor.Executor
 	target map[string]any
 	touch  func()
 }
@@ -285,7 +285,7 @@ func (r *racer) Observe(ctx context.Context, ref map[string]any) (executor.Snaps
 func TestRowRefreshedBetweenScanAndTransactionIsNotSettled(t *testing.T) {
 	t.Parallel()
 	var rc *racer
-	e := newEnv(t, options{wrap: func(x executionsync.Executor) executionsync.Executor {
+	e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
 		rc = &racer{Executor: x}
 		return rc
 	}})
@@ -609,7 +609,7 @@ func TestARowIsSettledOnlyIfItsTransactionFindsItTheRunsToWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var rc *racer
-			e := newEnv(t, options{wrap: func(x executionsync.Executor) executionsync.Executor {
+			e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
 				rc = &racer{Executor: x}
 				return rc
 			}})

@@ -1,13 +1,3 @@
-// Package executor is the vocabulary the executor adapters (Cloud Run, Kubernetes) and the
-// execution-sync workflow share: what an executor says about one execution, reduced to a typed
-// verdict plus the evidence that justified it.
-//
-// An adapter returns a Snapshot for an execution the executor knows, a Snapshot with
-// VerdictUnknown when the executor does not know it (NotFound), and an error carrying a gRPC
-// status code for everything else: Unavailable, DeadlineExceeded and Internal are transient;
-// ResourceExhausted means "stop calling for now"; PermissionDenied and Unauthenticated mean the
-// sweeper is misconfigured. Adapters for non-gRPC executors translate their failures into these
-// codes so the workflow has one vocabulary.
 package executor
 
 import "time"

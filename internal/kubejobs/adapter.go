@@ -3,10 +3,14 @@
 // (runner.execution-sync-stale-kubernetes). Rows name their Job with provider_ref {cluster,
 // namespace, job, uid}.
 //
-// What holds:
+// What holds (the executor package's contract, which executortest checks against client-go's
+// fake clientset):
 //   - Every call has its own timeout. Throttling (429) is ResourceExhausted and stops the run's
-//     calls; 5xx, timeouts and a broken connection are Unavailable and retried with backoff a
-//     bounded number of times; 401 and 403 are Unauthenticated and PermissionDenied.
+//     calls; 5xx and a broken connection are Unavailable and retried with backoff a bounded
+//     number of times (Config's executor.RetryPolicy); a server-side timeout (504) is
+//     DeadlineExceeded and not retried; 401 and 403 are Unauthenticated and PermissionDenied.
+//   - Only that policy retries: client-go's own Retry-After retries are off and its client-side
+//     rate limit is sized for the workflow's concurrency (ClientConfig).
 //   - NotFound — a Job deleted by ttlSecondsAfterFinished, or by hand — is unknown, not
 //     failure; so is a Job of the same name with another uid, which is a different execution.
 //   - The adapter needs only `get` on jobs in the rows' namespaces (docs/operations.md has the
@@ -14,11 +18,9 @@
 package kubejobs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -43,11 +45,11 @@ type Clusters interface {
 // ErrUnknownCluster is a row naming a cluster the sweeper has no configuration for.
 var ErrUnknownCluster = errors.New("cluster not configured")
 
-// Defaults of Config.
+// Defaults of Config: the executor package's.
 const (
-	CallTimeoutDefault = 10 * time.Second
-	MaxAttemptsDefault = 3
-	BackoffDefault     = 200 * time.Millisecond
+	CallTimeoutDefault = executor.CallTimeoutDefault
+	MaxAttemptsDefault = executor.MaxAttemptsDefault
+	BackoffDefault     = executor.BackoffDefault
 )
 
 // Config bounds the adapter's calls. Zero values take the defaults.
@@ -57,18 +59,22 @@ type Config struct {
 	Backoff     time.Duration
 }
 
+// Policy is the retry policy the adapter calls the API server under: c's bounds, retrying
+// Unavailable (as Code maps API errors) only.
+func (c Config) Policy() executor.RetryPolicy {
+	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
+		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
+}
+
 // Adapter observes Kubernetes Jobs.
 type Adapter struct {
 	clusters Clusters
-	cfg      Config
+	policy   executor.RetryPolicy
 }
 
 // New returns an adapter over clusters.
 func New(clusters Clusters, cfg Config) *Adapter {
-	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, CallTimeoutDefault)
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, MaxAttemptsDefault)
-	cfg.Backoff = cmp.Or(cfg.Backoff, BackoffDefault)
-	return &Adapter{clusters: clusters, cfg: cfg}
+	return &Adapter{clusters: clusters, policy: cfg.Policy()}
 }
 
 // Ref is a row's provider_ref for a Kubernetes Job.
@@ -109,38 +115,29 @@ func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Sna
 	if err != nil {
 		return executor.Snapshot{}, status.Errorf(codes.FailedPrecondition, "cluster %q: %v", r.Cluster, err)
 	}
-	backoff := a.cfg.Backoff
-	for attempt := 1; ; attempt++ {
-		callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-		job, err := jobs.Get(callCtx, r.Job, metav1.GetOptions{})
-		cancel()
-		if err == nil {
-			if string(job.UID) != r.UID {
-				return unknown(r, "uid_mismatch", string(job.UID)), nil
-			}
-			snap := Classify(job)
+	var snap executor.Snapshot
+	attempts, err := a.policy.Do(ctx, Code, func(ctx context.Context) error {
+		job, err := jobs.Get(ctx, r.Job, metav1.GetOptions{})
+		switch {
+		case err == nil && string(job.UID) != r.UID:
+			snap = unknown(r, "uid_mismatch", string(job.UID))
+		case err == nil:
+			snap = Classify(job)
 			snap.Evidence["cluster"] = r.Cluster
-			return snap, nil
+		case ownNotFound(err, r.Job):
+			snap = unknown(r, "not_found", "")
+		default:
+			return err
 		}
-		if ownNotFound(err, r.Job) {
-			return unknown(r, "not_found", ""), nil
-		}
-		if ctx.Err() != nil {
-			return executor.Snapshot{}, fmt.Errorf("get job %s/%s on %s: %w", r.Namespace, r.Job, r.Cluster, ctx.Err())
-		}
-		code := Code(err)
-		if code == codes.Unavailable && attempt < a.cfg.MaxAttempts {
-			t := time.NewTimer(rand.N(backoff) + 1)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return executor.Snapshot{}, fmt.Errorf("get job %s/%s on %s: %w", r.Namespace, r.Job, r.Cluster, ctx.Err())
-			}
-			backoff *= 2
-			continue
-		}
-		return executor.Snapshot{}, status.Errorf(code, "get job %s/%s on %s (attempt %d): %v", r.Namespace, r.Job, r.Cluster, attempt, err)
+		return nil
+	})
+	switch {
+	case err == nil:
+		return snap, nil
+	case ctx.Err() != nil:
+		return executor.Snapshot{}, fmt.Errorf("get job %s/%s on %s: %w", r.Namespace, r.Job, r.Cluster, ctx.Err())
+	default:
+		return executor.Snapshot{}, status.Errorf(Code(err), "get job %s/%s on %s (attempt %d): %v", r.Namespace, r.Job, r.Cluster, attempts, err)
 	}
 }
 

@@ -138,7 +138,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
 	must(t, err)
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes))
+		wf.Definition(executionsync.Kubernetes))
 	run := func() map[string]ledger.Execution {
 		t.Helper()
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,

@@ -147,8 +147,8 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// RESTConfig builds the client configuration of one cluster.
-func (c ClusterConfig) RESTConfig(ctx context.Context, timeout time.Duration) (*rest.Config, error) {
+// RESTConfig builds the client configuration of one cluster, with client's limits.
+func (c ClusterConfig) RESTConfig(ctx context.Context, client ClientConfig) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	switch {
@@ -185,31 +185,38 @@ func (c ClusterConfig) RESTConfig(ctx context.Context, timeout time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = timeout
+	client.WithDefaults().apply(cfg)
 	cfg.UserAgent = "stalesweep"
 	return cfg, nil
 }
 
-// Set is the configured clusters. Each cluster's clientset is built on first use; a failed
-// build is tried again on the next use.
+// Set is the configured clusters. Each cluster's client is built on first use; a failed build
+// is tried again on the next use.
 type Set struct {
 	configs map[string]ClusterConfig
-	timeout time.Duration
+	client  ClientConfig
 
 	mu      sync.Mutex
-	clients map[string]batchclient.BatchV1Interface
+	clients map[string]func(namespace string) JobGetter
 }
 
-// NewSet returns the clusters of configs; timeout bounds each request.
+// NewSet returns the clusters of configs; timeout bounds each request, and the other client
+// settings take their defaults.
 func NewSet(configs map[string]ClusterConfig, timeout time.Duration) *Set {
-	return &Set{configs: configs, timeout: timeout, clients: map[string]batchclient.BatchV1Interface{}}
+	return NewSetWith(configs, ClientConfig{Timeout: timeout})
+}
+
+// NewSetWith returns the clusters of configs, reached with client's settings.
+func NewSetWith(configs map[string]ClusterConfig, client ClientConfig) *Set {
+	return &Set{configs: configs, client: client.WithDefaults(), clients: map[string]func(string) JobGetter{}}
 }
 
 // Add makes a ready batch/v1 client (a fake clientset's BatchV1(), say) available under name.
+// Its requests are its own: the Set's ClientConfig does not reach them.
 func (s *Set) Add(name string, c batchclient.BatchV1Interface) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clients[name] = c
+	s.clients[name] = func(namespace string) JobGetter { return c.Jobs(namespace) }
 }
 
 // Jobs returns the Jobs of a namespace on a named cluster.
@@ -222,15 +229,18 @@ func (s *Set) Jobs(cluster, namespace string) (JobGetter, error) {
 		if !known {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownCluster, cluster)
 		}
-		cfg, err := cc.RESTConfig(context.Background(), s.timeout)
+		cfg, err := cc.RESTConfig(context.Background(), s.client)
 		if err != nil {
 			return nil, fmt.Errorf("configure cluster %q: %w", cluster, err)
 		}
 		// The batch/v1 client alone: the full clientset would add every API group to the binary.
-		if c, err = batchclient.NewForConfig(cfg); err != nil {
+		bc, err := batchclient.NewForConfig(cfg)
+		if err != nil {
 			return nil, fmt.Errorf("connect to cluster %q: %w", cluster, err)
 		}
+		rc, retries := bc.RESTClient(), s.client.ClientRetries
+		c = func(namespace string) JobGetter { return restJobs{client: rc, namespace: namespace, retries: retries} }
 		s.clients[cluster] = c
 	}
-	return c.Jobs(namespace), nil
+	return c(namespace), nil
 }

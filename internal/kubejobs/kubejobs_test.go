@@ -189,7 +189,7 @@ func TestParseClusters(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	cfg, err := c["lab"].RESTConfig(context.Background(), 3*time.Second)
+	cfg, err := c["lab"].RESTConfig(context.Background(), ClientConfig{Timeout: 3 * time.Second})
 	if err != nil || cfg.Host != "https://127.0.0.1:6443" || string(cfg.TLSClientConfig.CAData) != "foo" || cfg.BearerTokenFile != "/t" || cfg.Timeout != 3*time.Second {
 		t.Errorf("rest config = %+v %v", cfg, err)
 	}

@@ -1,8 +1,7 @@
-// Package synccheck holds the checks the execution-sync fault tests of both executors (Cloud
-// Run in internal/executionsync, Kubernetes in internal/kubejobs) make of a row and of a run
-// record — per fault: transient, timed out, refused, exhausted, unknown and lost — and the
-// fault they inject on the Firestore connection. It is imported by tests only.
-package synccheck
+package executortest
+
+// The checks the suite makes of a row and of a run record after each kind of fault, and the
+// fault it injects on the Firestore connection. (They were internal/executionsync/synccheck.)
 
 import (
 	"context"
@@ -24,9 +23,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// SlowErrorWrites delays by d every Firestore commit that records an executor error on a row
+// slowErrorWrites delays by d every Firestore commit that records an executor error on a row
 // (it writes sync.last_error): latency on the bookkeeping write of a failed call.
-func SlowErrorWrites(d time.Duration) grpc.DialOption {
+func slowErrorWrites(d time.Duration) grpc.DialOption {
 	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if c, ok := req.(*firestorepb.CommitRequest); ok && slices.ContainsFunc(c.GetWrites(), func(w *firestorepb.Write) bool {
 			return slices.Contains(w.GetUpdateMask().GetFieldPaths(), "sync.last_error")
@@ -43,11 +42,11 @@ func SlowErrorWrites(d time.Duration) grpc.DialOption {
 	})
 }
 
-// Errored checks that got is want but for what a failed executor call records: the error (code
+// errored checks that got is want but for what a failed executor call records: the error (code
 // first) at the run's time, and one more sync attempt per failed call.
-func Errored(t testing.TB, want, got ledger.Execution, attempts int64, code string, at time.Time) {
+func errored(t testing.TB, want, got ledger.Execution, attempts int64, code string, at time.Time) {
 	t.Helper()
-	if d := Diff(want, got, "Sync.LastError", "Sync.LastErrorAt", "Sync.Attempts"); len(d) > 0 {
+	if d := diff(want, got, "Sync.LastError", "Sync.LastErrorAt", "Sync.Attempts"); len(d) > 0 {
 		t.Errorf("row %s changed by a failed call: %v", want.UUID, d)
 	}
 	if !strings.HasPrefix(got.Sync.LastError, code+": ") || !got.Sync.LastErrorAt.Equal(at) || got.Sync.Attempts != attempts {
@@ -56,10 +55,10 @@ func Errored(t testing.TB, want, got ledger.Execution, attempts int64, code stri
 	}
 }
 
-// Unknown checks that got is want but for what an unknown verdict records.
-func Unknown(t testing.TB, want, got ledger.Execution, since, at time.Time, attempts int64) {
+// unknown checks that got is want but for what an unknown verdict records.
+func unknown(t testing.TB, want, got ledger.Execution, since, at time.Time, attempts int64) {
 	t.Helper()
-	if d := Diff(want, got, "Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts", "Sync.Target"); len(d) > 0 {
+	if d := diff(want, got, "Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts", "Sync.Target"); len(d) > 0 {
 		t.Errorf("unknown row %s changed beyond its sync state: %v", want.UUID, d)
 	}
 	if got.Sync.Target == "" {
@@ -70,10 +69,10 @@ func Unknown(t testing.TB, want, got ledger.Execution, since, at time.Time, atte
 	}
 }
 
-// Lost checks that got is want settled lost by run at now, unknown since since.
-func Lost(t testing.TB, want, got ledger.Execution, since, now time.Time, run string, grace time.Duration) {
+// lost checks that got is want settled lost by run at now, unknown since since.
+func lost(t testing.TB, want, got ledger.Execution, since, now time.Time, run string, grace time.Duration) {
 	t.Helper()
-	if d := Diff(want, got, "Active", "Status", "Outcome", "CompletedAt", "FailureReason", "Settlement",
+	if d := diff(want, got, "Active", "Status", "Outcome", "CompletedAt", "FailureReason", "Settlement",
 		"Sync.LastSyncedAt", "Sync.LastVerdict", "Sync.UnknownSince", "Sync.Attempts", "Sync.Target"); len(d) > 0 {
 		t.Errorf("lost row %s changed beyond its settlement: %v", want.UUID, d)
 	}
@@ -94,8 +93,8 @@ func Lost(t testing.TB, want, got ledger.Execution, since, now time.Time, run st
 	}
 }
 
-// FailedRecord checks the run record of a run stopped by an executor refusal.
-func FailedRecord(t testing.TB, runs *ledger.RunStore, out workflow.Outcome, reason string, code codes.Code, at time.Time) {
+// failedRecord checks the run record of a run stopped by an executor refusal.
+func failedRecord(t testing.TB, runs *ledger.RunStore, out workflow.Outcome, reason string, code codes.Code, at time.Time) {
 	t.Helper()
 	rec, err := runs.GetRun(context.Background(), out.RunUUID)
 	if err != nil {
@@ -122,9 +121,9 @@ func FailedRecord(t testing.TB, runs *ledger.RunStore, out workflow.Outcome, rea
 	}
 }
 
-// Diff names the fields in which got differs from want, leaving out the paths in skip
+// diff names the fields in which got differs from want, leaving out the paths in skip
 // ("Sync.Attempts").
-func Diff(want, got ledger.Execution, skip ...string) []string {
+func diff(want, got ledger.Execution, skip ...string) []string {
 	var diffs []string
 	var walk func(path string, w, g reflect.Value)
 	walk = func(path string, w, g reflect.Value) {
@@ -153,8 +152,8 @@ func Diff(want, got ledger.Execution, skip ...string) []string {
 	return diffs
 }
 
-// RowsOf lists the rows of errs.
-func RowsOf(errs []executionsync.RowError) []string {
+// rowsOf lists the rows of errs.
+func rowsOf(errs []executionsync.RowError) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {
 		out = append(out, e.RunnerExecutionUUID)
@@ -162,18 +161,18 @@ func RowsOf(errs []executionsync.RowError) []string {
 	return out
 }
 
-// SameSet reports whether a and b hold the same strings, in any order.
-func SameSet(a, b []string) bool {
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
 
-// TransientRuns checks the runs of a transient-fault test: the executor fails some calls with
+// transientRuns checks the runs of a transient-fault test: the executor fails some calls with
 // one of Codes, every row's execution succeeded, and runs go on until every row is settled. It
 // keeps what the runs have done so far.
-type TransientRuns struct {
+type transientRuns struct {
 	Rows   int
 	Codes  []codes.Code
 	Seeded map[string]ledger.Execution // the rows as seeded
@@ -184,21 +183,21 @@ type TransientRuns struct {
 	Settled     map[string]string // row → the run that settled it
 }
 
-// NewTransientRuns follows the seeded rows, read back through get, across the runs of a test
+// newTransientRuns follows the seeded rows, read back through get, across the runs of a test
 // whose faults map to cs.
-func NewTransientRuns(cs []codes.Code, seeded map[string]ledger.Execution, get func(id string) ledger.Execution) *TransientRuns {
-	return &TransientRuns{Rows: len(seeded), Codes: cs, Seeded: seeded, Get: get,
+func newTransientRuns(cs []codes.Code, seeded map[string]ledger.Execution, get func(id string) ledger.Execution) *transientRuns {
+	return &transientRuns{Rows: len(seeded), Codes: cs, Seeded: seeded, Get: get,
 		FailedCalls: map[string]int64{}, ByCode: map[string]int{}, Settled: map[string]string{}}
 }
 
 // Done reports whether every row is settled.
-func (r *TransientRuns) Done() bool { return len(r.Settled) == r.Rows }
+func (r *transientRuns) Done() bool { return len(r.Settled) == r.Rows }
 
 // Check checks the run numbered run, which ended as out with output o and stats s at now:
 // every unsettled row was a candidate, nothing was deferred; a row whose call failed with one of
 // Codes changed only by the error it records; a row whose sync started was settled succeeded by
 // this run, with one attempt more than its failed calls.
-func (r *TransientRuns) Check(t testing.TB, run int, out workflow.Outcome, o executionsync.Output, s executionsync.Stats, now time.Time) {
+func (r *transientRuns) Check(t testing.TB, run int, out workflow.Outcome, o executionsync.Output, s executionsync.Stats, now time.Time) {
 	t.Helper()
 	if out.Status != workflow.StateCompleted {
 		t.Fatalf("run %d ended %s: %v", run, out.Status, out.Err)
@@ -206,7 +205,7 @@ func (r *TransientRuns) Check(t testing.TB, run int, out workflow.Outcome, o exe
 	if want := r.Rows - len(r.Settled); o.CandidateCount != want || s.Deferred != 0 || s.StoppedBy != "" {
 		t.Errorf("run %d: %d candidates (want %d), deferred %d, stopped by %q", run, o.CandidateCount, want, s.Deferred, s.StoppedBy)
 	}
-	if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !SameSet(RowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
+	if s.Errored != len(s.Errors) || s.Errored != o.FailedStartCount || !sameSet(rowsOf(s.Errors), o.FailedRunnerExecutionUUIDs) {
 		t.Errorf("run %d: errored %d, %d errors listed, failed starts %v", run, s.Errored, len(s.Errors), o.FailedRunnerExecutionUUIDs)
 	}
 	for _, re := range s.Errors {
@@ -215,7 +214,7 @@ func (r *TransientRuns) Check(t testing.TB, run int, out workflow.Outcome, o exe
 			t.Errorf("run %d: row %s errored in %s with %s, want the executor with one of %v", run, re.RunnerExecutionUUID, re.Layer, re.Code, r.Codes)
 		}
 		r.FailedCalls[re.RunnerExecutionUUID]++
-		Errored(t, r.Seeded[re.RunnerExecutionUUID], r.Get(re.RunnerExecutionUUID), r.FailedCalls[re.RunnerExecutionUUID], re.Code, now)
+		errored(t, r.Seeded[re.RunnerExecutionUUID], r.Get(re.RunnerExecutionUUID), r.FailedCalls[re.RunnerExecutionUUID], re.Code, now)
 	}
 	if s.Settled["succeeded"] != o.StartedCount || len(s.Settled) > 1 {
 		t.Errorf("run %d: settled %v, want every started row succeeded (%d)", run, s.Settled, o.StartedCount)
@@ -233,7 +232,7 @@ func (r *TransientRuns) Check(t testing.TB, run int, out workflow.Outcome, o exe
 }
 
 // Faulted fails the test unless some sync errored: a test that injected nothing checks nothing.
-func (r *TransientRuns) Faulted(t testing.TB) {
+func (r *transientRuns) Faulted(t testing.TB) {
 	t.Helper()
 	if len(r.FailedCalls) == 0 {
 		t.Fatal("no sync errored: the test injected nothing")
@@ -243,7 +242,7 @@ func (r *TransientRuns) Faulted(t testing.TB) {
 // Finish checks what the runs did in all: rows errored with each code the faults map to
 // (DeadlineExceeded, never retried, whenever it is injected; the one code of a one-code test),
 // and every row was settled.
-func (r *TransientRuns) Finish(t testing.TB) {
+func (r *transientRuns) Finish(t testing.TB) {
 	t.Helper()
 	if slices.Contains(r.Codes, codes.DeadlineExceeded) && r.ByCode[codes.DeadlineExceeded.String()] == 0 {
 		t.Errorf("no row errored with DeadlineExceeded: %v", r.ByCode)
@@ -256,10 +255,10 @@ func (r *TransientRuns) Finish(t testing.TB) {
 	}
 }
 
-// AllTimedOut checks a run in which every seeded row's call ran past its timeout: every row
+// allTimedOut checks a run in which every seeded row's call ran past its timeout: every row
 // errored with DeadlineExceeded in the executor, none was settled, and each row changed only by
 // that one error, recorded at now.
-func AllTimedOut(t testing.TB, seeded map[string]ledger.Execution, get func(id string) ledger.Execution, o executionsync.Output, s executionsync.Stats, now time.Time) {
+func allTimedOut(t testing.TB, seeded map[string]ledger.Execution, get func(id string) ledger.Execution, o executionsync.Output, s executionsync.Stats, now time.Time) {
 	t.Helper()
 	rows := len(seeded)
 	if s.Errored != rows || len(s.Settled) != 0 || o.FailedStartCount != rows {
@@ -271,16 +270,16 @@ func AllTimedOut(t testing.TB, seeded map[string]ledger.Execution, get func(id s
 		}
 	}
 	for id, want := range seeded {
-		Errored(t, want, get(id), 1, codes.DeadlineExceeded.String(), now)
+		errored(t, want, get(id), 1, codes.DeadlineExceeded.String(), now)
 	}
 }
 
-// Refused checks a run that the executor refused with code on every call (PermissionDenied,
+// refused checks a run that the executor refused with code on every call (PermissionDenied,
 // Unauthenticated): the run failed with reason executor_<reason>, at most concurrency rows
 // errored (the calls already in flight), the rest were deferred, nothing was settled or started;
 // the record and the output say why; errored rows changed only by their one error and deferred
 // rows not at all.
-func Refused(t testing.TB, runs *ledger.RunStore, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
+func refused(t testing.TB, runs *ledger.RunStore, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
 	out workflow.Outcome, o executionsync.Output, s executionsync.Stats, code codes.Code, reason string, concurrency int, now time.Time) {
 	t.Helper()
 	rows := len(seeded)
@@ -293,25 +292,25 @@ func Refused(t testing.TB, runs *ledger.RunStore, seeded map[string]ledger.Execu
 	if o.StartedCount != 0 || o.FailedStartCount != rows {
 		t.Errorf("output = %+v, want no row started", o)
 	}
-	FailedRecord(t, runs, out, "executor_"+reason, code, now)
+	failedRecord(t, runs, out, "executor_"+reason, code, now)
 	if out.Output["failure_reason"] != "executor_"+reason || out.Output["failed_layer"] != "executor" {
 		t.Errorf("output envelope = %v", out.Output)
 	}
-	errored := RowsOf(s.Errors)
+	erroredRows := rowsOf(s.Errors)
 	for id, want := range seeded {
 		got := get(id)
-		if slices.Contains(errored, id) {
-			Errored(t, want, got, 1, code.String(), now)
-		} else if d := Diff(want, got); len(d) > 0 {
+		if slices.Contains(erroredRows, id) {
+			errored(t, want, got, 1, code.String(), now)
+		} else if d := diff(want, got); len(d) > 0 {
 			t.Errorf("deferred row %s changed: %v", id, d)
 		}
 	}
 }
 
-// Exhausted checks a run stopped by ResourceExhausted after begun syncs had begun: the one
+// exhaustedRun checks a run stopped by ResourceExhausted after begun syncs had begun: the one
 // throttled row errored and changed only by that error, the begun-1 others settled succeeded,
 // and every row not begun deferred, counted and untouched.
-func Exhausted(t testing.TB, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
+func exhaustedRun(t testing.TB, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
 	o executionsync.Output, s executionsync.Stats, begun int, now time.Time) {
 	t.Helper()
 	rows := len(seeded)
@@ -329,9 +328,9 @@ func Exhausted(t testing.TB, seeded map[string]ledger.Execution, get func(id str
 		got := get(id)
 		switch {
 		case id == throttled:
-			Errored(t, want, got, 1, codes.ResourceExhausted.String(), now)
+			errored(t, want, got, 1, codes.ResourceExhausted.String(), now)
 		case slices.Contains(o.FailedRunnerExecutionUUIDs, id): // deferred: never sent to the executor, never written
-			if d := Diff(want, got); len(d) > 0 {
+			if d := diff(want, got); len(d) > 0 {
 				t.Errorf("deferred row %s changed: %v", id, d)
 			}
 		default: // in flight, or begun before the stop: settled from the executor's answer

@@ -1,0 +1,78 @@
+package kubejobs
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// Defaults of ClientConfig.
+const (
+	// RequestTimeoutDefault bounds one HTTP request, as rest.Config.Timeout.
+	RequestTimeoutDefault = 10 * time.Second
+	// QPSDefault and BurstDefault size client-go's client-side token bucket, per cluster and
+	// process, for the workflow's concurrency rather than client-go's 5 QPS / burst 10
+	// (rest.DefaultQPS, rest.DefaultBurst), at which 8 syncs at once queue for tokens inside
+	// their per-call timeout: a default run (25 rows, up to 3 attempts each) fits in the burst
+	// without waiting, and the largest (200 rows, one get each) waits about 2 s for tokens in
+	// all, far inside its budget. The API server's own priority and fairness still protects it,
+	// and its 429 stops the run (ResourceExhausted).
+	QPSDefault   float32 = 50
+	BurstDefault         = 100
+)
+
+// ClientConfig is how the adapter's client-go clients talk to every cluster. Zero values take
+// the defaults.
+type ClientConfig struct {
+	// Timeout bounds one HTTP request (rest.Config.Timeout); the adapter's per-attempt
+	// CallTimeout bounds it too.
+	Timeout time.Duration
+	// QPS and Burst are client-go's client-side rate limit (rest.Config.QPS, Burst), per cluster.
+	// A negative QPS turns the client-side limit off.
+	QPS   float32
+	Burst int
+	// ClientRetries is how many times client-go itself retries one request on a 429 or 5xx that
+	// carries Retry-After, or on a GET whose connection broke (rest.Request.MaxRetries; client-go
+	// makes 10 unless told otherwise). The default, 0, leaves every retry to the adapter's
+	// executor.RetryPolicy, so attempts are counted, backed off and bounded in one place, and a
+	// 429 reaches the workflow at once and stops the run's calls.
+	ClientRetries int
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c ClientConfig) WithDefaults() ClientConfig {
+	c.Timeout = cmp.Or(c.Timeout, RequestTimeoutDefault)
+	c.QPS = cmp.Or(c.QPS, QPSDefault)
+	c.Burst = cmp.Or(c.Burst, BurstDefault)
+	c.ClientRetries = max(c.ClientRetries, 0)
+	return c
+}
+
+// apply sets c's limits on a cluster's rest.Config.
+func (c ClientConfig) apply(cfg *rest.Config) {
+	cfg.Timeout, cfg.QPS, cfg.Burst = c.Timeout, c.QPS, c.Burst
+}
+
+// restJobs reads Jobs of one namespace through a batch/v1 REST client, making at most
+// ClientRetries client-go retries per request. (The typed client's Get offers no way to set
+// them: client-go sets a request's ceiling only through Request.MaxRetries.)
+type restJobs struct {
+	client    rest.Interface
+	namespace string
+	retries   int
+}
+
+func (j restJobs) Get(ctx context.Context, name string, opts metav1.GetOptions) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	err := j.client.Get().Namespace(j.namespace).Resource("jobs").Name(name).
+		VersionedParams(&opts, scheme.ParameterCodec).MaxRetries(j.retries).Do(ctx).Into(job)
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
