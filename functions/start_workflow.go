@@ -54,7 +54,7 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !start.WorkflowType.ReachableFromRequest() {
+	if def, ok := a.Engine.Definition(start.WorkflowType); ok && !def.FromRequest {
 		log.WarnContext(ctx, "workflow not reachable from a request", "workflow_type", string(start.WorkflowType))
 		writeError(w, contract.Errorf(contract.CodeForbidden,
 			"%s cannot be started by a request: its deadline is the caller's, so on the wire it would be a fleet-wide kill switch; it runs only from the scheduled path and the stalesweep command", start.WorkflowType))

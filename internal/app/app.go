@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,8 +18,8 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
-	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -99,18 +98,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	syncCfg := cfg.Sync
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
-	executors := []executionSync{{ledger.ProviderCloudRun, contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun, cloudrun.New(runClient, cfg.CloudRun)}}
+	executors := []executionSync{{executionsync.CloudRun, cloudrun.New(runClient, cfg.CloudRun)}}
 	kube, err := kubernetesExecutor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if kube != nil {
-		executors = append(executors, executionSync{ledger.ProviderKubernetes, contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes, kube})
+		executors = append(executors, executionSync{executionsync.Kubernetes, kube})
 	}
 	// No row is settled lost while its executor target is blind (internal/blindguard).
 	blind := blindguard.New(ledger.NewTargetStore(a.Firestore), cfg.Blind, log)
 	for _, x := range executors {
-		a.Syncers[x.provider] = executionsync.NewSyncer(store, x.exec, x.typ, x.provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
+		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
 	}
 	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
 	// publishing its syncs.
@@ -118,12 +117,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		var defs []workflow.Definition
 		for _, x := range executors {
 			c := syncCfg
-			c.Provider = x.provider
-			wf, err := executionsync.New(store, x.exec, starter(a.Syncers[x.provider]), c, now)
+			c.Provider = x.kind.Provider
+			wf, err := executionsync.New(store, x.exec, starter(a.Syncers[x.kind.Provider]), c, now)
 			if err != nil {
 				return nil, err
 			}
-			defs = append(defs, wf.Definition(x.typ, x.envelope))
+			defs = append(defs, wf.Definition(x.kind))
 		}
 		return defs, nil
 	}
@@ -176,14 +175,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		}
 		dispatch := cfg.Dispatch
 		dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
-		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log)
-		runsFloor := runsCfg.WithDefaults().ScheduledFloorMs
-		d.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, runsFloor) })
-		ttlFloor := pmCfg.WithDefaults().TTLFloor
-		d.Check(contract.PMSweep, func(in json.RawMessage) error { return pmsweep.CheckTTLFloor(in, ttlFloor) })
+		engine := workflow.NewEngine(engineOpts, append(fanout, others...)...)
+		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log, engine)
 		d.ListQueuesWith(tasks.ListQueues)
 		d.ListGroupsWith(leases.ListGroups)
-		return &Pipeline{Engine: workflow.NewEngine(engineOpts, append(fanout, others...)...), Dispatcher: d}, nil
+		return &Pipeline{Engine: engine, Dispatcher: d}, nil
 	})
 	return a, nil
 }
@@ -199,15 +195,12 @@ func (a *App) onClose(f func() error) {
 }
 
 // syncExecutor is an executor adapter as the execution-sync workflow uses it.
-type syncExecutor = executionsync.Executor
+type syncExecutor = executor.Executor
 
-// executionSync is one executor's execution-sync workflow: the rows' provider, the workflow
-// type, the seed's output envelope, and the adapter.
+// executionSync is one executor's execution-sync workflow and its adapter.
 type executionSync struct {
-	provider string
-	typ      contract.WorkflowType
-	envelope []string
-	exec     syncExecutor
+	kind executionsync.Kind
+	exec syncExecutor
 }
 
 // SyncBudget is how long one SyncExecution call may take.

@@ -84,7 +84,7 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 		return settled{}, err
 	}
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: time.Now, Log: logging.Discard()},
-		wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+		wf.Definition(executionsync.CloudRun))
 	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": executionsync.LimitMax})
 
 	spy.Reset()

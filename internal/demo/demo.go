@@ -67,7 +67,7 @@ func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore,
 		return nil, err
 	}
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), Now: time.Now, Log: o.Log},
-		wf.Definition(contract.ExecutionSyncCloudRun, executionsync.EnvelopeCloudRun))
+		wf.Definition(executionsync.CloudRun))
 	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": o.Limit})
 	return func(ctx context.Context) (roundResult, error) {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: input, Trigger: workflow.TriggerLocal, Actor: "demo"})

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -27,17 +28,39 @@ var EnvelopeKubernetes = []string{
 	"completed_at", "failed_at", "failure_reason", "failed_at_state", "failed_step", "failed_layer", "error", "error_type",
 }
 
+// Kind is one executor's execution-sync workflow, declared: its type and scope, the provider of
+// the rows it syncs, and the record fields its seed's output echoes.
+type Kind struct {
+	workflow.Declaration
+	Provider string
+	Envelope []string
+}
+
+// The two execution-sync workflows. Each is scoped to one organization, may be started by a
+// request, and settles only on its executor's word (no storm guard: see the blind-executor
+// guard).
+var (
+	CloudRun = Kind{
+		Declaration: workflow.Declaration{Type: contract.ExecutionSyncCloudRun, Scope: workflow.ScopeOrganization, FromRequest: true},
+		Provider:    ledger.ProviderCloudRun, Envelope: EnvelopeCloudRun,
+	}
+	Kubernetes = Kind{
+		Declaration: workflow.Declaration{Type: contract.ExecutionSyncKubernetes, Scope: workflow.ScopeOrganization, FromRequest: true},
+		Provider:    ledger.ProviderKubernetes, Envelope: EnvelopeKubernetes,
+	}
+)
+
 // Workflow is one execution-sync workflow: one provider, one executor.
 type Workflow struct {
 	store   *ledger.ExecutionStore
-	exec    Executor
+	exec    executor.Executor
 	starter Starter
 	cfg     Config
 	now     func() time.Time
 }
 
 // New returns the workflow. cfg is completed with its defaults and validated.
-func New(store *ledger.ExecutionStore, exec Executor, starter Starter, cfg Config, now func() time.Time) (*Workflow, error) {
+func New(store *ledger.ExecutionStore, exec executor.Executor, starter Starter, cfg Config, now func() time.Time) (*Workflow, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -45,9 +68,9 @@ func New(store *ledger.ExecutionStore, exec Executor, starter Starter, cfg Confi
 	return &Workflow{store: store, exec: exec, starter: starter, cfg: cfg, now: now}, nil
 }
 
-// Definition returns the workflow as the engine runs it under type t.
-func (w *Workflow) Definition(t contract.WorkflowType, envelope []string) workflow.Definition {
-	return workflow.Definition{Type: t, States: workflow.Linear, Envelope: envelope, Body: w.body}
+// Definition returns the workflow as the engine runs it, as kind k.
+func (w *Workflow) Definition(k Kind) workflow.Definition {
+	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Body: w.body}
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {

@@ -76,7 +76,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(contract.ExecutionSyncKubernetes, executionsync.EnvelopeKubernetes))
+		wf.Definition(executionsync.Kubernetes))
 	start := func() (workflow.Outcome, executionsync.Stats) {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,
 			InitialData: json.RawMessage(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal})

@@ -70,10 +70,14 @@ func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
 	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
 }
 
+// Declared is the workflow's declaration: one run covers one runner group of one organization;
+// leases whose holder cannot be resolved are abandoned on heartbeat age alone.
+var Declared = workflow.Declaration{Type: contract.WorkspaceLeaseSettle, Scope: workflow.ScopeRunnerGroup, FromRequest: true, AgeBased: true}
+
 // Definition returns the workflow as the engine runs it: atomic, as seed 004 says.
 func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
-		Type: contract.WorkspaceLeaseSettle, States: workflow.Atomic, Envelope: EnvelopeLeaseSettle,
+		Declaration: Declared, States: workflow.Atomic, Envelope: EnvelopeLeaseSettle,
 		Check: w.check, Body: w.body,
 	}
 }

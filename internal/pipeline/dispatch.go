@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Tick asks for one run of a workflow on every scope it covers.
@@ -61,16 +62,22 @@ type Report struct {
 	OutOfBudget  bool   `json:"out_of_budget"`
 }
 
+// Workflows are the workflows a dispatcher dispatches: their declared scopes and the rules the
+// scheduled path applies. *workflow.Engine is one.
+type Workflows interface {
+	Definition(t contract.WorkflowType) (workflow.Definition, bool)
+}
+
 // Dispatcher turns a tick into sweep messages.
 type Dispatcher struct {
-	orgs   *ledger.OrganizationStore
-	pub    Publisher
-	topic  string
-	cfg    DispatchConfig
-	log    *slog.Logger
-	checks map[contract.WorkflowType]func(json.RawMessage) error
-	queues func(ctx context.Context, limit int) ([]string, error)
-	groups func(ctx context.Context, org string, limit int) ([]string, error)
+	orgs      *ledger.OrganizationStore
+	pub       Publisher
+	topic     string
+	cfg       DispatchConfig
+	log       *slog.Logger
+	workflows Workflows
+	queues    func(ctx context.Context, limit int) ([]string, error)
+	groups    func(ctx context.Context, org string, limit int) ([]string, error)
 }
 
 // ListGroupsWith sets how runner-group-scoped workflows (runner.workspace-lease-settle)
@@ -84,29 +91,12 @@ func (d *Dispatcher) ListQueuesWith(list func(ctx context.Context, limit int) ([
 	d.queues = list
 }
 
-// Check adds a rule the scheduled path applies to t's runs beyond its schema (the runs
-// sweep's floor), so a tick that breaks it is refused before anything is published.
-func (d *Dispatcher) Check(t contract.WorkflowType, check func(json.RawMessage) error) {
-	if d.checks == nil {
-		d.checks = map[contract.WorkflowType]func(json.RawMessage) error{}
-	}
-	d.checks[t] = check
-}
-
-// NewDispatcher returns a dispatcher publishing to the sweeps topic.
-func NewDispatcher(orgs *ledger.OrganizationStore, pub Publisher, sweepsTopic string, cfg DispatchConfig, log *slog.Logger) *Dispatcher {
+// NewDispatcher returns a dispatcher publishing to the sweeps topic the runs of workflows.
+func NewDispatcher(orgs *ledger.OrganizationStore, pub Publisher, sweepsTopic string, cfg DispatchConfig, log *slog.Logger, workflows Workflows) *Dispatcher {
 	cfg.PageSize = cmp.Or(cfg.PageSize, PageSizeDefault)
 	cfg.MaxScopes = cmp.Or(cfg.MaxScopes, MaxScopesDefault)
 	cfg.Budget = cmp.Or(cfg.Budget, BudgetDefault)
-	return &Dispatcher{orgs: orgs, pub: pub, topic: sweepsTopic, cfg: cfg, log: log}
-}
-
-// placeholder stands in for a scope field when a tick's defaults are validated.
-func placeholder(field string) json.RawMessage {
-	if field == "queue" {
-		return json.RawMessage(`"default"`)
-	}
-	return json.RawMessage(`"00000000-0000-4000-8000-000000000000"`)
+	return &Dispatcher{orgs: orgs, pub: pub, topic: sweepsTopic, cfg: cfg, log: log, workflows: workflows}
 }
 
 // Dispatch publishes one sweep message per scope of the tick's workflow. An invalid tick is a
@@ -115,11 +105,11 @@ func placeholder(field string) json.RawMessage {
 // again, and the runs it already started are skipped as duplicates.
 func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	rep := Report{WorkflowType: string(tick.WorkflowType), TickID: tick.TickID}
-	kind, fields := contract.ScopeOf(tick.WorkflowType)
-	defaults, explicit, err := d.validate(tick, fields)
+	def, defaults, explicit, err := d.validate(tick)
 	if err != nil {
 		return rep, err
 	}
+	kind, fields := def.Scope.Kind, def.Scope.Names()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
 
@@ -290,16 +280,17 @@ func (d *Dispatcher) publishGroups(ctx context.Context, tick Tick, orgs []string
 	return nil
 }
 
-// validate checks the tick and returns its defaults as an object, and the scope it names
-// explicitly ("" when it names none).
-func (d *Dispatcher) validate(tick Tick, fields []string) (map[string]json.RawMessage, string, error) {
-	if !tick.WorkflowType.Implemented() {
-		return nil, "", contract.Invalid("workflow_type", "enum", "workflow type %q is not implemented in this build", tick.WorkflowType)
+// validate checks the tick and returns its workflow, its defaults as an object, and the scope
+// it names explicitly ("" when it names none).
+func (d *Dispatcher) validate(tick Tick) (workflow.Definition, map[string]json.RawMessage, string, error) {
+	def, ok := d.workflows.Definition(tick.WorkflowType)
+	if !ok {
+		return def, nil, "", contract.Invalid("workflow_type", "enum", "workflow type %q is not implemented in this build", tick.WorkflowType)
 	}
 	defaults := map[string]json.RawMessage{}
 	if raw := bytes.TrimSpace(tick.InitialData); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &defaults); err != nil {
-			return nil, "", contract.Invalid("initial_data", "type", "must be a JSON object")
+			return def, nil, "", contract.Invalid("initial_data", "type", "must be a JSON object")
 		}
 	}
 	explicit := ""
@@ -307,26 +298,26 @@ func (d *Dispatcher) validate(tick Tick, fields []string) (map[string]json.RawMe
 	for k, v := range defaults {
 		probe[k] = v
 	}
-	for _, f := range fields {
-		if v, ok := defaults[f]; ok {
+	for _, f := range def.Scope.Fields {
+		if v, ok := defaults[f.Name]; ok {
 			var s string
 			_ = json.Unmarshal(v, &s)
 			explicit = s
 			continue
 		}
-		probe[f] = placeholder(f)
+		probe[f.Name], _ = json.Marshal(f.Example)
 	}
 	raw, _ := json.Marshal(probe)
 	input, err := contract.Validate(tick.WorkflowType, raw)
 	if err != nil {
-		return nil, "", err
+		return def, nil, "", err
 	}
-	if check := d.checks[tick.WorkflowType]; check != nil {
-		if err := check(input); err != nil {
-			return nil, "", err
+	if def.Scheduled != nil {
+		if err := def.Scheduled(input); err != nil {
+			return def, nil, "", err
 		}
 	}
-	return defaults, explicit, nil
+	return def, defaults, explicit, nil
 }
 
 // sweepMessage builds the sweep message of one scope.

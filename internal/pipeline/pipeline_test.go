@@ -19,12 +19,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -111,7 +115,7 @@ func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
 }
 
 func (e dispatchEnv) dispatcher(cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
-	return pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, cfg, logging.Discard())
+	return pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, cfg, logging.Discard(), seeded())
 }
 
 var tick = pipeline.Tick{
@@ -294,7 +298,6 @@ func TestTheFleetSweepIsOneMessageAndItsFloorIsCheckedBeforePublishing(t *testin
 	t.Parallel()
 	e := newDispatchEnv(t, 3, 0)
 	d := e.dispatcher(pipeline.DispatchConfig{})
-	d.Check(contract.ExtensionRunsSweep, func(in json.RawMessage) error { return runssweep.CheckFloor(in, 60000) })
 	low := pipeline.Tick{WorkflowType: contract.ExtensionRunsSweep, InitialData: json.RawMessage(`{"older_than_ms": 1000}`), TickID: "t1"}
 	if _, err := d.Dispatch(context.Background(), low); contract.CodeOf(err) != contract.CodeValidationFailed {
 		t.Errorf("below the floor: %v, want validation_failed", err)
@@ -323,7 +326,7 @@ func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 2}, logging.Discard())
+	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 2}, logging.Discard(), seeded())
 	d.ListQueuesWith(tasks.ListQueues)
 	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: json.RawMessage(`{"ttl": 600}`), TickID: "t"})
 	if err != nil || rep.Published != 3 {
@@ -382,4 +385,28 @@ func TestGroupScopedTicksGoToEveryGroupOfEveryEnabledOrganization(t *testing.T) 
 	if rep, err := d.Dispatch(context.Background(), exact); err != nil || rep.Published != 1 {
 		t.Errorf("a tick naming a group: %+v %v", rep, err)
 	}
+}
+
+// definitions is a set of workflow definitions as Dispatch sees them.
+type definitions map[contract.WorkflowType]workflow.Definition
+
+func (d definitions) Definition(t contract.WorkflowType) (workflow.Definition, bool) {
+	def, ok := d[t]
+	return def, ok
+}
+
+// seeded is every seeded workflow as its own package declares it, with its default scheduled
+// rules (the runs sweep's 60 s floor, pm.sweep's TTL floor); Dispatch reads nothing else of them.
+func seeded() definitions {
+	out := definitions{}
+	for _, def := range []workflow.Definition{
+		{Declaration: executionsync.CloudRun.Declaration},
+		{Declaration: executionsync.Kubernetes.Declaration},
+		runssweep.New(nil, runssweep.Config{}, nil).Definition(),
+		pmsweep.New(nil, pmsweep.Config{}, nil).Definition(),
+		leasesettle.New(nil, leasesettle.Config{}, nil).Definition(),
+	} {
+		out[def.Type] = def
+	}
+	return out
 }

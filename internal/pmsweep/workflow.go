@@ -35,10 +35,14 @@ func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
 	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
 }
 
+// Declared is the sweep's declaration: one run covers one task queue; it reclaims on silence
+// alone.
+var Declared = workflow.Declaration{Type: contract.PMSweep, Scope: workflow.ScopeQueue, FromRequest: true, AgeBased: true}
+
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
 // atomic: pending → completed, any → failed.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{Type: contract.PMSweep, States: workflow.Atomic, Check: w.check, Body: w.body}
+	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: w.check, Scheduled: w.scheduled, Body: w.body}
 }
 
 // check applies the TTL floor to every run not started from the command.
@@ -46,6 +50,11 @@ func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workf
 	if trigger == workflow.TriggerLocal {
 		return nil
 	}
+	return w.scheduled(input)
+}
+
+// scheduled is the TTL floor every path but the command applies.
+func (w *Workflow) scheduled(input json.RawMessage) error {
 	return CheckTTLFloor(input, w.cfg.TTLFloor)
 }
 

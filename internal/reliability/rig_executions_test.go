@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/kubejobs"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -41,7 +42,8 @@ import (
 const execStaleFor = 10 * time.Minute
 
 // executionRig wires the execution-sync workflow of one provider around exec.
-func executionRig(t *testing.T, r *rig, provider string, exec executionsync.Executor, envelope []string) {
+func executionRig(t *testing.T, r *rig, kind executionsync.Kind, exec executor.Executor) {
+	provider := kind.Provider
 	t.Helper()
 	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{})
 	cfg := executionsync.Config{Provider: provider, Concurrency: 4}.WithDefaults()
@@ -50,7 +52,7 @@ func executionRig(t *testing.T, r *rig, provider string, exec executionsync.Exec
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	r.use(wf.Definition(r.typ, envelope))
+	r.use(wf.Definition(kind))
 }
 
 func cloudRunRig(t *testing.T) *rig {
@@ -65,7 +67,7 @@ func cloudRunRig(t *testing.T) *rig {
 		t.Fatalf("%v", err)
 	}
 	t.Cleanup(func() { client.Close() })
-	executionRig(t, r, ledger.ProviderCloudRun, cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond}), executionsync.EnvelopeCloudRun)
+	executionRig(t, r, executionsync.CloudRun, cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond}))
 	r.warm = func(t *testing.T) {
 		warmFirestore(t, r)
 		_, _ = client.GetExecution(context.Background(), &runpb.GetExecutionRequest{Name: cloudrunfake.ExecutionName("p", "l", "j", "warm")})
@@ -114,7 +116,7 @@ func kubernetesRig(t *testing.T) *rig {
 	set.Add("eu", cs.BatchV1())
 	// As internal/app builds it, over the exported Set, with every API call counted.
 	exec := kubejobs.New(trippedClusters{Clusters: set, trip: r.trip}, kubejobs.Config{Backoff: time.Millisecond})
-	executionRig(t, r, ledger.ProviderKubernetes, exec, executionsync.EnvelopeKubernetes)
+	executionRig(t, r, executionsync.Kubernetes, exec)
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	r.seed = func(t reporter, trial int) trialRows {
 		ctx := context.Background()

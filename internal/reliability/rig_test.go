@@ -144,7 +144,8 @@ func (r *rig) checkRecord(runUUID string, input map[string]any, startErr error) 
 		problems = append(problems, fmt.Sprintf("the %s record lacks its end time or failure: %+v", rec.Status, rec))
 	}
 	raw, _ := json.Marshal(input)
-	key := ledger.GuardKey(string(r.typ), workflow.ScopeKey(r.typ, raw))
+	def, _ := r.engine.Definition(r.typ)
+	key := ledger.GuardKey(string(r.typ), def.Scope.Key(raw))
 	if snap, err := r.fs.Collection(ledger.GuardsCollection).Doc(key).Get(ctx); err == nil {
 		problems = append(problems, fmt.Sprintf("the scope's guard %s is still held: %v", key, snap.Data()))
 	} else if status.Code(err) != codes.NotFound {

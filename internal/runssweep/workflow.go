@@ -37,14 +37,20 @@ func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
 	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
 }
 
+// Declared is the sweep's declaration: one run covers the whole fleet; it settles on age alone;
+// a request may not start it, since its deadline is the caller's, unclamped, and on the wire it
+// would be a fleet-wide kill switch (seed 000).
+var Declared = workflow.Declaration{Type: contract.ExtensionRunsSweep, Scope: workflow.ScopeFleet, FromRequest: false, AgeBased: true}
+
 // Definition returns the sweep as the engine runs it. Seed 000 defines no states, so it runs
 // as an atomic workflow: pending → completed, any → failed.
 func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
-		Type:   contract.ExtensionRunsSweep,
-		States: workflow.Atomic,
-		Check:  w.check,
-		Body:   w.body,
+		Declaration: Declared,
+		States:      workflow.Atomic,
+		Check:       w.check,
+		Scheduled:   w.scheduled,
+		Body:        w.body,
 	}
 }
 
@@ -53,6 +59,11 @@ func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workf
 	if trigger == workflow.TriggerLocal {
 		return nil
 	}
+	return w.scheduled(input)
+}
+
+// scheduled is the floor every path but the command applies.
+func (w *Workflow) scheduled(input json.RawMessage) error {
 	return CheckFloor(input, w.cfg.ScheduledFloorMs)
 }
 

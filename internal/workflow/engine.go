@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,7 +79,7 @@ type Body func(ctx context.Context, run Run) (Result, error)
 
 // Definition is one workflow type as the engine runs it.
 type Definition struct {
-	Type   contract.WorkflowType
+	Declaration
 	States []State
 	// Envelope lists the record fields the seed's output echoes (completed_at, failed_at,
 	// the failure fields, status, workflow_run_uuid, ...); no other record field reaches it.
@@ -90,7 +89,11 @@ type Definition struct {
 	// the validated input; a *contract.ValidationError from it refuses the run before anything
 	// is written.
 	Check func(ctx context.Context, input json.RawMessage, trigger Trigger) error
-	Body  Body
+	// Scheduled, when set, is the rule beyond the schema that every path but the command
+	// applies (a floor): pure, so that Dispatch refuses a tick that breaks it before publishing
+	// anything. Check applies it too.
+	Scheduled func(input json.RawMessage) error
+	Body      Body
 }
 
 // Request asks for one run.
@@ -174,6 +177,12 @@ func NewEngine(o Options, defs ...Definition) *Engine {
 	return e
 }
 
+// Definition returns the definition of t, if this engine runs it.
+func (e *Engine) Definition(t contract.WorkflowType) (Definition, bool) {
+	d, ok := e.defs[t]
+	return d, ok
+}
+
 // Validate checks a request without running it.
 func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.RawMessage, error) {
 	def, ok := e.defs[req.Type]
@@ -216,7 +225,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if req.IncludeDisabled && req.Trigger != TriggerLocal {
 		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may sweep an organization that opted out, not a %s run", req.Trigger)
 	}
-	if err := e.checkOptOut(ctx, def.Type, input, req.IncludeDisabled); err != nil {
+	if err := e.checkOptOut(ctx, def.Scope, input, req.IncludeDisabled); err != nil {
 		return Outcome{}, err
 	}
 	stored, err := ledger.StorableJSON(input)
@@ -325,7 +334,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID}
 	var claim *ledger.GuardClaim
-	scope := ScopeKey(def.Type, input)
+	scope := def.Scope.Key(input)
 	if e.guards != nil {
 		held.key = ledger.GuardKey(string(def.Type), scope)
 		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardTTL, Guard: ledger.Guard{
@@ -376,11 +385,11 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 
 // checkOptOut refuses, with forbidden wrapping ledger.ErrOrganizationDisabled, a run whose scope
 // is an organization (or one of its runner groups) that opted out of sweeps.
-func (e *Engine) checkOptOut(ctx context.Context, t contract.WorkflowType, input json.RawMessage, includeDisabled bool) error {
+func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMessage, includeDisabled bool) error {
 	if e.orgs == nil || includeDisabled {
 		return nil
 	}
-	org, ok := contract.Organization(t, input)
+	org, ok := scope.Organization(input)
 	if !ok {
 		return nil
 	}
@@ -396,22 +405,6 @@ func (e *Engine) checkOptOut(ctx context.Context, t contract.WorkflowType, input
 		}
 	}
 	return nil
-}
-
-// ScopeKey names the scope a validated input covers: its scope fields' values joined by "/",
-// or "fleet".
-func ScopeKey(t contract.WorkflowType, input json.RawMessage) string {
-	_, fields := contract.ScopeOf(t)
-	if len(fields) == 0 {
-		return "fleet"
-	}
-	var m map[string]any
-	_ = json.Unmarshal(input, &m)
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = fmt.Sprint(m[f])
-	}
-	return strings.Join(parts, "/")
 }
 
 // runBody runs the body and turns a panic into a failure, so one bad row cannot take the

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -42,7 +43,7 @@ func newFixture(t *testing.T) fixture {
 
 func (f fixture) engine(states []workflow.State, envelope []string, body workflow.Body) *workflow.Engine {
 	return workflow.NewEngine(workflow.Options{Runs: f.runs, Now: f.clock.Now, Log: logging.Discard()}, workflow.Definition{
-		Type: contract.ExecutionSyncCloudRun, States: states, Envelope: envelope, Body: body,
+		Declaration: executionsync.CloudRun.Declaration, States: states, Envelope: envelope, Body: body,
 	})
 }
 
@@ -271,7 +272,7 @@ func TestErrorTypeAndTransience(t *testing.T) {
 
 func (f fixture) guarded(t *testing.T, fs *firestore.Client, body workflow.Body) *workflow.Engine {
 	return workflow.NewEngine(workflow.Options{Runs: f.runs, Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute, Now: f.clock.Now, Log: logging.Discard()},
-		workflow.Definition{Type: contract.ExecutionSyncCloudRun, States: workflow.Linear, Body: body})
+		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear, Body: body})
 }
 
 // A run is the cheapest part of every sweep a tick fans out: one transaction starts it (guard
@@ -404,7 +405,7 @@ func TestAnOrganizationThatOptedOutIsRefusedUnlessTheCommandIncludesIt(t *testin
 	f := newFixture(t)
 	ran := 0
 	eng := workflow.NewEngine(workflow.Options{Runs: f.runs, Orgs: orgs{}, Now: f.clock.Now, Log: logging.Discard()}, workflow.Definition{
-		Type: contract.ExecutionSyncCloudRun, States: workflow.Linear,
+		Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 		Body: func(_ context.Context, run workflow.Run) (workflow.Result, error) {
 			if !run.IncludeDisabled {
 				t.Error("the body of an included organization's run was not told so")

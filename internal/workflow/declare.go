@@ -1,0 +1,112 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+)
+
+// Declaration is what the rest of stalesweep needs to know of one workflow type, declared once,
+// in the workflow's own package, next to its body: the engine keys its runs and guards by its
+// scope, Dispatch enumerates its scopes by their kind, the HTTP face asks whether a request may
+// start it, and the configuration gives the storm guard to the ones that settle on age. Its
+// input schema (defaults and bounds) is contract's, under its type; a floor the scheduled path
+// applies is its Definition's Check.
+type Declaration struct {
+	Type  contract.WorkflowType
+	Scope Scope
+	// FromRequest says whether a request on the wire (the HTTP face) may start it.
+	FromRequest bool
+	// AgeBased says it settles rows on their age alone, so the storm guard judges its runs.
+	AgeBased bool
+}
+
+// Scope is what one run of a workflow covers.
+type Scope struct {
+	Kind contract.ScopeKind
+	// Fields are the input fields naming the scope, in order; none for the fleet.
+	Fields []ScopeField
+}
+
+// ScopeField is one input field naming a scope, with a value its schema accepts: Dispatch
+// validates a tick's defaults with it in place of the scopes it will fill in.
+type ScopeField struct {
+	Name    string
+	Example string
+}
+
+// The scopes of the seeded workflows.
+var (
+	ScopeOrganization = Scope{Kind: contract.ScopeOrganization, Fields: []ScopeField{orgField}}
+	ScopeRunnerGroup  = Scope{Kind: contract.ScopeRunnerGroup, Fields: []ScopeField{orgField, {Name: "runner_group_uuid", Example: exampleUUID}}}
+	ScopeQueue        = Scope{Kind: contract.ScopeQueue, Fields: []ScopeField{{Name: "queue", Example: "default"}}}
+	ScopeFleet        = Scope{Kind: contract.ScopeFleet}
+)
+
+const exampleUUID = "00000000-0000-4000-8000-000000000000"
+
+var orgField = ScopeField{Name: "organization_uuid", Example: exampleUUID}
+
+// Names are the scope's field names, in order.
+func (s Scope) Names() []string {
+	out := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Key names the scope a validated input covers: its scope fields' values joined by "/", or
+// "fleet".
+func (s Scope) Key(input json.RawMessage) string {
+	if len(s.Fields) == 0 {
+		return "fleet"
+	}
+	var m map[string]any
+	_ = json.Unmarshal(input, &m)
+	parts := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		parts[i] = fmt.Sprint(m[f.Name])
+	}
+	return strings.Join(parts, "/")
+}
+
+// Organization returns the organization a validated input is scoped to, when the scope is an
+// organization or one of its runner groups.
+func (s Scope) Organization(input json.RawMessage) (string, bool) {
+	if !slices.Contains(s.Names(), orgField.Name) {
+		return "", false
+	}
+	var in struct {
+		OrganizationUUID string `json:"organization_uuid"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil || in.OrganizationUUID == "" {
+		return "", false
+	}
+	return in.OrganizationUUID, true
+}
+
+// Declarations is a set of declared workflows, by type.
+type Declarations map[contract.WorkflowType]Declaration
+
+// Declared returns the set of ds.
+func Declared(ds ...Declaration) Declarations {
+	out := Declarations{}
+	for _, d := range ds {
+		out[d.Type] = d
+	}
+	return out
+}
+
+// Types lists the declared types, sorted.
+func (ds Declarations) Types() []contract.WorkflowType {
+	out := make([]contract.WorkflowType, 0, len(ds))
+	for t := range ds {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
