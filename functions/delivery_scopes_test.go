@@ -12,8 +12,8 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -115,7 +115,7 @@ func (w world) execution(t *testing.T, org string, kind rowKind, observedAt time
 func (w world) syncMessage(t *testing.T, run, org, row string) pubsubMessage {
 	t.Helper()
 	r := w.row(t, row)
-	data, err := json.Marshal(executionsync.SyncRequest{
+	data, err := json.Marshal(message.Sync{
 		WorkflowRunUUID: run, OrganizationUUID: org, RunnerExecutionUUID: row,
 		Provider: r.Provider, ProviderRef: r.ProviderRef, ObservedAt: r.ObservedAt,
 	})
@@ -123,14 +123,14 @@ func (w world) syncMessage(t *testing.T, run, org, row string) pubsubMessage {
 		t.Fatal(err)
 	}
 	return pubsubMessage{target: "SyncExecution", id: "sync-" + uuid.NewString(), data: data, attrs: map[string]string{
-		pipeline.AttrWorkflowRunUUID: run, pipeline.AttrRunnerExecutionUUID: row,
+		message.AttrWorkflowRunUUID: run, message.AttrRunnerExecutionUUID: row,
 	}}
 }
 
 // tickMessage is a tick as Cloud Scheduler publishes it.
 func tickMessage(id string, typ contract.WorkflowType, initial map[string]any) pubsubMessage {
 	data, _ := json.Marshal(map[string]any{"workflow_type": typ, "initial_data": initial})
-	return pubsubMessage{target: "Dispatch", id: id, data: data, attrs: map[string]string{pipeline.AttrTrigger: "schedule"}}
+	return pubsubMessage{target: "Dispatch", id: id, data: data, attrs: map[string]string{message.AttrTrigger: "schedule"}}
 }
 
 // sweepMessage is the sweep message Dispatch publishes for tickID on scopeKey, whose initial
@@ -138,10 +138,10 @@ func tickMessage(id string, typ contract.WorkflowType, initial map[string]any) p
 func sweepMessage(tickID string, typ contract.WorkflowType, initial map[string]any, scopeKey string) pubsubMessage {
 	data, _ := json.Marshal(map[string]any{"workflow_type": typ, "initial_data": initial})
 	return pubsubMessage{target: "Sweep", id: "sweep-" + uuid.NewString(), data: data, attrs: map[string]string{
-		pipeline.AttrTrigger:         "schedule",
-		pipeline.AttrWorkflowType:    string(typ),
-		pipeline.AttrWorkflowRunUUID: pipeline.RunUUID(tickID, typ, scopeKey),
-		pipeline.AttrTickID:          tickID,
+		message.AttrTrigger:         "schedule",
+		message.AttrWorkflowType:    string(typ),
+		message.AttrWorkflowRunUUID: pipeline.RunUUID(tickID, typ, scopeKey),
+		message.AttrTickID:          tickID,
 	}}
 }
 
@@ -225,7 +225,7 @@ func executionSweepScope(t *testing.T, w world) *scope {
 	return &scope{
 		primary:      sweep,
 		companions:   []pubsubMessage{tickMessage(tickID, contract.ExecutionSyncCloudRun, executionInitial(org)), late},
-		runs:         map[string]string{"primary": sweep.attrs[pipeline.AttrWorkflowRunUUID], "earlier": earlier},
+		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID], "earlier": earlier},
 		recorded:     true,
 		seeded:       map[string]bool{"earlier": true},
 		pushedSweeps: func(int) int { return 1 },
@@ -296,11 +296,11 @@ func runsSweepScope(t *testing.T, w world) *scope {
 	}
 	tickID := "tick-" + uuid.NewString()
 	initial := map[string]any{"older_than_ms": 10 * 60 * 1000, "limit": 200}
-	sweep := sweepMessage(tickID, contract.ExtensionRunsSweep, initial, "")
+	sweep := sweepMessage(tickID, contract.ExtensionRunsSweep, initial, "fleet")
 	return &scope{
 		primary:      sweep,
 		companions:   []pubsubMessage{tickMessage(tickID, contract.ExtensionRunsSweep, initial)},
-		runs:         map[string]string{"primary": sweep.attrs[pipeline.AttrWorkflowRunUUID]},
+		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
 		pushedSweeps: func(int) int { return 1 },
 		docs:         docs,
@@ -347,7 +347,7 @@ func pmSweepScope(t *testing.T, w world) *scope {
 	return &scope{
 		primary:      sweep,
 		companions:   []pubsubMessage{tickMessage(tickID, contract.PMSweep, initial)},
-		runs:         map[string]string{"primary": sweep.attrs[pipeline.AttrWorkflowRunUUID]},
+		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
 		pushedSweeps: func(int) int { return 1 },
 		docs:         docs,
@@ -405,7 +405,7 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 	return &scope{
 		primary:      sweep,
 		companions:   []pubsubMessage{tickMessage(tickID, contract.WorkspaceLeaseSettle, initial)},
-		runs:         map[string]string{"primary": sweep.attrs[pipeline.AttrWorkflowRunUUID]},
+		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
 		pushedSweeps: func(int) int { return 1 },
 		docs:         docs,

@@ -34,7 +34,7 @@ func dispatch(ctx context.Context, d delivery) error {
 		InitialData:  start.InitialData,
 		Trigger:      string(trigger(d.msg)),
 		Actor:        pushActor(a.Config.Topics.Ticks),
-		ClaimedActor: d.msg.Attributes[pipeline.AttrActor],
+		ClaimedActor: d.msg.Attributes[message.AttrActor],
 		TickID:       d.msg.MessageID, // never empty: DecodePush falls back to the event id
 	})
 	switch {

@@ -66,7 +66,7 @@ func servePush(w http.ResponseWriter, r *http.Request, target string, handle han
 
 // trigger reads a message's trigger attribute: manual when it says so, else schedule.
 func trigger(msg message.PubSub) workflow.Trigger {
-	if msg.Attributes["trigger"] == string(workflow.TriggerManual) {
+	if msg.Attributes[message.AttrTrigger] == string(workflow.TriggerManual) {
 		return workflow.TriggerManual
 	}
 	return workflow.TriggerSchedule

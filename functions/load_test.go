@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -207,7 +208,7 @@ func startLoad(t *testing.T, cfg loadConfig) *loadRun {
 	}
 	t.Cleanup(fake.ClearFaults)
 	began := time.Now()
-	l.ticks = publishAll(t, l.ps, pipeline.TicksDefault, repeat(loadTick, 2*cfg.ticks), map[string]string{pipeline.AttrTrigger: "schedule"})
+	l.ticks = publishAll(t, l.ps, pipeline.TicksDefault, repeat(loadTick, 2*cfg.ticks), map[string]string{message.AttrTrigger: "schedule"})
 	if cfg.ticksAgain > 0 {
 		deliverTicksAgain(t, l.rec, cfg.ticksAgain)
 	}
@@ -244,7 +245,7 @@ func (l *loadRun) cleanupTick(t *testing.T) (time.Duration, int) {
 		}
 	}
 	began := time.Now()
-	ids := publishAll(t, l.ps, pipeline.TicksDefault, []string{loadTick}, map[string]string{pipeline.AttrTrigger: "schedule"})
+	ids := publishAll(t, l.ps, pipeline.TicksDefault, []string{loadTick}, map[string]string{message.AttrTrigger: "schedule"})
 	l.ticks = append(l.ticks, ids...)
 	awaitLoadQuiet(t, l.w, l.rec, l.cfg.orgs, len(l.ticks), l.republished, 2*time.Minute)
 	elapsed := time.Since(began)

@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -115,7 +115,7 @@ func publishTick(t *testing.T, data string) string {
 	defer ps.Close()
 	pub := ps.Publisher(pipeline.TicksDefault)
 	defer pub.Stop()
-	id, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(data), Attributes: map[string]string{pipeline.AttrTrigger: "schedule"}}).Get(ctx)
+	id, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(data), Attributes: map[string]string{message.AttrTrigger: "schedule"}}).Get(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestDuplicateTicksAndSyncMessagesChangeNothingTwice(t *testing.T) {
 	w := newFleetWorld(t)
 	f := seedFleet(t, w, 4, 4)
 	tickID := "duplicated-tick-" + uuid.NewString()
-	body := pushBody([]byte(tickData), map[string]string{pipeline.AttrTrigger: "schedule"}, tickID)
+	body := pushBody([]byte(tickData), map[string]string{message.AttrTrigger: "schedule"}, tickID)
 	for range 2 { // the same message delivered twice, as a push subscription may
 		if code, out := post(t, "/Dispatch", http.Header{"Content-Type": {"application/json"}}, body); code != http.StatusOK {
 			t.Fatalf("dispatch: %d %v", code, out)
@@ -174,7 +174,7 @@ func TestDuplicateTicksAndSyncMessagesChangeNothingTwice(t *testing.T) {
 	// One sync message delivered five times, at once.
 	id := w.stale(t, f.orgs[0], kindFailed)
 	row := w.row(t, id)
-	req := executionsync.SyncRequest{
+	req := message.Sync{
 		WorkflowRunUUID: "run-" + uuid.NewString(), OrganizationUUID: f.orgs[0], RunnerExecutionUUID: id,
 		Provider: "cloud_run", ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt,
 	}
@@ -221,7 +221,7 @@ func TestMalformedMessagesAreAcknowledgedAndChangeNothing(t *testing.T) {
 	}
 	id := w.stale(t, org, kindSucceeded)
 	row := w.row(t, id)
-	goodSync := executionsync.SyncRequest{WorkflowRunUUID: "r", OrganizationUUID: org, RunnerExecutionUUID: id, Provider: "cloud_run",
+	goodSync := message.Sync{WorkflowRunUUID: "r", OrganizationUUID: org, RunnerExecutionUUID: id, Provider: "cloud_run",
 		ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt}
 	syncWith := func(mod func(m map[string]any)) string {
 		b, _ := json.Marshal(goodSync)

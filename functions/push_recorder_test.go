@@ -16,7 +16,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
-	"github.com/stalesweep/stalesweep/emulator/localpipeline"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -84,7 +84,7 @@ func pointPushes(url string) error {
 		return err
 	}
 	defer ps.Close()
-	for _, route := range localpipeline.Routes(pipeline.Topics{}) {
+	for _, route := range pipeline.Routes(pipeline.Topics{}) {
 		if err := ps.SubscriptionAdminClient.ModifyPushConfig(ctx, &pubsubpb.ModifyPushConfigRequest{
 			Subscription: fmt.Sprintf("projects/%s/subscriptions/%s", project, route.Subscription),
 			PushConfig:   &pubsubpb.PushConfig{PushEndpoint: url + "/" + route.Target},
@@ -159,7 +159,7 @@ func (r *pushRecorder) record(target string, body []byte, status int, byTest boo
 		tl.bodies = append(tl.bodies, recordedPush{ID: id, Data: p.Message.Data, Attrs: p.Message.Attributes, Body: body})
 	}
 	tl.acked[id] = true
-	if run := p.Message.Attributes[pipeline.AttrWorkflowRunUUID]; run != "" {
+	if run := p.Message.Attributes[message.AttrWorkflowRunUUID]; run != "" {
 		if tl.byRun[run] == nil {
 			tl.byRun[run] = map[string]bool{}
 		}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/message"
 )
 
@@ -150,7 +149,7 @@ func TestAStructuredCloudEventSyncsARow(t *testing.T) {
 	id := w.stale(t, w.org, kindSucceeded)
 	row := w.row(t, id)
 	w.sweepRun(t, "run-structured-"+id, w.org, id)
-	data, _ := json.Marshal(executionsync.SyncRequest{
+	data, _ := json.Marshal(message.Sync{
 		WorkflowRunUUID: "run-structured-" + id, OrganizationUUID: w.org, RunnerExecutionUUID: id,
 		Provider: "cloud_run", ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt,
 	})

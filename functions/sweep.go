@@ -10,7 +10,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
-	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -38,8 +37,8 @@ func sweep(ctx context.Context, d delivery) error {
 		InitialData:  start.InitialData,
 		Trigger:      trigger(d.msg),
 		Actor:        pushActor(a.Config.Topics.Sweeps),
-		ClaimedActor: d.msg.Attributes[pipeline.AttrActor],
-		RunUUID:      d.msg.Attributes[pipeline.AttrWorkflowRunUUID],
+		ClaimedActor: d.msg.Attributes[message.AttrActor],
+		RunUUID:      d.msg.Attributes[message.AttrWorkflowRunUUID],
 	})
 	return acknowledge(ctx, d.log.With("workflow_type", string(start.WorkflowType)), out, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -94,33 +95,33 @@ func TestASyncMessageWritesOnlyARowItsRunMayWrite(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		claim   func(row string) executionsync.SyncRequest // the message, for b's row
-		refused string                                     // "" settles
+		claim   func(row string) message.Sync // the message, for b's row
+		refused string                        // "" settles
 	}{
-		{"organization A and a made-up run, for B's row", func(row string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: "made-up-" + row, OrganizationUUID: a}
+		{"organization A and a made-up run, for B's row", func(row string) message.Sync {
+			return message.Sync{WorkflowRunUUID: "made-up-" + row, OrganizationUUID: a}
 		}, executionsync.RefuseOtherOrganization},
 		// From here on, each message breaks exactly one rule.
-		{"organization A and A's own run, for B's row", func(string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: runOfA, OrganizationUUID: a}
+		{"organization A and A's own run, for B's row", func(string) message.Sync {
+			return message.Sync{WorkflowRunUUID: runOfA, OrganizationUUID: a}
 		}, executionsync.RefuseOtherOrganization},
-		{"B's organization and a made-up run", func(row string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: "made-up-" + row, OrganizationUUID: b}
+		{"B's organization and a made-up run", func(row string) message.Sync {
+			return message.Sync{WorkflowRunUUID: "made-up-" + row, OrganizationUUID: b}
 		}, executionsync.RefuseRunMissing},
-		{"a run of A", func(string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: runOfA, OrganizationUUID: b}
+		{"a run of A", func(string) message.Sync {
+			return message.Sync{WorkflowRunUUID: runOfA, OrganizationUUID: b}
 		}, executionsync.RefuseRunOtherScope},
-		{"a run of another workflow", func(string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: otherWorkflow, OrganizationUUID: b}
+		{"a run of another workflow", func(string) message.Sync {
+			return message.Sync{WorkflowRunUUID: otherWorkflow, OrganizationUUID: b}
 		}, executionsync.RefuseRunOtherWorkflow},
-		{"a finished run that did not start it", func(string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: finishedOfB, OrganizationUUID: b}
+		{"a finished run that did not start it", func(string) message.Sync {
+			return message.Sync{WorkflowRunUUID: finishedOfB, OrganizationUUID: b}
 		}, executionsync.RefuseRunDidNotStart},
-		{"another executor, with a run of its workflow", func(string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: otherWorkflow, OrganizationUUID: b, Provider: ledger.ProviderKubernetes}
+		{"another executor, with a run of its workflow", func(string) message.Sync {
+			return message.Sync{WorkflowRunUUID: otherWorkflow, OrganizationUUID: b, Provider: ledger.ProviderKubernetes}
 		}, executionsync.RefuseOtherProvider},
-		{"B's run, still publishing", func(string) executionsync.SyncRequest {
-			return executionsync.SyncRequest{WorkflowRunUUID: runOfB, OrganizationUUID: b}
+		{"B's run, still publishing", func(string) message.Sync {
+			return message.Sync{WorkflowRunUUID: runOfB, OrganizationUUID: b}
 		}, ""},
 	}
 	for _, tt := range tests {
@@ -150,7 +151,7 @@ func TestASyncMessageWritesOnlyARowItsRunMayWrite(t *testing.T) {
 	}
 }
 
-func deliverSync(t *testing.T, req executionsync.SyncRequest) {
+func deliverSync(t *testing.T, req message.Sync) {
 	t.Helper()
 	data, _ := json.Marshal(req)
 	id := "sync-" + uuid.NewString()
@@ -174,15 +175,15 @@ func TestAnOrganizationThatOptedOutIsNeverSweptWhateverAMessageNames(t *testing.
 	mark := markSpy()
 
 	tick := fmt.Sprintf(`{"workflow_type": %q, "initial_data": {"organization_uuid": %q}}`, contract.ExecutionSyncCloudRun, org)
-	if code, out := post(t, "/Dispatch", ceHeaders("tick-"+id), []byte(cloudEventData(pushBody([]byte(tick), map[string]string{pipeline.AttrTrigger: "manual"}, "tick-"+id)))); code != http.StatusOK {
+	if code, out := post(t, "/Dispatch", ceHeaders("tick-"+id), []byte(cloudEventData(pushBody([]byte(tick), map[string]string{message.AttrTrigger: "manual"}, "tick-"+id)))); code != http.StatusOK {
 		t.Errorf("tick: %d %v", code, out)
 	}
 	sweepRun := "sweep-" + uuid.NewString()
 	if code, out := post(t, "/Sweep", ceHeaders(sweepRun), []byte(cloudEventData(pushBody([]byte(tick),
-		map[string]string{pipeline.AttrTrigger: "schedule", pipeline.AttrWorkflowRunUUID: sweepRun}, sweepRun)))); code != http.StatusOK {
+		map[string]string{message.AttrTrigger: "schedule", message.AttrWorkflowRunUUID: sweepRun}, sweepRun)))); code != http.StatusOK {
 		t.Errorf("sweep: %d %v", code, out)
 	}
-	deliverSync(t, executionsync.SyncRequest{WorkflowRunUUID: run, OrganizationUUID: org, RunnerExecutionUUID: id,
+	deliverSync(t, message.Sync{WorkflowRunUUID: run, OrganizationUUID: org, RunnerExecutionUUID: id,
 		Provider: row.Provider, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt})
 	code, out := post(t, "/StartWorkflow", bearer(t), []byte(startBody(org, "")))
 	if ecode, _, _ := errorOf(out); code != http.StatusForbidden || ecode != "forbidden" {
@@ -207,7 +208,7 @@ func TestAPublishersActorIsAClaimNotTheActor(t *testing.T) {
 	w := newWorld(t)
 	run := "sweep-" + uuid.NewString()
 	data := fmt.Sprintf(`{"workflow_type": %q, "initial_data": {"organization_uuid": %q}}`, contract.ExecutionSyncCloudRun, w.org)
-	attrs := map[string]string{pipeline.AttrTrigger: "manual", pipeline.AttrWorkflowRunUUID: run, pipeline.AttrActor: "cloud-scheduler"}
+	attrs := map[string]string{message.AttrTrigger: "manual", message.AttrWorkflowRunUUID: run, message.AttrActor: "cloud-scheduler"}
 	if code, out := post(t, "/Sweep", ceHeaders(run), []byte(cloudEventData(pushBody([]byte(data), attrs, run)))); code != http.StatusOK {
 		t.Fatalf("sweep: %d %v", code, out)
 	}

@@ -20,22 +20,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
-// Route is one topic delivered to one function target.
-type Route struct {
-	Topic, Subscription, Target string
-}
-
-// Routes returns the topology for topics: ticks → Dispatch, sweeps → Sweep, syncs →
-// SyncExecution.
-func Routes(topics pipeline.Topics) []Route {
-	topics = topics.WithDefaults()
-	return []Route{
-		{Topic: topics.Ticks, Subscription: topics.Ticks + "-dispatch", Target: "Dispatch"},
-		{Topic: topics.Sweeps, Subscription: topics.Sweeps + "-sweep", Target: "Sweep"},
-		{Topic: topics.Syncs, Subscription: topics.Syncs + "-sync-execution", Target: "SyncExecution"},
-	}
-}
-
 // AckDeadlineSeconds is how long a push may take before the emulator redelivers it; above the
 // longest run budget the local server uses.
 const AckDeadlineSeconds = 600
@@ -44,7 +28,7 @@ const AckDeadlineSeconds = 600
 // already is left as it is, so Create can run twice.
 func Create(ctx context.Context, client *pubsub.Client, topics pipeline.Topics, functionsURL string) error {
 	project := client.Project()
-	for _, r := range Routes(topics) {
+	for _, r := range pipeline.Routes(topics) {
 		topic := fmt.Sprintf("projects/%s/topics/%s", project, r.Topic)
 		if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil && status.Code(err) != codes.AlreadyExists {
 			return fmt.Errorf("create topic %s: %w", topic, err)

@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			return nil, fmt.Errorf("open pubsub: %w", err)
 		}
 		a.onClose(ps.Close)
-		publisher := pipeline.NewPubSub(ps, 0, 0)
+		publisher := pipeline.NewTopicPublisher(ps, 0, 0)
 		a.onClose(func() error { publisher.Stop(); return nil })
 		fanout, err := syncDefs(func(*executionsync.Syncer) executionsync.Starter {
 			return &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}

@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -69,7 +70,7 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 	pub := ps.Publisher(pipeline.TicksDefault)
 	defer pub.Stop()
 	begin := time.Now()
-	if _, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{pipeline.AttrTrigger: "schedule"}}).Get(ctx); err != nil {
+	if _, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{message.AttrTrigger: "schedule"}}).Get(ctx); err != nil {
 		return err
 	}
 	completed := fs.Collection(ledger.RunsCollection).Where("status", "==", "completed")

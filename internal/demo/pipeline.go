@@ -20,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -96,7 +97,7 @@ func pipelineRounds(ctx context.Context, o Options, fs *firestore.Client, fake *
 	tick, _ := json.Marshal(map[string]any{"workflow_type": contract.ExecutionSyncCloudRun, "initial_data": map[string]any{"limit": o.Limit}})
 
 	return func(ctx context.Context) (roundResult, error) {
-		id, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{pipeline.AttrTrigger: "schedule", pipeline.AttrActor: "demo"}}).Get(ctx)
+		id, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{message.AttrTrigger: "schedule", message.AttrActor: "demo"}}).Get(ctx)
 		if err != nil {
 			return roundResult{}, fmt.Errorf("publish tick: %w", err)
 		}

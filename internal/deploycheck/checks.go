@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/stalesweep/stalesweep/emulator/localpipeline"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/kubejobs"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -138,7 +137,7 @@ func CheckTargets(m *Module, registered []string) []Finding {
 	if err != nil {
 		return append(out, Finding{"targets", "local.topics: " + err.Error()})
 	}
-	routes := localpipeline.Routes(pipeline.Topics{})
+	routes := pipeline.Routes(pipeline.Topics{})
 	for _, f := range fns {
 		var want string
 		for _, r := range routes {

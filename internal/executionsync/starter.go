@@ -4,13 +4,14 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 )
 
 // Starter starts the syncs of one run's candidates and reports how each start went. It is the
 // seam between the scan and the syncs: Inline runs them here; the pipeline publishes them.
 type Starter interface {
-	Start(ctx context.Context, reqs []SyncRequest) []SyncResult
+	Start(ctx context.Context, reqs []message.Sync) []SyncResult
 }
 
 // Inline runs each sync in this process, Concurrency at a time, in a random order. One Start
@@ -26,7 +27,7 @@ type Inline struct {
 }
 
 // Start runs the syncs and returns their results in the order of reqs.
-func (p *Inline) Start(ctx context.Context, reqs []SyncRequest) []SyncResult {
+func (p *Inline) Start(ctx context.Context, reqs []message.Sync) []SyncResult {
 	results := make([]SyncResult, len(reqs))
 	var stopped atomic.Pointer[string]
 	stop := func(err error) {

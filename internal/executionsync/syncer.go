@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -13,21 +12,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 )
-
-// SyncRequest asks for one row's sync. It carries what the scan saw, so the sync can tell
-// whether the row moved in between.
-type SyncRequest struct {
-	WorkflowRunUUID     string         `json:"workflow_run_uuid"`
-	OrganizationUUID    string         `json:"organization_uuid"`
-	RunnerExecutionUUID string         `json:"runner_execution_uuid"`
-	Provider            string         `json:"provider"`
-	ProviderRef         map[string]any `json:"provider_ref"`
-	ObservedAt          time.Time      `json:"observed_at"`
-	// IncludeDisabled lets the sync settle a row of an organization that opted out: the
-	// operator's command, told to. Never on the wire: a message cannot ask for it.
-	IncludeDisabled bool `json:"-"`
-}
 
 // SyncOutcome is how one sync ended.
 type SyncOutcome string
@@ -115,7 +101,7 @@ func NewSyncer(store *ledger.ExecutionStore, exec executor.Executor, typ contrac
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
 // if any, in the result; it never panics on a bad row.
-func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
+func (s *Syncer) Sync(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, false, nil)
 }
 
@@ -125,14 +111,14 @@ func (s *Syncer) Sync(ctx context.Context, req SyncRequest) SyncResult {
 // organization and provider, its transaction checks that the run it names exists, swept that
 // organization, and is still publishing its syncs or started this one; otherwise it ends as
 // SyncRefused having written nothing.
-func (s *Syncer) SyncOnce(ctx context.Context, req SyncRequest) SyncResult {
+func (s *Syncer) SyncOnce(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, true, nil)
 }
 
 // sync is one sync. callFailed, when not nil, hears of a failed executor call as soon as the
 // call returns, before the error is recorded on the row: a run that stops its executor calls on
 // that error must not keep calling while the row is being written.
-func (s *Syncer) sync(ctx context.Context, req SyncRequest, once bool, callFailed func(error)) SyncResult {
+func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFailed func(error)) SyncResult {
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
 	trust := Trust{
 		Type: s.typ, Provider: s.provider, CheckOptOut: !req.IncludeDisabled, CheckRun: once,
@@ -263,30 +249,6 @@ func refused(res SyncResult, why string, log *slog.Logger) SyncResult {
 		log.Error("sync refused: the row or the run it names is not this sync's to write; nothing written", "refused", why)
 	}
 	return res
-}
-
-// Validate checks a request that came from outside the process (a sync message), naming the
-// field and the rule it breaks.
-func (r SyncRequest) Validate() error {
-	switch {
-	case r.WorkflowRunUUID == "":
-		return contract.Invalid("workflow_run_uuid", "required", "is required")
-	case ledger.CheckDocID(r.WorkflowRunUUID) != nil:
-		return contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.WorkflowRunUUID))
-	case uuid.Validate(r.OrganizationUUID) != nil:
-		return contract.Invalid("organization_uuid", "format", "must be a UUID")
-	case r.RunnerExecutionUUID == "":
-		return contract.Invalid("runner_execution_uuid", "required", "is required")
-	case ledger.CheckDocID(r.RunnerExecutionUUID) != nil:
-		return contract.Invalid("runner_execution_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.RunnerExecutionUUID))
-	case r.Provider == "":
-		return contract.Invalid("provider", "required", "is required")
-	case len(r.ProviderRef) == 0:
-		return contract.Invalid("provider_ref", "required", "is required")
-	case r.ObservedAt.IsZero():
-		return contract.Invalid("observed_at", "required", "is required")
-	}
-	return nil
 }
 
 // stopsCalls reports whether an executor error should stop further executor calls in a run:

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -180,11 +181,11 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 // scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
 // has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped
 // for missing metadata.
-func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats, log *slog.Logger) ([]SyncRequest, error) {
+func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats, log *slog.Logger) ([]message.Sync, error) {
 	var malformed ledger.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
 	maxDocs := in.Limit * w.cfg.ScanFactor
-	var reqs []SyncRequest
+	var reqs []message.Sync
 	var after *ledger.Cursor
 	for len(reqs) < in.Limit && stats.Scanned < maxDocs {
 		want := min(in.Limit-len(reqs), maxDocs-stats.Scanned)
@@ -211,7 +212,7 @@ func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon t
 				}
 				continue
 			}
-			reqs = append(reqs, SyncRequest{
+			reqs = append(reqs, message.Sync{
 				WorkflowRunUUID:     runUUID,
 				OrganizationUUID:    in.OrganizationUUID,
 				RunnerExecutionUUID: row.UUID,

@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -740,7 +741,7 @@ func TestASecondDeliveryOfASyncIsADuplicateAndWritesNothing(t *testing.T) {
 	}
 	defer client.Close()
 	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard())
-	req := executionsync.SyncRequest{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
+	req := message.Sync{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
 		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt}
 	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncUnknown {
 		t.Fatalf("first delivery: %+v, want unknown", res)

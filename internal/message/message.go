@@ -1,6 +1,8 @@
-// Package message decodes what stalesweep receives from outside: the body of a manual start
-// request, the Pub/Sub push deliveries its event functions receive, and the messages they carry.
-// Decoders never panic, read at most a bounded number of bytes, and reject bad input with a
+// Package message owns stalesweep's messages: the body of a manual start request, the Pub/Sub
+// push deliveries its event functions receive, and the messages on its topics — each type, its
+// attributes (Attr*), its encoding (EncodeSweep, EncodeSync) and its decoding (ParseStart,
+// ParseSync, ParsePubSub), in one place, so what Dispatch and Sweep write is what Sweep and
+// SyncExecution read. Decoders never panic, read at most a bounded number of bytes, and reject bad input with a
 // *contract.ValidationError that names the field and the rule; the one plain error is a body
 // that broke off while being read, which is no fault of its content. Each decoder has a fuzz
 // target (fuzz_test.go) that holds it to this.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -128,8 +127,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 		}
 	}
 
-	publish := func(scopes []string) error {
-		msgs := make([]Message, 0, len(scopes))
+	publish := func(scopes []workflow.ScopeValues) error {
+		msgs := make([]message.Outgoing, 0, len(scopes))
 		for _, scope := range scopes {
 			m, err := d.sweepMessage(tick, defaults, fields, scope)
 			if err != nil {
@@ -157,9 +156,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 		if err := d.dispatchGroups(ctx, tick, defaults, &rep, publish); err != nil {
 			return rep, err
 		}
-	case explicit != "" || kind == contract.ScopeFleet:
+	case kind == contract.ScopeFleet:
 		rep.Scopes = 1
-		if err := publish([]string{explicit}); err != nil {
+		if err := publish([]workflow.ScopeValues{nil}); err != nil {
+			return rep, err
+		}
+	case explicit != "":
+		rep.Scopes = 1
+		if err := publish([]workflow.ScopeValues{{explicit}}); err != nil {
 			return rep, err
 		}
 	case kind == contract.ScopeOrganization:
@@ -174,7 +178,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 				return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
 			}
 			rep.Scopes += len(ids)
-			if err := publish(ids); err != nil {
+			if err := publish(values(ids)); err != nil {
 				return rep, err
 			}
 			if len(ids) < d.cfg.PageSize {
@@ -195,7 +199,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 				rep.OutOfBudget = true
 				break
 			}
-			if err := publish(queues[start:min(start+d.cfg.PageSize, len(queues))]); err != nil {
+			if err := publish(values(queues[start:min(start+d.cfg.PageSize, len(queues))])); err != nil {
 				return rep, err
 			}
 		}
@@ -221,13 +225,13 @@ func explicitOrg(kind contract.ScopeKind, defaults map[string]json.RawMessage) s
 
 // dispatchGroups publishes one message per runner group: of the organization the tick names,
 // or of every enabled organization; a tick naming a group as well publishes just that one.
-func (d *Dispatcher) dispatchGroups(ctx context.Context, tick Tick, defaults map[string]json.RawMessage, rep *Report, publish func([]string) error) error {
+func (d *Dispatcher) dispatchGroups(ctx context.Context, tick Tick, defaults map[string]json.RawMessage, rep *Report, publish func([]workflow.ScopeValues) error) error {
 	var org, group string
 	_ = json.Unmarshal(defaults["organization_uuid"], &org)
 	_ = json.Unmarshal(defaults["runner_group_uuid"], &group)
 	if org != "" && group != "" {
 		rep.Scopes = 1
-		return publish([]string{org + "/" + group})
+		return publish([]workflow.ScopeValues{{org, group}})
 	}
 	orgs := []string{org}
 	after := ""
@@ -251,7 +255,7 @@ func (d *Dispatcher) dispatchGroups(ctx context.Context, tick Tick, defaults map
 	return nil
 }
 
-func (d *Dispatcher) publishGroups(ctx context.Context, tick Tick, orgs []string, rep *Report, publish func([]string) error) error {
+func (d *Dispatcher) publishGroups(ctx context.Context, tick Tick, orgs []string, rep *Report, publish func([]workflow.ScopeValues) error) error {
 	for _, org := range orgs {
 		if ctx.Err() != nil {
 			rep.OutOfBudget = true
@@ -266,9 +270,9 @@ func (d *Dispatcher) publishGroups(ctx context.Context, tick Tick, orgs []string
 		if err != nil {
 			return fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
 		}
-		scopes := make([]string, len(groups))
+		scopes := make([]workflow.ScopeValues, len(groups))
 		for i, g := range groups {
-			scopes[i] = org + "/" + g
+			scopes[i] = workflow.ScopeValues{org, g}
 		}
 		rep.Scopes += len(scopes)
 		if len(scopes) > 0 {
@@ -320,34 +324,32 @@ func (d *Dispatcher) validate(tick Tick) (workflow.Definition, map[string]json.R
 	return def, defaults, explicit, nil
 }
 
-// sweepMessage builds the sweep message of one scope.
-func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage, fields []string, scope string) (Message, error) {
+// values makes each id a one-field scope.
+func values(ids []string) []workflow.ScopeValues {
+	out := make([]workflow.ScopeValues, len(ids))
+	for i, id := range ids {
+		out[i] = workflow.ScopeValues{id}
+	}
+	return out
+}
+
+// sweepMessage builds the sweep message of one scope: the tick's defaults with the scope's
+// fields set to its values.
+func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) (message.Outgoing, error) {
 	data := map[string]json.RawMessage{}
 	for k, v := range defaults {
 		data[k] = v
 	}
-	if scope != "" {
-		// A scope of several fields is their values joined by "/", as the engine keys it.
-		for i, v := range strings.SplitN(scope, "/", len(fields)) {
-			b, _ := json.Marshal(v)
-			data[fields[i]] = b
-		}
+	for i, v := range scope {
+		data[fields[i]], _ = json.Marshal(v)
 	}
 	initial, _ := json.Marshal(data)
-	body, err := json.Marshal(message.Start{WorkflowType: tick.WorkflowType, InitialData: initial})
-	if err != nil {
-		return Message{}, fmt.Errorf("encode sweep message: %w", err)
-	}
-	attrs := map[string]string{
-		AttrTrigger:         cmp.Or(tick.Trigger, "schedule"),
-		AttrWorkflowType:    string(tick.WorkflowType),
-		AttrWorkflowRunUUID: RunUUID(tick.TickID, tick.WorkflowType, scope),
-		AttrTickID:          tick.TickID,
-	}
-	if tick.ClaimedActor != "" {
-		attrs[AttrActor] = tick.ClaimedActor
-	}
-	return Message{Data: body, Attributes: attrs}, nil
+	return message.EncodeSweep(message.Start{WorkflowType: tick.WorkflowType, InitialData: initial}, message.SweepAttributes{
+		Trigger:         cmp.Or(tick.Trigger, "schedule"),
+		ClaimedActor:    tick.ClaimedActor,
+		WorkflowRunUUID: RunUUID(tick.TickID, tick.WorkflowType, scope.Key()),
+		TickID:          tick.TickID,
+	})
 }
 
 // runNamespace is the UUID namespace of the runs a tick starts.

@@ -46,7 +46,7 @@ func (f *failSwitch) React(any) (bool, any, error) {
 type fakePubSub struct {
 	srv    *pstest.Server
 	client *pubsub.Client
-	pub    *pipeline.PubSub
+	pub    *pipeline.TopicPublisher
 	fail   *failSwitch
 }
 
@@ -69,7 +69,7 @@ func newPubSub(t *testing.T, topics ...string) *fakePubSub {
 			t.Fatal(err)
 		}
 	}
-	f.pub = pipeline.NewPubSub(f.client, 5*time.Second, 4)
+	f.pub = pipeline.NewTopicPublisher(f.client, 5*time.Second, 4)
 	t.Cleanup(f.pub.Stop)
 	return f
 }
@@ -83,7 +83,7 @@ func (f *fakePubSub) sweeps(t *testing.T) map[string]message.Start {
 		if err != nil {
 			t.Fatalf("published message is not a start: %v", err)
 		}
-		out[m.Attributes[pipeline.AttrWorkflowRunUUID]] = s
+		out[m.Attributes[message.AttrWorkflowRunUUID]] = s
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func TestDispatchPublishesOneSweepPerEnabledOrganization(t *testing.T) {
 		}
 	}
 	for _, m := range e.ps.srv.Messages() {
-		if m.Attributes[pipeline.AttrTrigger] != "schedule" || m.Attributes[pipeline.AttrTickID] != "tick-1" {
+		if m.Attributes[message.AttrTrigger] != "schedule" || m.Attributes[message.AttrTickID] != "tick-1" {
 			t.Errorf("attributes = %v", m.Attributes)
 		}
 	}
@@ -175,7 +175,7 @@ func TestARedeliveredTickNamesTheSameRuns(t *testing.T) {
 	}
 	runs := map[string]int{}
 	for _, m := range e.ps.srv.Messages() {
-		runs[m.Attributes[pipeline.AttrWorkflowRunUUID]]++
+		runs[m.Attributes[message.AttrWorkflowRunUUID]]++
 	}
 	if len(runs) != 6 {
 		t.Errorf("%d distinct runs over two deliveries of one tick and one other tick, want 6 (3 + 3)", len(runs))
@@ -311,7 +311,7 @@ func TestTheFleetSweepIsOneMessageAndItsFloorIsCheckedBeforePublishing(t *testin
 		t.Fatalf("fleet tick: %+v %v", rep, err)
 	}
 	m := e.ps.srv.Messages()[0]
-	if m.Attributes[pipeline.AttrWorkflowRunUUID] != pipeline.RunUUID("t2", contract.ExtensionRunsSweep, "") {
+	if m.Attributes[message.AttrWorkflowRunUUID] != pipeline.RunUUID("t2", contract.ExtensionRunsSweep, "fleet") {
 		t.Errorf("attributes = %v", m.Attributes)
 	}
 }

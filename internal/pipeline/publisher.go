@@ -1,5 +1,5 @@
-// Package pipeline is the Pub/Sub side of stalesweep: the three topics, the messages on them,
-// the Dispatcher that turns one tick into one sweep message per scope, and the Starter that
+// Package pipeline is the Pub/Sub side of stalesweep: the three topics and their routes, the
+// publisher, the Dispatcher that turns one tick into one sweep message per scope, and the Starter that
 // hands an execution-sync run's candidates to the syncs topic.
 //
 //	Cloud Scheduler ─tick─▶ stalesweep-ticks ─▶ Dispatch ─one per scope─▶ stalesweep-sweeps
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	"github.com/stalesweep/stalesweep/internal/message"
 )
 
 // Default topic names.
@@ -44,42 +45,26 @@ func (t Topics) WithDefaults() Topics {
 	return t
 }
 
-// Message attributes.
-const (
-	AttrTrigger             = "trigger"               // schedule | manual
-	AttrActor               = "actor"                 // who asked, where known
-	AttrWorkflowRunUUID     = "workflow_run_uuid"     // the run a sweep or sync message belongs to
-	AttrTickID              = "tick_id"               // the tick a sweep message came from
-	AttrWorkflowType        = "workflow_type"         // for filtering and logs
-	AttrRunnerExecutionUUID = "runner_execution_uuid" // on sync messages
-)
-
-// Message is one message to publish.
-type Message struct {
-	Data       []byte
-	Attributes map[string]string
-}
-
 // Result is one publish's end: the server's message id, or why it failed.
 type Result struct {
 	ID  string
 	Err error
 }
 
-// Publisher publishes batches and waits for each message's acknowledgement. *PubSub has it;
+// Publisher publishes batches and waits for each message's acknowledgement. *TopicPublisher has it;
 // tests may substitute their own.
 type Publisher interface {
-	PublishBatch(ctx context.Context, topic string, msgs []Message) []Result
+	PublishBatch(ctx context.Context, topic string, msgs []message.Outgoing) []Result
 }
 
-// Defaults of PubSub.
+// Defaults of TopicPublisher.
 const (
 	PublishTimeoutDefault = 30 * time.Second // the client's own retries, per bundle
 	MaxInFlightDefault    = 500              // messages awaiting acknowledgement at once
 )
 
-// PubSub publishes through a Pub/Sub client, one cached publisher per topic.
-type PubSub struct {
+// TopicPublisher publishes through a Pub/Sub client, one cached publisher per topic.
+type TopicPublisher struct {
 	client      *pubsub.Client
 	timeout     time.Duration
 	maxInFlight int
@@ -88,9 +73,9 @@ type PubSub struct {
 	pubs map[string]*pubsub.Publisher
 }
 
-// NewPubSub returns a publisher on client. Zero values take the defaults.
-func NewPubSub(client *pubsub.Client, timeout time.Duration, maxInFlight int) *PubSub {
-	return &PubSub{
+// NewTopicPublisher returns a publisher on client. Zero values take the defaults.
+func NewTopicPublisher(client *pubsub.Client, timeout time.Duration, maxInFlight int) *TopicPublisher {
+	return &TopicPublisher{
 		client:      client,
 		timeout:     cmp.Or(timeout, PublishTimeoutDefault),
 		maxInFlight: cmp.Or(maxInFlight, MaxInFlightDefault),
@@ -98,7 +83,7 @@ func NewPubSub(client *pubsub.Client, timeout time.Duration, maxInFlight int) *P
 	}
 }
 
-func (p *PubSub) publisher(topic string) *pubsub.Publisher {
+func (p *TopicPublisher) publisher(topic string) *pubsub.Publisher {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pub, ok := p.pubs[topic]; ok {
@@ -113,7 +98,7 @@ func (p *PubSub) publisher(topic string) *pubsub.Publisher {
 // PublishBatch publishes msgs, at most maxInFlight awaiting acknowledgement at once, and
 // returns each one's result in order. A message not published before ctx ends fails with ctx's
 // error.
-func (p *PubSub) PublishBatch(ctx context.Context, topic string, msgs []Message) []Result {
+func (p *TopicPublisher) PublishBatch(ctx context.Context, topic string, msgs []message.Outgoing) []Result {
 	pub := p.publisher(topic)
 	out := make([]Result, len(msgs))
 	for start := 0; start < len(msgs); start += p.maxInFlight {
@@ -134,7 +119,7 @@ func (p *PubSub) PublishBatch(ctx context.Context, topic string, msgs []Message)
 }
 
 // Stop flushes and stops every publisher.
-func (p *PubSub) Stop() {
+func (p *TopicPublisher) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pub := range p.pubs {

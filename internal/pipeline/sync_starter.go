@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/message"
 )
 
 // SyncStarter is the pipeline's executionsync.Starter: it publishes one message per candidate
@@ -15,14 +15,10 @@ type SyncStarter struct {
 }
 
 // Start publishes the requests and reports, per request, published or why not.
-func (s *SyncStarter) Start(ctx context.Context, reqs []executionsync.SyncRequest) []executionsync.SyncResult {
-	msgs := make([]Message, len(reqs))
+func (s *SyncStarter) Start(ctx context.Context, reqs []message.Sync) []executionsync.SyncResult {
+	msgs := make([]message.Outgoing, len(reqs))
 	for i, r := range reqs {
-		data, _ := json.Marshal(r) // a SyncRequest always encodes
-		msgs[i] = Message{Data: data, Attributes: map[string]string{
-			AttrWorkflowRunUUID:     r.WorkflowRunUUID,
-			AttrRunnerExecutionUUID: r.RunnerExecutionUUID,
-		}}
+		msgs[i] = message.EncodeSync(r)
 	}
 	results := make([]executionsync.SyncResult, len(reqs))
 	for i, res := range s.Publisher.PublishBatch(ctx, s.Topic, msgs) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -90,7 +91,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 		t.Fatalf("%d messages on the syncs topic, want 8", len(msgs))
 	}
 	for _, m := range msgs {
-		var req executionsync.SyncRequest
+		var req message.Sync
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 			t.Errorf("published sync request is invalid: %v", err)
 		}
 		if !req.ObservedAt.Equal(rows[req.RunnerExecutionUUID]) || req.WorkflowRunUUID != "run-2" || req.OrganizationUUID != org ||
-			m.Attributes[pipeline.AttrRunnerExecutionUUID] != req.RunnerExecutionUUID {
+			m.Attributes[message.AttrRunnerExecutionUUID] != req.RunnerExecutionUUID {
 			t.Errorf("sync request %+v (attributes %v) does not carry the row as scanned", req, m.Attributes)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -255,7 +256,7 @@ func TestASyncMessageTouchesOnlyItsRowAndItsRunsReceipt(t *testing.T) {
 	if err := snap.DataTo(&seen); err != nil {
 		t.Fatal(err)
 	}
-	req := executionsync.SyncRequest{
+	req := message.Sync{
 		WorkflowRunUUID: uuid.NewString(), OrganizationUUID: fmt.Sprint(mine.input["organization_uuid"]),
 		RunnerExecutionUUID: id, Provider: ledger.ProviderCloudRun, ProviderRef: seen.ProviderRef, ObservedAt: seen.ObservedAt,
 	}

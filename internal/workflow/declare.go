@@ -59,19 +59,31 @@ func (s Scope) Names() []string {
 	return out
 }
 
-// Key names the scope a validated input covers: its scope fields' values joined by "/", or
-// "fleet".
-func (s Scope) Key(input json.RawMessage) string {
-	if len(s.Fields) == 0 {
-		return "fleet"
-	}
+// Values are the scope a validated input covers: its scope fields' values, in order.
+func (s Scope) Values(input json.RawMessage) ScopeValues {
 	var m map[string]any
 	_ = json.Unmarshal(input, &m)
-	parts := make([]string, len(s.Fields))
+	out := make(ScopeValues, len(s.Fields))
 	for i, f := range s.Fields {
-		parts[i] = fmt.Sprint(m[f.Name])
+		out[i] = fmt.Sprint(m[f.Name])
 	}
-	return strings.Join(parts, "/")
+	return out
+}
+
+// Key names the scope a validated input covers (ScopeValues.Key).
+func (s Scope) Key(input json.RawMessage) string { return s.Values(input).Key() }
+
+// ScopeValues name one scope: the values of its workflow's scope fields, in order (an
+// organization; an organization and a runner group; a queue); none for the fleet.
+type ScopeValues []string
+
+// Key is the one form a scope is named in: guard keys, run records and the uuids of the runs a
+// tick starts. It is the values joined by "/", or "fleet".
+func (v ScopeValues) Key() string {
+	if len(v) == 0 {
+		return "fleet"
+	}
+	return strings.Join(v, "/")
 }
 
 // Organization returns the organization a validated input is scoped to, when the scope is an

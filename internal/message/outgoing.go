@@ -1,0 +1,61 @@
+package message
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The attributes stalesweep's own messages carry. A tick's are the publisher's (Cloud
+// Scheduler's, or an operator's): only AttrTrigger and AttrActor are read from it, and the
+// actor only as a claim.
+const (
+	AttrTrigger             = "trigger"               // schedule | manual
+	AttrActor               = "actor"                 // who asked, where known (a claim)
+	AttrWorkflowRunUUID     = "workflow_run_uuid"     // the run a sweep or sync message belongs to
+	AttrTickID              = "tick_id"               // the tick a sweep message came from
+	AttrWorkflowType        = "workflow_type"         // for filtering and logs
+	AttrRunnerExecutionUUID = "runner_execution_uuid" // on sync messages
+)
+
+// Outgoing is one message to publish: its data and attributes.
+type Outgoing struct {
+	Data       []byte
+	Attributes map[string]string
+}
+
+// SweepAttributes are a sweep message's attributes.
+type SweepAttributes struct {
+	Trigger         string // schedule | manual
+	ClaimedActor    string // who the tick says sent it; unverified, omitted when empty
+	WorkflowRunUUID string // the run the message starts
+	TickID          string // the tick it came from
+}
+
+// EncodeSweep is the message on the sweeps topic that starts one run: s as its data (what
+// ParseStart reads back), and its attributes.
+func EncodeSweep(s Start, a SweepAttributes) (Outgoing, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return Outgoing{}, fmt.Errorf("encode sweep message: %w", err)
+	}
+	attrs := map[string]string{
+		AttrTrigger:         a.Trigger,
+		AttrWorkflowType:    string(s.WorkflowType),
+		AttrWorkflowRunUUID: a.WorkflowRunUUID,
+		AttrTickID:          a.TickID,
+	}
+	if a.ClaimedActor != "" {
+		attrs[AttrActor] = a.ClaimedActor
+	}
+	return Outgoing{Data: data, Attributes: attrs}, nil
+}
+
+// EncodeSync is the message on the syncs topic that asks for one row's sync: s as its data
+// (what ParseSync reads back), its run and row as attributes.
+func EncodeSync(s Sync) Outgoing {
+	data, _ := json.Marshal(s) // a Sync always encodes: strings, a time, a map decoded from JSON
+	return Outgoing{Data: data, Attributes: map[string]string{
+		AttrWorkflowRunUUID:     s.WorkflowRunUUID,
+		AttrRunnerExecutionUUID: s.RunnerExecutionUUID,
+	}}
+}

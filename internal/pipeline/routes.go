@@ -1,0 +1,18 @@
+package pipeline
+
+// Route is one topic delivered to one function target.
+type Route struct {
+	Topic, Subscription, Target string
+}
+
+// Routes returns which function target each topic of topics is delivered to: ticks →
+// Dispatch, sweeps → Sweep, syncs → SyncExecution. The local pipeline builds it; the Terraform
+// checks hold the module to it.
+func Routes(topics Topics) []Route {
+	topics = topics.WithDefaults()
+	return []Route{
+		{Topic: topics.Ticks, Subscription: topics.Ticks + "-dispatch", Target: "Dispatch"},
+		{Topic: topics.Sweeps, Subscription: topics.Sweeps + "-sweep", Target: "Sweep"},
+		{Topic: topics.Syncs, Subscription: topics.Syncs + "-sync-execution", Target: "SyncExecution"},
+	}
+}
