@@ -41,33 +41,54 @@ var firestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 // invisible counts the documents active matches, against those of them whose field holds a
 // timestamp (served by the index that serves the scan), and, when they differ, samples ids of
 // the others. It costs two aggregation queries, and a bounded read only when something is
-// invisible.
-func invisible(ctx context.Context, active firestore.Query, field, what string) (Invisible, error) {
-	all, err := count(ctx, active, "count active "+what)
+// invisible. All of it reads one snapshot (a read-only transaction): counted one after the
+// other, a row settled or created in between would be reported invisible when it is not.
+func invisible(ctx context.Context, client *firestore.Client, active firestore.Query, field, what string) (Invisible, error) {
+	var out Invisible
+	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out = Invisible{}
+		all, err := countIn(ctx, tx, active, "count active "+what)
+		if err != nil {
+			return err
+		}
+		seen, err := countIn(ctx, tx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
+		if err != nil {
+			return err
+		}
+		if out.Count = max(all-seen, 0); out.Count == 0 {
+			return nil
+		}
+		snaps, err := tx.Documents(active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax)).GetAll()
+		if err != nil {
+			return fmt.Errorf("sample invisible %s: %w", what, err)
+		}
+		for _, snap := range snaps {
+			if len(out.Sample) == InvisibleSampleMax {
+				break
+			}
+			if v, err := snap.DataAt(field); err != nil || !isTime(v) {
+				out.Sample = append(out.Sample, snap.Ref.ID)
+			}
+		}
+		return nil
+	}, firestore.ReadOnly)
 	if err != nil {
 		return Invisible{}, err
-	}
-	seen, err := count(ctx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
-	if err != nil {
-		return Invisible{}, err
-	}
-	out := Invisible{Count: max(all-seen, 0)}
-	if out.Count == 0 {
-		return out, nil
-	}
-	snaps, err := active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax).Documents(ctx).GetAll()
-	if err != nil {
-		return out, fmt.Errorf("sample invisible %s: %w", what, err)
-	}
-	for _, snap := range snaps {
-		if len(out.Sample) == InvisibleSampleMax {
-			break
-		}
-		if v, err := snap.DataAt(field); err != nil || !isTime(v) {
-			out.Sample = append(out.Sample, snap.Ref.ID)
-		}
 	}
 	return out, nil
+}
+
+// countIn runs a count aggregation in a transaction.
+func countIn(ctx context.Context, tx *firestore.Transaction, q firestore.Query, what string) (int64, error) {
+	res, err := q.NewAggregationQuery().WithCount("n").Transaction(tx).Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	n, err := aggregateInt(res["n"])
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return n, nil
 }
 
 func isTime(v any) bool {
@@ -80,27 +101,27 @@ func isTime(v any) bool {
 func (s *ExecutionStore) Invisible(ctx context.Context, org, provider string) (Invisible, error) {
 	q := s.client.Collection(ExecutionsCollection).
 		Where("organization_uuid", "==", org).Where("provider", "==", provider).Where("active", "==", true)
-	return invisible(ctx, q, "observed_at", "executions of "+org)
+	return invisible(ctx, s.client, q, "observed_at", "executions of "+org)
 }
 
 // Invisible reports the running app invocations no scan can see: last_moved_at missing or not a
 // timestamp.
 func (s *ExtensionRunStore) Invisible(ctx context.Context) (Invisible, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
-	return invisible(ctx, q, "last_moved_at", "extension runs")
+	return invisible(ctx, s.client, q, "last_moved_at", "extension runs")
 }
 
 // Invisible reports a queue's working tasks no scan can see: last_activity_at missing or not a
 // timestamp.
 func (s *TaskStore) Invisible(ctx context.Context, queue string) (Invisible, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
-	return invisible(ctx, q, "last_activity_at", "tasks of "+queue)
+	return invisible(ctx, s.client, q, "last_activity_at", "tasks of "+queue)
 }
 
 // Invisible reports a runner group's active leases no scan can see: heartbeat_at missing or not
 // a timestamp.
 func (s *LeaseStore) Invisible(ctx context.Context, org, group string) (Invisible, error) {
-	return invisible(ctx, s.active(org, group), "heartbeat_at", "leases of group "+group)
+	return invisible(ctx, s.client, s.active(org, group), "heartbeat_at", "leases of group "+group)
 }
 
 // ReportInvisible logs what a count of invisible rows found (v, err) — WARNING naming the
