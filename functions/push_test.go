@@ -14,6 +14,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
 // hugeBody serves a JSON prefix and then filler, n bytes in all, without holding them, and
@@ -45,6 +46,7 @@ func (b *hugeBody) Close() error { return nil }
 const slack = 1
 
 func TestStartWorkflowRefusesAnOversizedBodyWithoutReadingIt(t *testing.T) {
+	testenv.Need(t, testenv.FirestoreEmulator) // StartWorkflow builds its dependencies first
 	body := &hugeBody{prefix: `{"workflow_type": "`, n: 64 * message.MaxBodyBytes}
 	r := httptest.NewRequest(http.MethodPost, "/StartWorkflow", body)
 	r.ContentLength = -1
