@@ -146,6 +146,23 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			want: tally{swept: []string{"r0", "r1"}, scanned: 2, aged: 5, live: 25},
 		},
 		{
+			name: "runs read idle that move before the count still count for the guard",
+			in:   runssweep.Input{Limit: 2, OlderThanMs: 60000},
+			seed: func(s *memstore.ExtensionRuns, _ func()) {
+				run(s, "a", idle, false)
+				run(s, "b", idle, false)
+				quiet(s, 20)
+				s.Fail = func(op, _ string) error {
+					if op == "CountIdle" { // between the scan and the count, both apps move
+						s.Move("a", now)
+						s.Move("b", now)
+					}
+					return nil
+				}
+			},
+			want: tally{scanned: 2, moved: 2, aged: 2, live: 22},
+		},
+		{
 			name: "a scan reads past at most MalformedReadMax malformed runs beyond its limit, then counts",
 			in:   runssweep.Input{Limit: 2, OlderThanMs: 60000},
 			seed: func(s *memstore.ExtensionRuns, _ func()) {
