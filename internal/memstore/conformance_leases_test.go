@@ -28,7 +28,7 @@ func memoryLeases() leasesWorld {
 
 func ledgerLeases(t *testing.T) func(fs *firestore.Client) leasesWorld {
 	return func(fs *firestore.Client) leasesWorld {
-		s := ledger.NewLeaseStore(fs, ledger.TxConfig{})
+		s := ledger.NewLeaseStore(fs, txConfig)
 		return leasesWorld{store: s,
 			put:      func(l ledger.WorkspaceLease) { set(t, fs, ledger.WorkspaceLeasesCollection+"/"+l.UUID, l) },
 			instance: func(in ledger.RunnerInstance) { set(t, fs, ledger.RunnerInstancesCollection+"/"+in.UUID, in) },

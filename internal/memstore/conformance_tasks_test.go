@@ -25,7 +25,7 @@ func memoryTasks() tasksWorld {
 
 func ledgerTasks(t *testing.T) func(fs *firestore.Client) tasksWorld {
 	return func(fs *firestore.Client) tasksWorld {
-		s := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: func() time.Time { return t0 }})
+		s := ledger.NewTaskStore(fs, ledger.TxConfig{Timeout: txConfig.Timeout, ServerTime: func() time.Time { return t0 }})
 		return tasksWorld{store: s,
 			put: func(tk ledger.Task) {
 				set(t, fs, ledger.TaskQueuesCollection+"/"+tk.Queue+"/"+ledger.TasksCollection+"/"+tk.ID, tk)

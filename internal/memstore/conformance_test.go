@@ -24,6 +24,10 @@ var (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// txConfig gives the ledger's transactions more time than production's default: the cases are
+// about what a transaction decides, and a loaded machine's emulator can be slow to start.
+var txConfig = ledger.TxConfig{Timeout: time.Minute}
+
 // t0 is whole seconds: every time below is one Firestore keeps exactly.
 var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
@@ -69,7 +73,7 @@ func memoryRuns() runsWorld {
 
 func ledgerRuns(t *testing.T) func(fs *firestore.Client) runsWorld {
 	return func(fs *firestore.Client) runsWorld {
-		s := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
+		s := ledger.NewExtensionRunStore(fs, txConfig)
 		return runsWorld{store: s,
 			put: func(r ledger.ExtensionRun) { set(t, fs, ledger.ExtensionRunsCollection+"/"+r.RunID, r) },
 			putInterlock: func(tenant, ext, runID string) {
