@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
 // hugeBody serves a JSON prefix and then filler, n bytes in all, without holding them, and
@@ -44,6 +45,7 @@ func (b *hugeBody) Close() error { return nil }
 const slack = 1
 
 func TestStartWorkflowRefusesAnOversizedBodyWithoutReadingIt(t *testing.T) {
+	testenv.Need(t, testenv.FirestoreEmulator) // StartWorkflow builds its dependencies first
 	body := &hugeBody{prefix: `{"workflow_type": "`, n: 64 * message.MaxBodyBytes}
 	r := httptest.NewRequest(http.MethodPost, "/StartWorkflow", body)
 	r.ContentLength = -1

@@ -382,6 +382,7 @@ func outcome(t *testing.T, fs *firestore.Client, row string) any {
 // The index commands the deploy guide pipes to sh, run by the real gcloud against a stand-in
 // for the Firestore Admin API: each sends exactly one index of ledger.Indexes.
 func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.T) {
+	testenv.Need(t, testenv.Gcloud)
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not installed")
 	}

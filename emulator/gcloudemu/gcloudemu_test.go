@@ -7,6 +7,9 @@ import (
 )
 
 func TestFirestoreStartsAndStopsItsWholeProcessGroup(t *testing.T) {
+	if testing.Short() { // not testenv.Need: testenv imports this package
+		t.Skip("needs the Google Cloud CLI (gcloud) and its Firestore emulator: not in the -short tier")
+	}
 	emu, err := Firestore(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
 // The local script is what the operations guide tells people to run; CI runs it too, in its
 // check mode: a tick published with gcloud must settle a stale row through the whole chain.
 func TestLocalPipelineScriptSettlesARowThroughTheWholeChain(t *testing.T) {
+	testenv.Need(t, testenv.Gcloud+" and its Firestore and Pub/Sub emulators")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "bash", "../local-pipeline.sh", "--check").CombinedOutput()

@@ -21,6 +21,7 @@ func TestDemoThroughThePipelineSettlesTheSame(t *testing.T) {
 }
 
 func checkDemo(t *testing.T, o Options) {
+	testenv.Need(t, testenv.FirestoreEmulator+" and the "+testenv.PubSubEmulator)
 	var out bytes.Buffer
 	o.Out = &out
 	res, err := Run(context.Background(), o)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
 // The goroutine check of the crash trials bites: a goroutine a run leaves behind and a gRPC
@@ -99,6 +100,7 @@ func TestTheGoroutineBaselineWaitsForConnectionsBeingSetUp(t *testing.T) {
 // sends is read until gate is closed.
 func dialEmulator(t *testing.T, gate <-chan struct{}) *grpc.ClientConn {
 	t.Helper()
+	testenv.Need(t, testenv.FirestoreEmulator)
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if gate != nil {
 		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {

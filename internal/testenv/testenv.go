@@ -5,7 +5,14 @@
 // When FIRESTORE_EMULATOR_HOST is set (the test script starts one emulator for every package),
 // Main uses it; otherwise Main starts one with gcloud for the package and stops it afterwards.
 // Either way a missing emulator is a failure, never a skip: there is no path that runs the
-// suite without it.
+// full suite without it.
+//
+// The one exception is the fast tier, `go test -short`: there Main starts and requires no
+// emulator, and every test that needs one skips, saying which: Firestore and FirestoreProject
+// do it, so most tests need no line of their own, and Need does it for a test that reaches an
+// emulator, gcloud or another outside process some other way. What the fast tier keeps is the pure
+// decision and tally logic, run against in-memory stores (internal/memstore). CI runs without
+// -short, so every skipped test still runs there, against the emulators.
 package testenv
 
 import (
@@ -13,6 +20,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -52,6 +60,13 @@ func run(m Runner, opts ...Option) int {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if !flag.Parsed() {
+		flag.Parse() // testing.Short reads the flags, which m.Run would parse only later
+	}
+	if testing.Short() {
+		// The fast tier: nothing is started, and whatever needs an emulator skips (Need).
+		return m.Run()
+	}
 	if os.Getenv(ledger.EmulatorEnv) == "" {
 		emu, err := gcloudemu.Firestore(context.Background())
 		if err != nil {
@@ -73,6 +88,24 @@ func run(m Runner, opts ...Option) int {
 	return m.Run()
 }
 
+// Services a test may need that the fast tier (-short) does not have.
+const (
+	FirestoreEmulator = "Firestore emulator"
+	PubSubEmulator    = "Pub/Sub emulator"
+	KubeAPIServer     = "real kube-apiserver and etcd"
+	Gcloud            = "Google Cloud CLI (gcloud)"
+)
+
+// Need skips t in the fast tier (-short) when it needs service, one of the constants above or
+// any other outside process. Without -short it does nothing: a missing service is then the
+// test's failure, never a skip.
+func Need(t testing.TB, service string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs the %s: not in the -short tier", service)
+	}
+}
+
 // Project returns a fresh project id.
 func Project() string {
 	var b [6]byte
@@ -90,6 +123,7 @@ func Firestore(t testing.TB, dial ...grpc.DialOption) *firestore.Client {
 // FirestoreProject is Firestore on a given project, for a second client on the same data.
 func FirestoreProject(t testing.TB, project string, dial ...grpc.DialOption) *firestore.Client {
 	t.Helper()
+	Need(t, FirestoreEmulator)
 	host := os.Getenv(ledger.EmulatorEnv)
 	if host == "" {
 		t.Fatalf("%s is not set: the package's TestMain must call testenv.Main", ledger.EmulatorEnv)

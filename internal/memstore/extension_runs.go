@@ -1,0 +1,188 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// ExtensionRuns is the app invocations' ledger in memory: runssweep.Store, as
+// *ledger.ExtensionRunStore is.
+type ExtensionRuns struct {
+	Hooks
+
+	mu         sync.Mutex
+	runs       map[string]ledger.ExtensionRun
+	invisible  map[string]bool // running, last_moved_at not a timestamp
+	interlocks map[string]ledger.Interlock
+}
+
+// NewExtensionRuns returns an empty store.
+func NewExtensionRuns() *ExtensionRuns {
+	return &ExtensionRuns{runs: map[string]ledger.ExtensionRun{}, invisible: map[string]bool{}, interlocks: map[string]ledger.Interlock{}}
+}
+
+// Put writes r as it is. With Malformed set it stands for a document that does not decode: only
+// its RunID, Status and LastMovedAt are readable.
+func (s *ExtensionRuns) Put(r ledger.ExtensionRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs[r.RunID] = r
+}
+
+// PutInvisible writes a running run whose last_moved_at is missing or not a timestamp.
+func (s *ExtensionRuns) PutInvisible(runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invisible[runID] = true
+}
+
+// PutInterlock writes the interlock of a tenant's extension, naming runID.
+func (s *ExtensionRuns) PutInterlock(tenantID, extensionID, runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.interlocks[ledger.InterlockID(tenantID, extensionID)] = ledger.Interlock{RunID: runID}
+}
+
+// Move records that a running run moved at `at`, as ExtensionRunStore.Move does.
+func (s *ExtensionRuns) Move(runID string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.runs[runID]; ok && r.Status == ledger.ExtensionRunning {
+		r.LastMovedAt = at
+		s.runs[runID] = r
+	}
+}
+
+// Get reads a run.
+func (s *ExtensionRuns) Get(runID string) (ledger.ExtensionRun, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[runID]
+	return r, ok
+}
+
+// Interlock reads the interlock of a tenant's extension.
+func (s *ExtensionRuns) Interlock(tenantID, extensionID string) (ledger.Interlock, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.interlocks[ledger.InterlockID(tenantID, extensionID)]
+	return l, ok
+}
+
+// idle lists the running runs last moved before deadline.
+func (s *ExtensionRuns) idle(deadline time.Time) []ledger.ExtensionRun {
+	var out []ledger.ExtensionRun
+	for _, r := range s.runs {
+		if r.Status == ledger.ExtensionRunning && r.LastMovedAt.Before(deadline) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ScanIdle is ExtensionRunStore.ScanIdle.
+func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.RunCursor, limit int) ([]ledger.ExtensionRun, error) {
+	if err := s.enter(ctx, "ScanIdle", ""); err != nil {
+		return nil, fmt.Errorf("scan idle extension runs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var from *key
+	if after != nil {
+		from = &key{after.LastMovedAt, after.RunID}
+	}
+	out := page(s.idle(deadline), func(r ledger.ExtensionRun) key { return key{r.LastMovedAt, r.RunID} }, from, limit)
+	for i, r := range out {
+		if r.Malformed != "" {
+			out[i] = ledger.ExtensionRun{RunID: r.RunID, LastMovedAt: r.LastMovedAt, Malformed: r.Malformed}
+		}
+	}
+	return out, nil
+}
+
+// CountIdle is ExtensionRunStore.CountIdle.
+func (s *ExtensionRuns) CountIdle(ctx context.Context, deadline time.Time) (int64, error) {
+	if err := s.enter(ctx, "CountIdle", ""); err != nil {
+		return 0, fmt.Errorf("count idle extension runs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.idle(deadline))), nil
+}
+
+// CountRunning is ExtensionRunStore.CountRunning: invisible runs are running too.
+func (s *ExtensionRuns) CountRunning(ctx context.Context) (int64, error) {
+	if err := s.enter(ctx, "CountRunning", ""); err != nil {
+		return 0, fmt.Errorf("count running extension runs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(len(s.invisible))
+	for _, r := range s.runs {
+		if r.Status == ledger.ExtensionRunning {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Invisible is ExtensionRunStore.Invisible.
+func (s *ExtensionRuns) Invisible(ctx context.Context) (ledger.Invisible, error) {
+	if err := s.enter(ctx, "Invisible", ""); err != nil {
+		return ledger.Invisible{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id := range s.invisible {
+		ids = append(ids, id)
+	}
+	return invisible(ids), nil
+}
+
+// Abandon is ExtensionRunStore.Abandon, with its preconditions: the run must still be running,
+// must not have moved since seen, and must still be idle past deadline; an interlock is deleted
+// only when it names the run, and one held by another run is reported and left alone.
+func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, settlement ledger.Settlement) (ledger.Abandonment, error) {
+	if err := s.settling(ctx, "Abandon", runID); err != nil {
+		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[runID]
+	switch {
+	case !ok:
+		return ledger.Abandonment{Why: "run_missing"}, nil
+	case r.Malformed != "":
+		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: decode: %s", runID, r.Malformed)
+	}
+	out := ledger.Abandonment{Run: r}
+	switch {
+	case r.Status != ledger.ExtensionRunning:
+		out.Why = "not_running"
+		return out, nil
+	case !r.LastMovedAt.Equal(seen):
+		out.Why = "moved"
+		return out, nil
+	case !r.LastMovedAt.Before(deadline):
+		out.Why = "not_idle"
+		return out, nil
+	}
+	lock := ledger.InterlockID(r.TenantID, r.ExtensionID)
+	if l, held := s.interlocks[lock]; r.Background && held {
+		if l.RunID == runID {
+			delete(s.interlocks, lock)
+			out.InterlockReleased = true
+		} else {
+			out.InterlockHolder = l.RunID
+		}
+	}
+	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, now, &settlement
+	s.runs[runID] = r
+	out.Swept = true
+	return out, nil
+}
