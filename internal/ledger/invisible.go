@@ -33,62 +33,63 @@ func (v Invisible) Stat() *Invisible {
 const (
 	InvisibleSampleMax = 10
 	InvisibleScanMax   = 200
+	// InvisibleCountAttempts bounds how many times a moving scope is counted again.
+	InvisibleCountAttempts = 3
 )
 
 // firestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
 var firestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // invisible counts the documents active matches, against those of them whose field holds a
-// timestamp (served by the index that serves the scan), and, when they differ, samples ids of
-// the others. It costs two aggregation queries, and a bounded read only when something is
-// invisible. All of it reads one snapshot (a read-only transaction): counted one after the
-// other, a row settled or created in between would be reported invisible when it is not.
-func invisible(ctx context.Context, client *firestore.Client, active firestore.Query, field, what string) (Invisible, error) {
-	var out Invisible
-	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		out = Invisible{}
-		all, err := countIn(ctx, tx, active, "count active "+what)
+// timestamp (served by the index that serves the scan), and, when they differ, reads a bounded
+// sample of the scope to name them. The counts are not one snapshot (Firestore has no read time
+// for aggregations, and a read-only transaction would commit): a row settled or created between
+// them would read as invisible. So the scope is counted on both sides of the timestamp count,
+// again (up to InvisibleCountAttempts times) while it moves, and a difference is confirmed by the
+// sample: when the sample read the whole scope, the count is what it found. It costs three
+// aggregation queries, and a bounded read only when something looks invisible.
+func invisible(ctx context.Context, active firestore.Query, field, what string) (Invisible, error) {
+	var estimate int64
+	stable := false
+	for range InvisibleCountAttempts {
+		before, err := count(ctx, active, "count active "+what)
 		if err != nil {
-			return err
+			return Invisible{}, err
 		}
-		seen, err := countIn(ctx, tx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
+		seen, err := count(ctx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
 		if err != nil {
-			return err
+			return Invisible{}, err
 		}
-		if out.Count = max(all-seen, 0); out.Count == 0 {
-			return nil
-		}
-		snaps, err := tx.Documents(active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax)).GetAll()
+		after, err := count(ctx, active, "count active "+what)
 		if err != nil {
-			return fmt.Errorf("sample invisible %s: %w", what, err)
+			return Invisible{}, err
 		}
-		for _, snap := range snaps {
-			if len(out.Sample) == InvisibleSampleMax {
-				break
-			}
-			if v, err := snap.DataAt(field); err != nil || !isTime(v) {
-				out.Sample = append(out.Sample, snap.Ref.ID)
-			}
+		if before == after {
+			estimate, stable = max(after-seen, 0), true
+			break
 		}
-		return nil
-	}, firestore.ReadOnly)
+	}
+	if !stable {
+		return Invisible{}, fmt.Errorf("count invisible %s: the scope kept changing while it was counted", what)
+	}
+	if estimate == 0 {
+		return Invisible{}, nil
+	}
+	snaps, err := active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax).Documents(ctx).GetAll()
 	if err != nil {
-		return Invisible{}, err
+		return Invisible{}, fmt.Errorf("sample invisible %s: %w", what, err)
+	}
+	var found []string
+	for _, snap := range snaps {
+		if v, err := snap.DataAt(field); err != nil || !isTime(v) {
+			found = append(found, snap.Ref.ID)
+		}
+	}
+	out := Invisible{Count: max(estimate, int64(len(found))), Sample: found[:min(len(found), InvisibleSampleMax)]}
+	if len(snaps) < InvisibleScanMax {
+		out.Count = int64(len(found)) // the sample read the whole scope: what it found is exact
 	}
 	return out, nil
-}
-
-// countIn runs a count aggregation in a transaction.
-func countIn(ctx context.Context, tx *firestore.Transaction, q firestore.Query, what string) (int64, error) {
-	res, err := q.NewAggregationQuery().WithCount("n").Transaction(tx).Get(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	n, err := aggregateInt(res["n"])
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	return n, nil
 }
 
 func isTime(v any) bool {
@@ -101,27 +102,27 @@ func isTime(v any) bool {
 func (s *ExecutionStore) Invisible(ctx context.Context, org, provider string) (Invisible, error) {
 	q := s.client.Collection(ExecutionsCollection).
 		Where("organization_uuid", "==", org).Where("provider", "==", provider).Where("active", "==", true)
-	return invisible(ctx, s.client, q, "observed_at", "executions of "+org)
+	return invisible(ctx, q, "observed_at", "executions of "+org)
 }
 
 // Invisible reports the running app invocations no scan can see: last_moved_at missing or not a
 // timestamp.
 func (s *ExtensionRunStore) Invisible(ctx context.Context) (Invisible, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
-	return invisible(ctx, s.client, q, "last_moved_at", "extension runs")
+	return invisible(ctx, q, "last_moved_at", "extension runs")
 }
 
 // Invisible reports a queue's working tasks no scan can see: last_activity_at missing or not a
 // timestamp.
 func (s *TaskStore) Invisible(ctx context.Context, queue string) (Invisible, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
-	return invisible(ctx, s.client, q, "last_activity_at", "tasks of "+queue)
+	return invisible(ctx, q, "last_activity_at", "tasks of "+queue)
 }
 
 // Invisible reports a runner group's active leases no scan can see: heartbeat_at missing or not
 // a timestamp.
 func (s *LeaseStore) Invisible(ctx context.Context, org, group string) (Invisible, error) {
-	return invisible(ctx, s.client, s.active(org, group), "heartbeat_at", "leases of group "+group)
+	return invisible(ctx, s.active(org, group), "heartbeat_at", "leases of group "+group)
 }
 
 // ReportInvisible logs what a count of invisible rows found (v, err) — WARNING naming the
