@@ -121,14 +121,6 @@ func (s *ExecutionStore) ref(uuid string) *firestore.DocumentRef {
 	return s.client.Collection(ExecutionsCollection).Doc(uuid)
 }
 
-// Put writes a whole row, as a runner would. Tests and the demo use it.
-func (s *ExecutionStore) Put(ctx context.Context, e Execution) error {
-	if _, err := s.ref(e.UUID).Set(ctx, e); err != nil {
-		return fmt.Errorf("put execution %s: %w", e.UUID, err)
-	}
-	return nil
-}
-
 // Get reads one row.
 func (s *ExecutionStore) Get(ctx context.Context, uuid string) (Execution, error) {
 	snap, err := s.ref(uuid).Get(ctx)

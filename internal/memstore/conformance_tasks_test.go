@@ -50,17 +50,17 @@ func TestReclaimTaskHoldsTheLedgersFence(t *testing.T) {
 		reclaims     int64
 		maxReclaims  int64
 		missing      bool
-		wantWhy      string
+		wantWhy      ledger.Left
 		wantPoisoned bool
 		wantStatus   string
 	}{
 		{name: "unchanged since the scan", status: ledger.TaskWorking, tip: "hb", activity: silent, maxReclaims: 5, wantStatus: ledger.TaskNew},
 		{name: "past the cap: poison", status: ledger.TaskWorking, tip: "hb", activity: silent, reclaims: 5, maxReclaims: 5, wantPoisoned: true, wantStatus: ledger.TaskFailed},
 		{name: "no cap", status: ledger.TaskWorking, tip: "hb", activity: silent, reclaims: 50, wantStatus: ledger.TaskNew},
-		{name: "heartbeat moved", status: ledger.TaskWorking, tip: "hb2", activity: silent, maxReclaims: 5, wantWhy: "heartbeat_moved", wantStatus: ledger.TaskWorking},
-		{name: "activity moved", status: ledger.TaskWorking, tip: "hb", activity: silent.Add(time.Second), maxReclaims: 5, wantWhy: "activity_moved", wantStatus: ledger.TaskWorking},
-		{name: "done", status: ledger.TaskDone, tip: "hb", activity: silent, maxReclaims: 5, wantWhy: "not_working", wantStatus: ledger.TaskDone},
-		{name: "missing", missing: true, wantWhy: "task_missing"},
+		{name: "heartbeat moved", status: ledger.TaskWorking, tip: "hb2", activity: silent, maxReclaims: 5, wantWhy: ledger.LeftHeartbeatMoved, wantStatus: ledger.TaskWorking},
+		{name: "activity moved", status: ledger.TaskWorking, tip: "hb", activity: silent.Add(time.Second), maxReclaims: 5, wantWhy: ledger.LeftActivityMoved, wantStatus: ledger.TaskWorking},
+		{name: "done", status: ledger.TaskDone, tip: "hb", activity: silent, maxReclaims: 5, wantWhy: ledger.LeftNotWorking, wantStatus: ledger.TaskDone},
+		{name: "missing", missing: true, wantWhy: ledger.LeftTaskMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

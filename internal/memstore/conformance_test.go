@@ -108,7 +108,7 @@ func TestAbandonHoldsTheLedgersPreconditions(t *testing.T) {
 		interlock      string // the run the interlock names; "" none
 		missing        bool
 		wantSwept      bool
-		wantWhy        string
+		wantWhy        ledger.Left
 		wantReleased   bool
 		wantHolder     string
 		wantInterlock  bool
@@ -122,10 +122,10 @@ func TestAbandonHoldsTheLedgersPreconditions(t *testing.T) {
 		{name: "foreground leaves an interlock alone", status: ledger.ExtensionRunning, lastMoved: idle, seen: idle, interlock: "r",
 			wantSwept: true, wantInterlock: true, wantFinalState: ledger.ExtensionFailed},
 		{name: "moved since the scan", status: ledger.ExtensionRunning, lastMoved: idle.Add(time.Second), seen: idle, interlock: "r",
-			wantWhy: "moved", wantInterlock: true, wantFinalState: ledger.ExtensionRunning},
-		{name: "no longer idle", status: ledger.ExtensionRunning, lastMoved: deadline, seen: deadline, wantWhy: "not_idle", wantFinalState: ledger.ExtensionRunning},
-		{name: "finished", status: ledger.ExtensionSucceeded, lastMoved: idle, seen: idle, wantWhy: "not_running", wantFinalState: ledger.ExtensionSucceeded},
-		{name: "missing", missing: true, wantWhy: "run_missing"},
+			wantWhy: ledger.LeftMoved, wantInterlock: true, wantFinalState: ledger.ExtensionRunning},
+		{name: "no longer idle", status: ledger.ExtensionRunning, lastMoved: deadline, seen: deadline, wantWhy: ledger.LeftNotIdle, wantFinalState: ledger.ExtensionRunning},
+		{name: "finished", status: ledger.ExtensionSucceeded, lastMoved: idle, seen: idle, wantWhy: ledger.LeftNotRunning, wantFinalState: ledger.ExtensionSucceeded},
+		{name: "missing", missing: true, wantWhy: ledger.LeftRunMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

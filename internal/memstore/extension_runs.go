@@ -156,20 +156,20 @@ func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, seen, deadlin
 	r, ok := s.runs[runID]
 	switch {
 	case !ok:
-		return ledger.Abandonment{Why: "run_missing"}, nil
+		return ledger.Abandonment{Why: ledger.LeftRunMissing}, nil
 	case r.Malformed != "":
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: decode: %s", runID, r.Malformed)
 	}
 	out := ledger.Abandonment{Run: r}
 	switch {
 	case r.Status != ledger.ExtensionRunning:
-		out.Why = "not_running"
+		out.Why = ledger.LeftNotRunning
 		return out, nil
 	case !r.LastMovedAt.Equal(seen):
-		out.Why = "moved"
+		out.Why = ledger.LeftMoved
 		return out, nil
 	case !r.LastMovedAt.Before(deadline):
-		out.Why = "not_idle"
+		out.Why = ledger.LeftNotIdle
 		return out, nil
 	}
 	lock := ledger.InterlockID(r.TenantID, r.ExtensionID)

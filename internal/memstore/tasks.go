@@ -159,15 +159,15 @@ func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string
 	t, ok := s.tasks[queue][id]
 	switch {
 	case !ok:
-		return ledger.Reclaim{Why: "task_missing"}, nil
+		return ledger.Reclaim{Why: ledger.LeftTaskMissing}, nil
 	case t.Malformed != "":
 		return fail(fmt.Errorf("decode: %s", t.Malformed))
 	case t.Status != ledger.TaskWorking:
-		return ledger.Reclaim{Why: "not_working"}, nil
+		return ledger.Reclaim{Why: ledger.LeftNotWorking}, nil
 	case t.HeartbeatTip != seenHeartbeat:
-		return ledger.Reclaim{Why: "heartbeat_moved"}, nil
+		return ledger.Reclaim{Why: ledger.LeftHeartbeatMoved}, nil
 	case !t.LastActivityAt.Equal(seenActivity):
-		return ledger.Reclaim{Why: "activity_moved"}, nil
+		return ledger.Reclaim{Why: ledger.LeftActivityMoved}, nil
 	}
 	at := now.UTC().Truncate(time.Microsecond)
 	hb, err := ledger.EntryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: at, Prev: seenHeartbeat,

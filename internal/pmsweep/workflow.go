@@ -220,7 +220,7 @@ scan:
 			}
 		default:
 			out.Raced = append(out.Raced, Raced{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last})
-			stats.RacedWhy[res.Why]++
+			stats.RacedWhy[string(res.Why)]++
 			l.Info("task raced: its worker was alive after all", "why", res.Why)
 		}
 	}

@@ -183,7 +183,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 					"interlock_holder_run_id", res.InterlockHolder)
 			}
 			l.Info("app invocation abandoned", "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
-		case res.Why == "not_idle":
+		case res.Why == ledger.LeftNotIdle:
 			stats.NotIdle++
 		default:
 			stats.Moved++
