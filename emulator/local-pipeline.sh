@@ -69,11 +69,11 @@ start() {
 
 wait_http() { # URL PGID: wait until it answers, served by the process group we started
   for _ in $(seq 1 300); do
-    kill -0 -- "-$2" 2>/dev/null || { log "the server for $1 exited; logs in $work"; tail -20 "$work"/*.log >&2; return 1; }
+    kill -0 -- "-$2" 2>/dev/null || { log "the server for $1 exited; logs in $work"; tail -n 20 "$work"/*.log >&2; return 1; }
     curl -fs "$1" >/dev/null 2>&1 && return 0
     sleep 0.2
   done
-  log "$1 did not answer; logs in $work"; tail -20 "$work"/*.log >&2; return 1
+  log "$1 did not answer; logs in $work"; tail -n 20 "$work"/*.log >&2; return 1
 }
 
 log "building stalesweep"
@@ -85,14 +85,29 @@ cat >"$work/executions.json" <<EOF
   "conditions": [{"type": "Completed", "state": "CONDITION_SUCCEEDED", "lastTransitionTime": "2026-11-29T07:00:00Z"}]}]
 EOF
 
-log "starting the Firestore emulator on 127.0.0.1:$fs_port and the Pub/Sub emulator on 127.0.0.1:$ps_port"
-start firestore gcloud emulators firestore start --host-port="127.0.0.1:$fs_port" --quiet
-fs_pgid=${pgids[-1]}
-start pubsub gcloud beta emulators pubsub start --host-port="127.0.0.1:$ps_port" --project="$project" --quiet
-ps_pgid=${pgids[-1]}
+# emulator NAME VAR PORTVAR CMD...: starts an emulator on the port in PORTVAR (CMD's "{port}"
+# stands for it) and waits for it to answer. A port picked at random can be taken by another
+# process between the pick and the emulator's bind (other emulators start on this machine too),
+# so when the emulator exits before answering on a port the script picked, it is started again
+# on a fresh one, at most three times; a port the caller chose is used once.
+emulator() {
+  local name=$1 var=$2 portvar=$3; shift 3
+  for attempt in 1 2 3; do
+    local port=${!portvar} args=()
+    for a in "$@"; do args+=("${a//\{port\}/$port}"); done
+    log "starting the $name emulator on 127.0.0.1:$port"
+    start "$name-$attempt" "${args[@]}"
+    local pgid=${pgids[-1]}
+    if wait_http "http://127.0.0.1:$port/" "$pgid"; then return 0; fi
+    kill -0 -- "-$pgid" 2>/dev/null && return 1 # it runs but does not answer: no retry
+    [ -n "${!var:-}" ] && return 1                # the caller chose the port
+    [ "$attempt" = 3 ] && return 1
+    pick "$var" "$portvar"
+  done
+}
+emulator firestore FIRESTORE_PORT fs_port gcloud emulators firestore start --host-port="127.0.0.1:{port}" --quiet
+emulator pubsub PUBSUB_PORT ps_port gcloud beta emulators pubsub start --host-port="127.0.0.1:{port}" --project="$project" --quiet
 start cloudrun "$work/stalesweep" fake-cloudrun --addr "127.0.0.1:$cr_port" --executions "$work/executions.json"
-wait_http "http://127.0.0.1:$fs_port/" "$fs_pgid"
-wait_http "http://127.0.0.1:$ps_port/" "$ps_pgid"
 
 export FIRESTORE_EMULATOR_HOST="127.0.0.1:$fs_port"
 export PUBSUB_EMULATOR_HOST="127.0.0.1:$ps_port"
