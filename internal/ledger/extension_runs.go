@@ -177,10 +177,11 @@ type Abandonment struct {
 	Run               ExtensionRun // the run as re-read
 }
 
-// Abandon marks a run failed/abandoned in one transaction, if it is still running, has not
-// moved since seen (the scan's last_moved_at), and is still idle past deadline; for a background
-// run it deletes the interlock only if the interlock names this run. Reads come before writes.
-func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, settlement Settlement) (Abandonment, error) {
+// Abandon marks a run failed/abandoned, with settlement, in one transaction that re-reads the run
+// and asks decide, the sweep's rule, whether it still may (Left says why not); for a background
+// run it deletes the interlock only if the interlock names this run. A missing run is left
+// (LeftRunMissing) without asking decide. Reads come before writes.
+func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, settlement Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		out = Abandonment{}
@@ -198,15 +199,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, seen, dea
 		}
 		r.RunID = runID
 		out.Run = r
-		switch {
-		case r.Status != ExtensionRunning:
-			out.Why = LeftNotRunning
-			return nil
-		case !r.LastMovedAt.Equal(seen):
-			out.Why = LeftMoved
-			return nil
-		case !r.LastMovedAt.Before(deadline):
-			out.Why = LeftNotIdle
+		if out.Why = decide(r); out.Why != "" {
 			return nil
 		}
 		var release *firestore.DocumentRef
@@ -228,7 +221,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, seen, dea
 		if err := tx.Update(s.run(runID), []firestore.Update{
 			{Path: "status", Value: ExtensionFailed},
 			{Path: "outcome", Value: OutcomeAbandoned},
-			{Path: "finished_at", Value: now},
+			{Path: "finished_at", Value: settlement.At},
 			{Path: "settlement", Value: settlement},
 		}); err != nil {
 			return err

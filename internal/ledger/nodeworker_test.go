@@ -17,6 +17,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
@@ -330,7 +331,7 @@ func TestTheSweepPreemptsAJavaScriptWorkerAndAnotherReclaimsTheTask(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := store.ReclaimTask(ctx, queue, dead.Task, seen.HeartbeatTip, seen.LastActivityAt, time.Now(), "sweeper<&>", 0)
+	rc, err := store.ReclaimTask(ctx, queue, dead.Task, "sweeper<&>", time.Now(), pmsweep.Reclaimable(seen, 0))
 	if err != nil || !rc.Reclaimed {
 		t.Fatalf("ReclaimTask = %+v, %v", rc, err)
 	}

@@ -324,12 +324,20 @@ type Reclaim struct {
 	Why Left
 }
 
-// ReclaimTask takes a stale working task back, race-safe against its worker, in one
-// transaction: it writes a preempt heartbeat whose predecessor is the heartbeat head the sweep
-// saw, and the reclaim status, and commits only if that head, the task's last activity and its
-// working status are all unchanged. A task reclaimed more than maxReclaims times (0: no cap) is
-// failed with a reason instead of requeued.
-func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (Reclaim, error) {
+// ReclaimPlan is what a reclaim's rule says of a task as its transaction re-reads it: leave it
+// (Left says why: a worker was alive after all), or take it back, requeued, or failed as a
+// poison task when Poison gives the reason.
+type ReclaimPlan struct {
+	Left   Left
+	Poison string
+}
+
+// ReclaimTask takes a working task back for reclaimer, in one transaction that re-reads the task
+// and asks decide, the sweep's rule, whether it still may: if so it writes a preempt heartbeat
+// chained on the task's heartbeat head (so the old worker's fence fails from then on) and the
+// reclaim status, and requeues the task (or fails it, for a poison task); otherwise it writes
+// nothing. A missing task is left (LeftTaskMissing) without asking decide.
+func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(Task) ReclaimPlan) (Reclaim, error) {
 	ref := s.task(queue, id)
 	var out Reclaim
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -342,18 +350,12 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat st
 		if err != nil {
 			return err
 		}
-		switch {
-		case t.Status != TaskWorking:
-			out.Why = LeftNotWorking
-			return nil
-		case t.HeartbeatTip != seenHeartbeat:
-			out.Why = LeftHeartbeatMoved
-			return nil
-		case !t.LastActivityAt.Equal(seenActivity):
-			out.Why = LeftActivityMoved
+		plan := decide(t)
+		if plan.Left != "" {
+			out.Why = plan.Left
 			return nil
 		}
-		hb, err := appendEntry(tx, ref, id, ChainHeartbeats, seenHeartbeat, now, map[string]any{"preempt": true, "reclaimer": reclaimer})
+		hb, err := appendEntry(tx, ref, id, ChainHeartbeats, t.HeartbeatTip, now, map[string]any{"preempt": true, "reclaimer": reclaimer})
 		if err != nil {
 			return err
 		}
@@ -361,11 +363,10 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat st
 		payload := map[string]any{"status": TaskNew, "reclaimed": true, "reclaimer": reclaimer, "reclaim_count": count}
 		final := TaskNew
 		u := []firestore.Update{}
-		if maxReclaims > 0 && count > maxReclaims {
+		if plan.Poison != "" {
 			final = TaskFailed
-			reason := fmt.Sprintf("reclaimed %d times (more than %d): a poison task, failed instead of requeued", count, maxReclaims)
-			payload["status"], payload["reason"] = TaskFailed, reason
-			u = append(u, firestore.Update{Path: "failure_reason", Value: reason})
+			payload["status"], payload["reason"] = TaskFailed, plan.Poison
+			u = append(u, firestore.Update{Path: "failure_reason", Value: plan.Poison})
 			out.Poisoned = true
 		}
 		st, err := appendEntry(tx, ref, id, ChainStatuses, t.StatusTip, now, payload)

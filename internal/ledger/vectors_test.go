@@ -16,6 +16,7 @@ import (
 	"github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
@@ -216,7 +217,7 @@ func TestTheProductsOwnEntriesVerifyWithAReferenceCanonicalizer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.ReclaimTask(ctx, queue, l.TaskID, task.HeartbeatTip, task.LastActivityAt, tick(), "ops<&>", 0); err != nil {
+		if _, err := store.ReclaimTask(ctx, queue, l.TaskID, "ops<&>", tick(), pmsweep.Reclaimable(task, 0)); err != nil {
 			t.Fatal(err)
 		}
 	}

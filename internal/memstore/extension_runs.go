@@ -147,7 +147,7 @@ func (s *ExtensionRuns) Invisible(ctx context.Context) (ledger.Invisible, error)
 // Abandon is ExtensionRunStore.Abandon, with its preconditions: the run must still be running,
 // must not have moved since seen, and must still be idle past deadline; an interlock is deleted
 // only when it names the run, and one held by another run is reported and left alone.
-func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, settlement ledger.Settlement) (ledger.Abandonment, error) {
+func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, settlement ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	if err := s.settling(ctx, "Abandon", runID); err != nil {
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
 	}
@@ -161,15 +161,7 @@ func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, seen, deadlin
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: decode: %s", runID, r.Malformed)
 	}
 	out := ledger.Abandonment{Run: r}
-	switch {
-	case r.Status != ledger.ExtensionRunning:
-		out.Why = ledger.LeftNotRunning
-		return out, nil
-	case !r.LastMovedAt.Equal(seen):
-		out.Why = ledger.LeftMoved
-		return out, nil
-	case !r.LastMovedAt.Before(deadline):
-		out.Why = ledger.LeftNotIdle
+	if out.Why = decide(r); out.Why != "" {
 		return out, nil
 	}
 	lock := ledger.InterlockID(r.TenantID, r.ExtensionID)
@@ -181,7 +173,7 @@ func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, seen, deadlin
 			out.InterlockHolder = l.RunID
 		}
 	}
-	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, now, &settlement
+	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, settlement.At, &settlement
 	s.runs[runID] = r
 	out.Swept = true
 	return out, nil

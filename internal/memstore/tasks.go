@@ -147,7 +147,7 @@ func (s *Tasks) Invisible(ctx context.Context, queue string) (ledger.Invisible, 
 // the heartbeat tip and the last activity the sweep saw. It appends the preempt heartbeat and
 // the reclaim status (their ids computed as the ledger computes them) and requeues the task, or
 // fails it as poison past maxReclaims (0: no cap). Last activity becomes now, never earlier.
-func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (ledger.Reclaim, error) {
+func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
 	fail := func(err error) (ledger.Reclaim, error) {
 		return ledger.Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
@@ -162,15 +162,13 @@ func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string
 		return ledger.Reclaim{Why: ledger.LeftTaskMissing}, nil
 	case t.Malformed != "":
 		return fail(fmt.Errorf("decode: %s", t.Malformed))
-	case t.Status != ledger.TaskWorking:
-		return ledger.Reclaim{Why: ledger.LeftNotWorking}, nil
-	case t.HeartbeatTip != seenHeartbeat:
-		return ledger.Reclaim{Why: ledger.LeftHeartbeatMoved}, nil
-	case !t.LastActivityAt.Equal(seenActivity):
-		return ledger.Reclaim{Why: ledger.LeftActivityMoved}, nil
+	}
+	plan := decide(t)
+	if plan.Left != "" {
+		return ledger.Reclaim{Why: plan.Left}, nil
 	}
 	at := now.UTC().Truncate(time.Microsecond)
-	hb, err := ledger.EntryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: at, Prev: seenHeartbeat,
+	hb, err := ledger.EntryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: at, Prev: t.HeartbeatTip,
 		Payload: map[string]any{"preempt": true, "reclaimer": reclaimer}})
 	if err != nil {
 		return fail(err)
@@ -179,9 +177,9 @@ func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string
 	count := t.ReclaimCount + 1
 	payload := map[string]any{"status": ledger.TaskNew, "reclaimed": true, "reclaimer": reclaimer, "reclaim_count": count}
 	t.Status = ledger.TaskNew
-	if maxReclaims > 0 && count > maxReclaims {
+	if plan.Poison != "" {
 		t.Status = ledger.TaskFailed
-		t.FailureReason = fmt.Sprintf("reclaimed %d times (more than %d): a poison task, failed instead of requeued", count, maxReclaims)
+		t.FailureReason = plan.Poison
 		payload["status"], payload["reason"] = ledger.TaskFailed, t.FailureReason
 		out.Poisoned = true
 	}

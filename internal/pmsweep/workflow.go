@@ -19,7 +19,7 @@ type Store interface {
 	CountTasks(ctx context.Context, queue string) (int64, error)
 	CountWorking(ctx context.Context, queue string) (int64, error)
 	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
-	ReclaimTask(ctx context.Context, queue, id, seenHeartbeat string, seenActivity, now time.Time, reclaimer string, maxReclaims int64) (ledger.Reclaim, error)
+	ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
 	Invisible(ctx context.Context, queue string) (ledger.Invisible, error)
 }
 
@@ -71,6 +71,28 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	}
 	out, stats, err := w.RunOnce(ctx, in, run.StormOverride, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// Reclaimable is the rule a reclaim's transaction applies to the task as it re-reads it, seen
+// being the task as the scan read it: the task may be taken back only if it is still working
+// and neither its heartbeat head nor its last activity moved since (a worker that heartbeats,
+// reports or finishes in between keeps it). A task reclaimed more than maxReclaims times (0: no
+// cap) is failed as poison instead of requeued.
+func Reclaimable(seen ledger.Task, maxReclaims int64) func(ledger.Task) ledger.ReclaimPlan {
+	return func(t ledger.Task) ledger.ReclaimPlan {
+		switch {
+		case t.Status != ledger.TaskWorking:
+			return ledger.ReclaimPlan{Left: ledger.LeftNotWorking}
+		case t.HeartbeatTip != seen.HeartbeatTip:
+			return ledger.ReclaimPlan{Left: ledger.LeftHeartbeatMoved}
+		case !t.LastActivityAt.Equal(seen.LastActivityAt):
+			return ledger.ReclaimPlan{Left: ledger.LeftActivityMoved}
+		}
+		if count := t.ReclaimCount + 1; maxReclaims > 0 && count > maxReclaims {
+			return ledger.ReclaimPlan{Poison: fmt.Sprintf("reclaimed %d times (more than %d): a poison task, failed instead of requeued", count, maxReclaims)}
+		}
+		return ledger.ReclaimPlan{}
+	}
 }
 
 // ageSeconds is how long a task has been silent, in whole seconds.
@@ -195,7 +217,7 @@ scan:
 			return false
 		}
 		t := stale[i]
-		results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, t.HeartbeatTip, t.LastActivityAt, now, in.Reclaimer, w.cfg.MaxReclaims)
+		results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, now, Reclaimable(t, w.cfg.MaxReclaims))
 		return errs[i] != nil
 	})
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/firestore"
 
@@ -21,7 +20,7 @@ type splitAbandon struct {
 	fs *firestore.Client
 }
 
-func (s splitAbandon) Abandon(ctx context.Context, runID string, _, _, now time.Time, st ledger.Settlement) (ledger.Abandonment, error) {
+func (s splitAbandon) Abandon(ctx context.Context, runID string, st ledger.Settlement, _ func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	ref := s.fs.Collection(ledger.ExtensionRunsCollection).Doc(runID)
 	snap, err := ref.Get(ctx)
 	if err != nil {
@@ -32,7 +31,7 @@ func (s splitAbandon) Abandon(ctx context.Context, runID string, _, _, now time.
 		return ledger.Abandonment{}, err
 	}
 	if _, err := ref.Update(ctx, []firestore.Update{
-		{Path: "status", Value: ledger.ExtensionFailed}, {Path: "outcome", Value: ledger.OutcomeAbandoned}, {Path: "finished_at", Value: now},
+		{Path: "status", Value: ledger.ExtensionFailed}, {Path: "outcome", Value: ledger.OutcomeAbandoned}, {Path: "finished_at", Value: st.At},
 	}); err != nil {
 		return ledger.Abandonment{}, err
 	}

@@ -18,7 +18,7 @@ type Store interface {
 	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.RunCursor, limit int) ([]ledger.ExtensionRun, error)
 	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
 	CountRunning(ctx context.Context) (int64, error)
-	Abandon(ctx context.Context, runID string, seen, deadline, now time.Time, s ledger.Settlement) (ledger.Abandonment, error)
+	Abandon(ctx context.Context, runID string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
 	Invisible(ctx context.Context) (ledger.Invisible, error)
 }
 
@@ -80,6 +80,23 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	}
 	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.StormOverride, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// Abandonable is the rule an abandonment's transaction applies to the run as it re-reads it,
+// seen being the run as the scan read it: the run may be abandoned only if it is still running,
+// has not moved since, and is still idle past deadline.
+func Abandonable(seen ledger.ExtensionRun, deadline time.Time) func(ledger.ExtensionRun) ledger.Left {
+	return func(r ledger.ExtensionRun) ledger.Left {
+		switch {
+		case r.Status != ledger.ExtensionRunning:
+			return ledger.LeftNotRunning
+		case !r.LastMovedAt.Equal(seen.LastMovedAt):
+			return ledger.LeftMoved
+		case !r.LastMovedAt.Before(deadline):
+			return ledger.LeftNotIdle
+		}
+		return ""
+	}
 }
 
 // firestoreMin is the earliest time Firestore stores.
@@ -148,13 +165,13 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 			return false
 		}
 		r := idle[i]
-		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, r.LastMovedAt, deadline, now, ledger.Settlement{
+		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, ledger.Settlement{
 			At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
 			Evidence: map[string]any{
 				"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
 				"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
 			},
-		})
+		}, Abandonable(r, deadline))
 		return errs[i] != nil // contention: worth one more try once the others are done
 	})
 
