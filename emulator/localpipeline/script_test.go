@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +21,12 @@ func TestLocalPipelineScriptSettlesARowThroughTheWholeChain(t *testing.T) {
 	testenv.Need(t, testenv.Gcloud+" and its Firestore and Pub/Sub emulators")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", "../local-pipeline.sh", "--check").CombinedOutput()
+	cmd := exec.CommandContext(ctx, "bash", "../local-pipeline.sh", "--check")
+	// Out of time, the script is asked to stop (SIGTERM), so its trap stops the emulators it
+	// started in their own sessions; killed outright, it would leave them running.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("local-pipeline.sh --check: %v\n%s", err, out)
 	}
