@@ -30,7 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	includeDisabled := fs.Bool("include-disabled", false, "sweep the organization even if it opted out of sweeps (organizations/ORG sweeps_enabled not true)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard] [--include-disabled]\n\nworkflow types:\n")
-		for _, t := range contract.WorkflowTypes() {
+		for _, t := range contract.Seeded() {
 			fmt.Fprintf(stderr, "  %s\n", t)
 		}
 		fmt.Fprintln(stderr, "\nflags:")

@@ -45,7 +45,7 @@ func FuzzValidate(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	types := contract.WorkflowTypes()
+	types := contract.Seeded()
 	if len(types) == 0 {
 		f.Fatal("this build implements no workflow type")
 	}

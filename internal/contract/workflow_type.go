@@ -21,7 +21,9 @@ const (
 )
 
 // Seeded lists every workflow type a seed defines, sorted: the types with an input schema in
-// schemas/. A new workflow's type exists once its schema is there.
+// schemas/. A new workflow's type exists once its schema is there. Whether a process runs one
+// is its engine's to say (the build without Kubernetes has no
+// runner.execution-sync-stale-kubernetes workflow).
 var Seeded = sync.OnceValue(func() []WorkflowType {
 	names, _ := fs.Glob(schemaFiles, "schemas/*.json")
 	out := make([]WorkflowType, 0, len(names))
@@ -32,16 +34,8 @@ var Seeded = sync.OnceValue(func() []WorkflowType {
 	return out
 })
 
-// WorkflowTypes lists the workflow types this build validates: every seeded one. Whether a
-// process runs one is its engine's to say (the build without Kubernetes has no
-// runner.execution-sync-stale-kubernetes workflow).
-func WorkflowTypes() []WorkflowType { return Seeded() }
-
 // Known reports whether a seed defines t.
 func (t WorkflowType) Known() bool { return slices.Contains(Seeded(), t) }
-
-// Implemented reports whether this build can run t.
-func (t WorkflowType) Implemented() bool { return slices.Contains(WorkflowTypes(), t) }
 
 // ScopeKind is what one run of a workflow covers.
 type ScopeKind string
