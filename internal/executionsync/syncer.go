@@ -68,9 +68,25 @@ func (r SyncResult) Transient() bool {
 	return false
 }
 
+// Store is what the execution-sync workflow reads and writes of the runner_executions ledger:
+// *ledger.ExecutionStore on Firestore, *memstore.Executions in memory (the fast tier).
+type Store interface {
+	// Scan returns one page of an organization's stale active rows of one provider, oldest
+	// observed first; a row that does not decode comes back with Malformed set.
+	Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Execution, *ledger.Cursor, error)
+	// Invisible reports the active rows no scan can see (observed_at missing or not a time).
+	Invisible(ctx context.Context, org, provider string) (ledger.Invisible, error)
+	// Apply runs decide in the row's transaction, on the row and what reads names as that
+	// transaction read them, and writes the change it returns (nothing for None and Refused).
+	Apply(ctx context.Context, uuid string, reads ledger.Reads, decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, error)
+	// ApplyOnce is Apply with a receipt for (run, row) written in the same transaction; a
+	// receipt already there makes it a duplicate that writes nothing.
+	ApplyOnce(ctx context.Context, runUUID, uuid string, reads ledger.Reads, decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error)
+}
+
 // Syncer syncs one row: one executor call, then one transaction.
 type Syncer struct {
-	store    *ledger.ExecutionStore
+	store    Store
 	exec     executor.Executor
 	typ      contract.WorkflowType
 	provider string
@@ -95,7 +111,7 @@ func (s *Syncer) GuardTargets(j TargetJudge) *Syncer {
 
 // NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
 // grace is how long a row may stay unknown before it is lost.
-func NewSyncer(store *ledger.ExecutionStore, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
+func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
 	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log}
 }
 

@@ -53,7 +53,7 @@ var (
 
 // Workflow is one execution-sync workflow: one provider, one executor.
 type Workflow struct {
-	store   *ledger.ExecutionStore
+	store   Store
 	exec    executor.Executor
 	starter Starter
 	cfg     Config
@@ -61,7 +61,7 @@ type Workflow struct {
 }
 
 // New returns the workflow. cfg is completed with its defaults and validated.
-func New(store *ledger.ExecutionStore, exec executor.Executor, starter Starter, cfg Config, now func() time.Time) (*Workflow, error) {
+func New(store Store, exec executor.Executor, starter Starter, cfg Config, now func() time.Time) (*Workflow, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/memstore"
@@ -17,9 +18,11 @@ import (
 
 // The in-memory stores are the workflows' stores.
 var (
-	_ runssweep.Store   = (*memstore.ExtensionRuns)(nil)
-	_ pmsweep.Store     = (*memstore.Tasks)(nil)
-	_ leasesettle.Store = (*memstore.Leases)(nil)
+	_ runssweep.Store     = (*memstore.ExtensionRuns)(nil)
+	_ pmsweep.Store       = (*memstore.Tasks)(nil)
+	_ leasesettle.Store   = (*memstore.Leases)(nil)
+	_ executionsync.Store = (*memstore.Executions)(nil)
+	_ executionsync.Store = (*ledger.ExecutionStore)(nil)
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -1,15 +1,18 @@
 // Package memstore holds in-memory stores that implement the sweeps' Store interfaces
-// (runssweep.Store, pmsweep.Store, leasesettle.Store), so that the workflows' decision and tally
-// logic can be tested without the Firestore emulator: the fast tier, `go test -short`. They
-// never replace the emulator tests; they run beside them, in both tiers.
+// (runssweep.Store, pmsweep.Store, leasesettle.Store, executionsync.Store), so that the
+// workflows' decision and tally logic can be tested without the Firestore emulator: the fast
+// tier, `go test -short`. They never replace the emulator tests; they run beside them, in both
+// tiers.
 //
-// How faithful. Each store keeps its rows in maps under one lock, and each settling call (Abandon,
-// ReclaimTask, AbandonLease) runs as one critical section, as the ledger's transaction does: it
-// re-reads the row and enforces the same preconditions before it writes — the compare-and-swap
-// on what the scan saw (last_moved_at; the heartbeat tip and last_activity_at; a lease's fresh
-// read handed to the caller's decide), the status the row must still have, and the interlock
-// released only when it names the run. The conformance tests of this package hold each store to
-// the ledger's own store, case by case, against the emulator in the full tier.
+// How faithful. Each store keeps its rows in maps under one lock, and each settling call
+// (Abandon, ReclaimTask, AbandonLease, Apply, ApplyOnce) runs as one critical section, as the
+// ledger's transaction does: it re-reads the row and enforces the same preconditions before it
+// writes — the compare-and-swap on what the scan saw (last_moved_at; the heartbeat tip and
+// last_activity_at; a lease's or an execution's fresh read handed to the caller's decide, with
+// the organization, the run record and the target's judgment it names), the status the row must
+// still have, the interlock released only when it names the run, and a sync's receipt per run
+// and row. The conformance tests of this package hold each store to the ledger's own store, case
+// by case, against the emulator in the full tier.
 //
 // Scans order and filter as the ledger's queries do (the staleness field, then the id) and page
 // after a cursor. What Firestore's types do is modelled, not reproduced: a row put with
