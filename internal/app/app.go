@@ -18,6 +18,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
@@ -25,6 +26,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -135,12 +137,25 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	leases := ledger.NewLeaseStore(a.Firestore, cfg.Tx)
 	leaseCfg := cfg.LeaseSettle
 	leaseCfg.Budget = cfg.within(leaseCfg.Budget, leasesettle.BudgetDefault)
+	// The storm guard judges every workflow that settles on age alone.
+	guarded := map[contract.WorkflowType]bool{}
+	stormGuard := func(d workflow.Declaration, g *storm.Config) {
+		*g, guarded[d.Type] = cfg.Storm, true
+	}
+	stormGuard(runssweep.Declared, &runsCfg.Storm)
+	stormGuard(pmsweep.Declared, &pmCfg.Storm)
+	stormGuard(leasesettle.Declared, &leaseCfg.Storm)
 	others := []workflow.Definition{
 		// The workflows that settle on age alone judge it on Firestore's clock, as their writers
 		// stamp it: no process's clock enters the comparison.
 		runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, ledger.ServerClock(a.Firestore)).Definition(),
 		pmsweep.New(tasks, pmCfg, ledger.ServerClock(a.Firestore)).Definition(),
 		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
+	}
+	for _, d := range others {
+		if d.AgeBased && !guarded[d.Type] {
+			return nil, fmt.Errorf("workflow %s settles on age alone but was built without the storm guard", d.Type)
+		}
 	}
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	engineOpts := workflow.Options{

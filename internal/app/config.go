@@ -78,6 +78,10 @@ type Config struct {
 	RunsSweep   runssweep.Config
 	PMSweep     pmsweep.Config
 	LeaseSettle leasesettle.Config
+	// Storm is the storm guard of every workflow that settles on age alone (its declaration's
+	// AgeBased): New gives it to each, whatever their own configs say, and refuses to build an
+	// age-based workflow it did not give it to.
+	Storm storm.Config
 	// KubeClusters is STALESWEEP_KUBE_CLUSTERS: inline JSON or a file path (see kubejobs).
 	KubeClusters string
 	// KubeQPS, KubeBurst and KubeClientRetries are client-go's client-side rate limit per
@@ -168,7 +172,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.PMSweep.TTLFloor = int64(ttlFloor)
-	var guard storm.Config
+	guard := &c.Storm
 	if v := getenv(EnvStormFraction); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f > 0 && f <= 1) {
@@ -196,7 +200,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Blind.Window, err = durationVar(getenv, EnvBlindWindow); err != nil {
 		return Config{}, err
 	}
-	c.RunsSweep.Storm, c.PMSweep.Storm, c.LeaseSettle.Storm = guard, guard, guard
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {
 		return Config{}, err

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -46,15 +44,13 @@ func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
 	}
 }
 
-func TestTheStormGuardIsConfiguredForEveryAgeBasedWorkflow(t *testing.T) {
+func TestTheStormGuardIsReadFromTheEnvironment(t *testing.T) {
 	c, err := ConfigFromEnv(env(map[string]string{EnvStormFraction: "0.25", EnvStormMinRows: "3"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, g := range map[string]storm.Config{"runs sweep": c.RunsSweep.Storm, "pm.sweep": c.PMSweep.Storm, "lease settle": c.LeaseSettle.Storm} {
-		if g.Fraction != 0.25 || g.MinRows != 3 {
-			t.Errorf("%s: %+v", name, g)
-		}
+	if g := c.Storm; g.Fraction != 0.25 || g.MinRows != 3 {
+		t.Errorf("storm guard: %+v", g)
 	}
 	for _, bad := range []string{"0", "-0.5", "x", "NaN"} {
 		if _, err := ConfigFromEnv(env(map[string]string{EnvStormFraction: bad})); err == nil {
