@@ -67,9 +67,9 @@ start() {
   pgids+=("$!")
 }
 
-wait_http() { # URL PGID: wait until it answers, served by the process group we started
+wait_http() { # URL PGID: wait until it answers, served by the process group we started; 2 when it exited first
   for _ in $(seq 1 300); do
-    kill -0 -- "-$2" 2>/dev/null || { log "the server for $1 exited; logs in $work"; tail -n 20 "$work"/*.log >&2; return 1; }
+    kill -0 -- "-$2" 2>/dev/null || { log "the server for $1 exited; logs in $work"; tail -n 20 "$work"/*.log >&2; return 2; }
     curl -fs "$1" >/dev/null 2>&1 && return 0
     sleep 0.2
   done
@@ -98,8 +98,10 @@ emulator() {
     log "starting the $name emulator on 127.0.0.1:$port"
     start "$name-$attempt" "${args[@]}"
     local pgid=${pgids[-1]}
-    if wait_http "http://127.0.0.1:$port/" "$pgid"; then return 0; fi
-    kill -0 -- "-$pgid" 2>/dev/null && return 1 # it runs but does not answer: no retry
+    local rc=0
+    wait_http "http://127.0.0.1:$port/" "$pgid" || rc=$?
+    [ "$rc" = 0 ] && return 0
+    [ "$rc" = 2 ] || return 1                     # it runs but does not answer: no retry
     [ -n "${!var:-}" ] && return 1                # the caller chose the port
     [ "$attempt" = 3 ] && return 1
     pick "$var" "$portvar"
