@@ -66,6 +66,13 @@ type Pipeline struct {
 	Dispatcher *pipeline.Dispatcher
 }
 
+// Declared is every workflow this build runs, each as it declares itself: New builds exactly
+// these, and the Terraform checks read scheduled ticks against them.
+func Declared() workflow.Declarations {
+	return workflow.Declared(executionsync.CloudRun.Declaration, executionsync.Kubernetes.Declaration,
+		runssweep.Declared, pmsweep.Declared, leasesettle.Declared)
+}
+
 // PingTimeout bounds the first read New makes, which tells an unreachable Firestore from a slow
 // one.
 const PingTimeout = 10 * time.Second
@@ -153,6 +160,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
 	}
 	for _, d := range others {
+		if d.Declaration.Type != Declared()[d.Type].Type {
+			return nil, fmt.Errorf("workflow %s is built but not in app.Declared", d.Type)
+		}
 		if d.AgeBased && !guarded[d.Type] {
 			return nil, fmt.Errorf("workflow %s settles on age alone but was built without the storm guard", d.Type)
 		}

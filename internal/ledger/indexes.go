@@ -190,7 +190,11 @@ func TerraformIndexesJSON() ([]byte, error) {
 			QueryScope: "COLLECTION", DependsOn: []string{"google_project_service.apis"}}
 		for _, f := range ix.Fields {
 			out.Fields = append(out.Fields, field{FieldPath: f.Path, Order: f.Order})
-			name += "_" + f.Path
+			// A resource name takes letters, digits, underscores and dashes: sync.target → sync_target.
+			name += "_" + strings.ReplaceAll(f.Path, ".", "_")
+		}
+		if _, taken := resources[name]; taken {
+			return nil, fmt.Errorf("render terraform indexes: two indexes are named %s", name)
 		}
 		resources[name] = out
 	}

@@ -355,7 +355,7 @@ func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
 	e.spy.Reset()
 
 	const sweeps = 8
-	outs := make([]runssweep.Output, sweeps, sweeps+1)
+	outs := make([]runssweep.Output, sweeps, sweeps+3)
 	errored := make([]int, sweeps)
 	var wg sync.WaitGroup
 	for i := range sweeps {
@@ -371,13 +371,20 @@ func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
 	}
 	wg.Wait()
 	// A transaction that lost to the others until it timed out (the emulator's lock timeouts on
-	// a busy machine) wrote nothing; the next sweep, as the next tick would, takes its run.
-	next, _, err := e.wf.RunOnce(ctx, "sweep-next", runssweep.Input{Limit: 1000, OlderThanMs: 600000}, true, logging.Discard())
-	if err != nil {
-		t.Fatal(err)
+	// a busy machine) wrote nothing; the next sweeps, as the next ticks would, take its run. The
+	// emulator can hold a timed-out transaction's lock a while, so the first of them may lose
+	// too: up to three follow, until one has no transaction fail.
+	for i := range 3 {
+		next, stats, err := e.wf.RunOnce(ctx, fmt.Sprintf("sweep-next-%d", i), runssweep.Input{Limit: 1000, OlderThanMs: 600000}, true, logging.Discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, next)
+		t.Logf("errored per concurrent sweep %v; next sweep %d swept %d, errored %d", errored, i, next.Swept, stats.Errored)
+		if stats.Errored == 0 {
+			break
+		}
 	}
-	outs = append(outs, next)
-	t.Logf("errored per concurrent sweep %v; the next sweep swept %d", errored, next.Swept)
 	total := 0
 	seen := map[string]int{}
 	for _, o := range outs {
