@@ -1,13 +1,11 @@
 package deploycheck
 
 import (
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/kubejobs"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -95,42 +92,14 @@ func (m *Module) functions() ([]fn, error) {
 	return out, nil
 }
 
-// CheckTargets: every registered target is deployed with that entry point, every deployed
-// entry point is registered, each event target is triggered by the topic the pipeline sends it,
-// and the runtime is go126.
-func CheckTargets(m *Module, registered []string) []Finding {
+// CheckTargets: each event target is triggered by the topic the pipeline sends it. Which topic a
+// function's trigger names is known on the plan only after apply (a topic's id), so this stays
+// on the HCL; CheckPlan holds the entry points and the runtime.
+func CheckTargets(m *Module) []Finding {
 	var out []Finding
 	fns, err := m.functions()
 	if err != nil {
 		return []Finding{{"targets", err.Error()}}
-	}
-	var deployed []string
-	for _, f := range fns {
-		deployed = append(deployed, f.entryPoint)
-	}
-	sort.Strings(deployed)
-	for _, r := range registered {
-		if !slices.Contains(deployed, r) {
-			out = append(out, Finding{"targets", fmt.Sprintf("target %s is registered in functions/ but not deployed", r)})
-		}
-	}
-	for _, d := range deployed {
-		if !slices.Contains(registered, d) {
-			out = append(out, Finding{"targets", fmt.Sprintf("entry point %q is deployed but not registered in functions/", d)})
-		}
-	}
-	res, ok := m.Resource("google_cloudfunctions2_function", "fn")
-	if !ok {
-		return append(out, Finding{"targets", "no google_cloudfunctions2_function.fn"})
-	}
-	if e, ok := res.Body.Attributes["for_each"]; !ok || m.Render(e.Expr) == "" || !isLocal(e.Expr, "functions") {
-		out = append(out, Finding{"targets", "google_cloudfunctions2_function.fn is not for_each = local.functions"})
-	}
-	if e, ok := Attr(res.Body, "build_config.entry_point"); !ok || m.Render(e) != "${each.value.entry_point}" {
-		out = append(out, Finding{"targets", "build_config.entry_point is not each.value.entry_point"})
-	}
-	if e, ok := Attr(res.Body, "build_config.runtime"); !ok || m.Render(e) != "go126" {
-		out = append(out, Finding{"targets", "build_config.runtime is not go126"})
 	}
 	topicsLocal, _ := m.Local("topics")
 	topics, err := m.Eval(topicsLocal, map[string]cty.Value{"name_prefix": cty.StringVal(defaultPrefix)})
@@ -203,8 +172,7 @@ func CheckTopics(m *Module) []Finding {
 	} {
 		res, ok := m.topicResource(want.topic)
 		if !ok {
-			out = append(out, Finding{"topics", fmt.Sprintf("topic %s is not created", want.topic)})
-			continue
+			continue // CheckPlan reports a topic that is not created
 		}
 		grant := fmt.Sprintf("%s|roles/pubsub.publisher|topic:${google_pubsub_topic.%s.id}", want.member, res)
 		if !slices.Contains(m.grants(setting{}), grant) {
@@ -440,94 +408,9 @@ func CheckRoles(m *Module) []Finding {
 	return out
 }
 
-// CheckCustomRole: the runtime's custom role holds exactly the permissions the executor
-// adapters declare for their calls — cloudrun.IAMPermissions, and kubejobs.IAMPermissions with
-// Kubernetes on — and nothing else.
-func CheckCustomRole(m *Module) []Finding {
-	var out []Finding
-	for _, kube := range []bool{false, true} {
-		got, err := m.customRolePermissions("runtime", setting{kube: kube}.vars())
-		if err != nil {
-			return []Finding{{"custom role", err.Error()}}
-		}
-		want := executorPermissions(kube)
-		for _, p := range got {
-			if !slices.Contains(want, p) {
-				out = append(out, Finding{"custom role", fmt.Sprintf("the runtime's custom role (kubernetes %t) holds %s, which no call of the code needs (cloudrun/kubejobs IAMPermissions)", kube, p)})
-			}
-		}
-		for _, p := range want {
-			if !slices.Contains(got, p) {
-				out = append(out, Finding{"custom role", fmt.Sprintf("the runtime's custom role (kubernetes %t) lacks %s, which the code's calls need", kube, p)})
-			}
-		}
-	}
-	return out
-}
-
-// CheckFirestoreCondition: roles/datastore.user is granted only with the condition naming
-// var.firestore_database, so the functions reach no other database of the project.
-func CheckFirestoreCondition(m *Module) []Finding {
-	var out []Finding
-	found := false
-	for _, g := range m.grants(setting{}) {
-		parts := strings.SplitN(g, "|", 4)
-		if len(parts) < 3 || parts[1] != "roles/datastore.user" {
-			continue
-		}
-		found = true
-		if len(parts) < 4 {
-			out = append(out, Finding{"firestore", fmt.Sprintf("roles/datastore.user is granted without the condition limiting it to var.firestore_database: %s", g)})
-		} else if parts[3] != "if:"+firestoreCondition {
-			out = append(out, Finding{"firestore", fmt.Sprintf("roles/datastore.user's condition is not %s: %s", firestoreCondition, g)})
-		}
-	}
-	if !found {
-		out = append(out, Finding{"firestore", "no grant of roles/datastore.user: the functions cannot reach Firestore"})
-	}
-	return out
-}
-
-// allowedProjectRoles are the only predefined roles granted on the project, with their
-// conditions: each identity's other grants are on one resource each, or a custom role.
-var allowedProjectRoles = []string{
-	runtimeSA + "|roles/datastore.user|project|if:" + firestoreCondition,
-	buildSA + "|roles/logging.logWriter|project",
-	buildSA + "|roles/storage.objectViewer|project|if:" + gcfSourcesCondition,
-}
-
 // broadRoles are refused on any resource: the basic roles, and the predefined roles the custom
 // role replaced.
 var broadRoles = []string{"roles/owner", "roles/editor", "roles/viewer", "roles/run.viewer", "roles/container.clusterViewer"}
-
-// CheckProjectRoles: no predefined role on the project but the conditioned datastore.user and the
-// build's log writer and conditioned source reader; no basic role, roles/run.viewer or
-// roles/container.clusterViewer anywhere.
-func CheckProjectRoles(m *Module) []Finding {
-	var out []Finding
-	seen := map[string]bool{}
-	for _, s := range settings() {
-		for _, g := range m.grants(s) {
-			if seen[g] {
-				continue
-			}
-			seen[g] = true
-			parts := strings.SplitN(g, "|", 4)
-			if len(parts) < 3 {
-				continue
-			}
-			role, target := parts[1], parts[2]
-			if slices.Contains(broadRoles, role) {
-				out = append(out, Finding{"project roles", fmt.Sprintf("%s is granted (%s): %s", role, s, g)})
-				continue
-			}
-			if target == "project" && strings.HasPrefix(role, "roles/") && !slices.Contains(allowedProjectRoles, g) {
-				out = append(out, Finding{"project roles", fmt.Sprintf("predefined role %s on the project (%s): %s", role, s, g)})
-			}
-		}
-	}
-	return out
-}
 
 // envValue finds the expression StartWorkflow's environment sets a variable to: in the
 // function's service_config.environment_variables, or in a local it merges in.
@@ -569,45 +452,19 @@ func (m *Module) envValue(fn Block, name string) (hclsyntax.Expression, bool) {
 	return found, found != nil
 }
 
-// CheckStartWorkflowAuth: StartWorkflow's authentication settings come from the module, never
-// from the request: STALESWEEP_AUTH_AUDIENCE is set, is not "request", and lists both of the
-// function's own deterministic URLs; STALESWEEP_AUTH_ACCEPT_GCLOUD comes from
-// var.accept_gcloud_tokens; STALESWEEP_ALLOWED_CALLERS derives from var.start_workflow_invokers,
-// by email and by the unique id of each service account.
+// CheckStartWorkflowAuth: where StartWorkflow's authentication settings come from, which a plan
+// cannot show (CheckPlan holds their values): STALESWEEP_AUTH_AUDIENCE is not "request";
+// STALESWEEP_AUTH_ACCEPT_GCLOUD comes from var.accept_gcloud_tokens; STALESWEEP_ALLOWED_CALLERS
+// derives from var.start_workflow_invokers and the invokers' unique ids, looked up by
+// data.google_service_account.invokers for each service account among them.
 func CheckStartWorkflowAuth(m *Module) []Finding {
 	var out []Finding
 	fn, ok := m.Resource("google_cloudfunctions2_function", "fn")
 	if !ok {
 		return []Finding{{"auth", "no google_cloudfunctions2_function.fn"}}
 	}
-	// The name StartWorkflow is deployed under, with the default prefix.
-	name := ""
-	if a, ok := fn.Body.Attributes["name"]; ok {
-		v, err := m.EvalWith(a.Expr, map[string]cty.Value{"name_prefix": cty.StringVal(defaultPrefix)},
-			map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal("start_workflow")})})
-		if err == nil && v.Type() == cty.String {
-			name = v.AsString()
-		}
-	}
-	if name == "" {
-		out = append(out, Finding{"auth", "cannot tell StartWorkflow's function name from google_cloudfunctions2_function.fn's name"})
-	}
-
-	if e, ok := m.envValue(fn, "STALESWEEP_AUTH_AUDIENCE"); !ok {
-		out = append(out, Finding{"auth", "STALESWEEP_AUTH_AUDIENCE is not set: StartWorkflow refuses every call"})
-	} else {
-		text := strings.ReplaceAll(m.Render(e), "${var.name_prefix}", defaultPrefix)
-		if slices.Contains(strings.Fields(exprText(e)), "request") || text == "request" {
-			out = append(out, Finding{"auth", "STALESWEEP_AUTH_AUDIENCE is \"request\": an audience taken from the request's Host header is the caller's to choose"})
-		}
-		for _, url := range []string{
-			"https://${var.region}-${var.project_id}.cloudfunctions.net/" + name,
-			"https://" + name + "-${data.google_project.this.number}.${var.region}.run.app",
-		} {
-			if name != "" && !strings.Contains(text, `"`+url+`"`) {
-				out = append(out, Finding{"auth", fmt.Sprintf("STALESWEEP_AUTH_AUDIENCE (%s) does not name StartWorkflow's own URL %s", text, url)})
-			}
-		}
+	if e, ok := m.envValue(fn, "STALESWEEP_AUTH_AUDIENCE"); ok && slices.Contains(strings.Fields(exprText(e)), "request") {
+		out = append(out, Finding{"auth", "STALESWEEP_AUTH_AUDIENCE is \"request\": an audience taken from the request's Host header is the caller's to choose"})
 	}
 
 	if e, ok := m.envValue(fn, "STALESWEEP_AUTH_ACCEPT_GCLOUD"); !ok || !slices.Contains(m.References(e), "var.accept_gcloud_tokens") {
@@ -641,27 +498,6 @@ func CheckStartWorkflowAuth(m *Module) []Finding {
 	return out
 }
 
-// CheckNoPublic: no attribute of any resource names allUsers or allAuthenticatedUsers.
-func CheckNoPublic(m *Module) []Finding {
-	var out []Finding
-	var walk func(name string, b *hclsyntax.Body)
-	walk = func(name string, b *hclsyntax.Body) {
-		for attr, a := range b.Attributes {
-			text := m.Render(a.Expr) + exprText(a.Expr)
-			if strings.Contains(text, "allUsers") || strings.Contains(text, "allAuthenticatedUsers") {
-				out = append(out, Finding{"public", fmt.Sprintf("%s.%s grants public access", name, attr)})
-			}
-		}
-		for _, nb := range b.Blocks {
-			walk(name+"."+nb.Type, nb.Body)
-		}
-	}
-	for key, b := range m.resources {
-		walk(key, b.Body)
-	}
-	return out
-}
-
 // exprText is the expression's source words, for literals nested in lists and maps.
 func exprText(e hclsyntax.Expression) string {
 	var sb strings.Builder
@@ -674,65 +510,17 @@ func exprText(e hclsyntax.Expression) string {
 	return sb.String()
 }
 
-// CheckIndexes: the module declares exactly the composite indexes the code's queries need.
-func CheckIndexes(m *Module, want []ledger.Index) []Finding {
-	var out []Finding
-	render := func(coll string, fields []string) string { return coll + "(" + strings.Join(fields, ", ") + ")" }
-	var got []string
-	for name, raw := range m.JSONResources["google_firestore_index"] {
-		var ix struct {
-			Collection string `json:"collection"`
-			Fields     []struct {
-				FieldPath string `json:"field_path"`
-				Order     string `json:"order"`
-			} `json:"fields"`
-		}
-		if err := json.Unmarshal(raw, &ix); err != nil {
-			out = append(out, Finding{"indexes", fmt.Sprintf("index %s: %v", name, err)})
-			continue
-		}
-		var fields []string
-		for _, f := range ix.Fields {
-			fields = append(fields, f.FieldPath+" "+f.Order)
-		}
-		got = append(got, render(ix.Collection, fields))
-	}
-	for _, ix := range want {
-		var fields []string
-		for _, f := range ix.Fields {
-			fields = append(fields, f.Path+" "+string(f.Order))
-		}
-		w := render(ix.Collection, fields)
-		if !slices.Contains(got, w) {
-			out = append(out, Finding{"indexes", "the module does not declare " + w + " (" + ix.Query + ")"})
-		}
-		got = slices.DeleteFunc(got, func(g string) bool { return g == w })
-	}
-	for _, g := range got {
-		out = append(out, Finding{"indexes", "the module declares " + g + ", which no query needs"})
-	}
-	return out
-}
-
-// All runs every check of the module in dir against the code in root.
-func All(dir, root string) ([]Finding, error) {
+// All runs every check of the module in dir that needs its text: what a plan cannot show.
+// CheckPlan holds the rest on a resolved plan.
+func All(dir string) ([]Finding, error) {
 	m, err := Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	targets, err := RegisteredTargets(filepath.Join(root, "functions"))
-	if err != nil {
-		return nil, err
-	}
 	var out []Finding
-	out = append(out, CheckTargets(m, targets)...)
+	out = append(out, CheckTargets(m)...)
 	out = append(out, CheckTopics(m)...)
 	out = append(out, CheckRoles(m)...)
-	out = append(out, CheckCustomRole(m)...)
-	out = append(out, CheckFirestoreCondition(m)...)
-	out = append(out, CheckProjectRoles(m)...)
 	out = append(out, CheckStartWorkflowAuth(m)...)
-	out = append(out, CheckNoPublic(m)...)
-	out = append(out, CheckIndexes(m, ledger.Indexes())...)
 	return out, nil
 }

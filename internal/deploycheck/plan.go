@@ -17,7 +17,10 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/tfstandin"
 )
 
 // Plan is the part of a plan, as `terraform show -json` prints it, that the policy reads: every
@@ -125,7 +128,10 @@ func (r PlannedResource) strMap(path string) map[string]string {
 
 // PlanSetting is what a plan was made with, as the policy needs to know it.
 type PlanSetting struct {
-	Kubernetes bool // enable_kubernetes
+	Kubernetes bool     // enable_kubernetes
+	Project    string   // project_id
+	Region     string   // region
+	Operators  []string // start_workflow_invokers: "user:EMAIL", "serviceAccount:EMAIL"
 }
 
 // CheckPlan holds a resolved plan to the code at root: each finding names the resource.
@@ -136,7 +142,22 @@ type PlanSetting struct {
 //   - public: no IAM member anywhere is allUsers or allAuthenticatedUsers;
 //   - ticks: every scheduler job publishes, with trigger=schedule, a tick the code decodes, of a
 //     workflow type this build declares, whose defaults its input schema accepts; the
-//     Kubernetes sync is scheduled exactly when Kubernetes is on.
+//     Kubernetes sync is scheduled exactly when Kubernetes is on;
+//   - topics: every topic the pipeline publishes to is created;
+//   - custom role: the runtime's custom role holds exactly the permissions the executor
+//     adapters declare (cloudrun.IAMPermissions, and kubejobs' with Kubernetes on);
+//   - roles: no basic role, roles/run.viewer or roles/container.clusterViewer anywhere; on the
+//     project no predefined role but datastore.user (only with the condition naming the
+//     configured database), logging.logWriter, and storage.objectViewer (only with the
+//     condition naming Cloud Functions' source bucket);
+//   - auth: StartWorkflow's audience is exactly its two own URLs, its callers exactly the
+//     operators' emails and their service accounts' unique ids;
+//   - indexes: exactly the composite indexes the code's queries need.
+//
+// What a plan cannot show stays with the checks on the HCL (All): which identity holds which
+// grant and on which resource (service account emails and resource ids are known only after
+// apply), which topic triggers which function, and where a value comes from (a variable or a
+// literal).
 func CheckPlan(p *Plan, m *Module, root string, s PlanSetting) ([]Finding, error) {
 	registered, err := RegisteredTargets(filepath.Join(root, "functions"))
 	if err != nil {
@@ -202,11 +223,15 @@ func CheckPlan(p *Plan, m *Module, root string, s PlanSetting) ([]Finding, error
 	for _, job := range p.Of("google_cloud_scheduler_job") {
 		tick, err := decodeTick(job)
 		if err != nil {
-			add(m.locate("", job, "pubsub_target"), "ticks", "%s: %v", job.Address, err)
+			add(m.locate("", job, "pubsub_target.data"), "ticks", "%s: %v", job.Address, err)
 			continue
 		}
 		scheduled[tick] = true
 	}
+	out = append(out, checkPlanTopics(p, m)...)
+	out = append(out, checkPlanRoles(p, m, s)...)
+	out = append(out, checkPlanAuth(p, m, s)...)
+	out = append(out, checkPlanIndexes(p, m)...)
 	if got := scheduled[contract.ExecutionSyncKubernetes]; got != s.Kubernetes {
 		add(m.locate("", PlannedResource{Type: "google_cloud_scheduler_job", Name: "tick"}, ""), "ticks", "the Kubernetes sync is scheduled: %v; Kubernetes is on: %v", got, s.Kubernetes)
 	}
@@ -308,13 +333,15 @@ var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
 // literal (when not ""), else the attribute at path of r's resource block, else the block.
 func (m *Module) locate(literal string, r PlannedResource, path string) string {
 	if literal != "" {
-		for _, b := range m.Blocks {
-			src, err := os.ReadFile(filepath.Join(m.Dir, b.File))
+		files, _ := filepath.Glob(filepath.Join(m.Dir, "*.tf"))
+		more, _ := filepath.Glob(filepath.Join(m.Dir, "*.tf.json"))
+		for _, f := range append(files, more...) {
+			src, err := os.ReadFile(f)
 			if err != nil {
 				continue
 			}
 			if i := strings.Index(string(src), literal); i >= 0 {
-				return fmt.Sprintf("%s:%d", b.File, strings.Count(string(src[:i]), "\n")+1)
+				return fmt.Sprintf("%s:%d", filepath.Base(f), strings.Count(string(src[:i]), "\n")+1)
 			}
 		}
 	}
@@ -329,4 +356,176 @@ func (m *Module) locate(literal string, r PlannedResource, path string) string {
 		}
 	}
 	return fmt.Sprintf("%s:%d", b.File, b.Body.SrcRange.Start.Line)
+}
+
+// strs reads a list of strings at a path (a single nested block is a list of one).
+func (r PlannedResource) strs(path string) []string {
+	parts := strings.Split(path, ".")
+	var v any = r.Values
+	for _, part := range parts {
+		if l, ok := v.([]any); ok && len(parts) > 1 {
+			if len(l) == 0 {
+				return nil
+			}
+			v = l[0]
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[part]
+	}
+	l, _ := v.([]any)
+	var out []string
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func checkPlanTopics(p *Plan, m *Module) []Finding {
+	var out []Finding
+	created := map[string]bool{}
+	for _, t := range p.Of("google_pubsub_topic") {
+		created[t.str("name")] = true
+	}
+	for _, want := range []string{pipeline.TicksDefault, pipeline.SweepsDefault, pipeline.SyncsDefault} {
+		if !created[want] {
+			res := PlannedResource{Type: "google_pubsub_topic", Name: strings.TrimPrefix(want, defaultPrefix+"-")}
+			out = append(out, Finding{"topics", m.locate("", res, "name") + ": topic " + want + " is not created"})
+		}
+	}
+	return out
+}
+
+func checkPlanRoles(p *Plan, m *Module, s PlanSetting) []Finding {
+	var out []Finding
+	add := func(at, rule, format string, args ...any) {
+		out = append(out, Finding{rule, at + ": " + fmt.Sprintf(format, args...)})
+	}
+	roles := p.Of("google_project_iam_custom_role")
+	if len(roles) != 1 {
+		add(m.locate("", PlannedResource{Type: "google_project_iam_custom_role", Name: "runtime"}, ""), "custom role", "%d custom roles planned, want the runtime's one", len(roles))
+	}
+	want := executorPermissions(s.Kubernetes)
+	for _, r := range roles {
+		got := r.strs("permissions")
+		for _, perm := range got {
+			if !slices.Contains(want, perm) {
+				add(m.locate(strconv.Quote(perm), r, "permissions"), "custom role", "%s (kubernetes %t) holds %s, which no call of the code needs (cloudrun/kubejobs IAMPermissions)", r.Address, s.Kubernetes, perm)
+			}
+		}
+		for _, perm := range want {
+			if !slices.Contains(got, perm) {
+				add(m.locate("", r, "permissions"), "custom role", "%s (kubernetes %t) lacks %s, which the code's calls need", r.Address, s.Kubernetes, perm)
+			}
+		}
+	}
+	firestore := fmt.Sprintf(`resource.name == "projects/%s/databases/%s"`, s.Project, FirestoreDatabaseDefault)
+	sources := fmt.Sprintf(`resource.name == "projects/_/buckets/gcf-v2-sources-%[1]s-%[2]s" || resource.name.startsWith("projects/_/buckets/gcf-v2-sources-%[1]s-%[2]s/objects/")`,
+		tfstandin.PlausibleString("number"), s.Region)
+	allowed := map[string]string{"roles/datastore.user": firestore, "roles/logging.logWriter": "", "roles/storage.objectViewer": sources}
+	datastore := false
+	for _, r := range p.Resources {
+		if r.Mode != "managed" || !strings.HasSuffix(r.Type, "_iam_member") {
+			continue
+		}
+		role, cond := r.str("role"), r.str("condition.expression")
+		at := m.locate(strconv.Quote(role), r, "role")
+		if slices.Contains(broadRoles, role) {
+			add(at, "project roles", "%s grants %s", r.Address, role)
+			continue
+		}
+		if r.Type != "google_project_iam_member" || !strings.HasPrefix(role, "roles/") {
+			continue
+		}
+		wantCond, ok := allowed[role]
+		switch {
+		case !ok:
+			add(at, "project roles", "%s: predefined role %s on the project", r.Address, role)
+		case cond != wantCond && role == "roles/datastore.user":
+			add(m.locate("", r, "condition.expression"), "firestore", "%s: roles/datastore.user with condition %q, want %q: the functions would reach other databases", r.Address, cond, wantCond)
+		case cond != wantCond:
+			add(m.locate("", r, "condition.expression"), "project roles", "%s: %s with condition %q, want %q", r.Address, role, cond, wantCond)
+		}
+		datastore = datastore || role == "roles/datastore.user"
+	}
+	if !datastore {
+		add(m.locate("", PlannedResource{Type: "google_project_iam_member", Name: "runtime_firestore"}, ""), "firestore", "no grant of roles/datastore.user: the functions cannot reach Firestore")
+	}
+	return out
+}
+
+// FirestoreDatabaseDefault is var.firestore_database's default, which the plans use.
+const FirestoreDatabaseDefault = "(default)"
+
+func checkPlanAuth(p *Plan, m *Module, s PlanSetting) []Finding {
+	var out []Finding
+	var fn *PlannedResource
+	for _, f := range p.Of("google_cloudfunctions2_function") {
+		if f.str("build_config.entry_point") == "StartWorkflow" {
+			fn = &f
+		}
+	}
+	if fn == nil {
+		return nil // the functions check reports it
+	}
+	env := fn.strMap("service_config.environment_variables")
+	name := fn.str("name")
+	audiences := []string{
+		fmt.Sprintf("https://%s-%s.cloudfunctions.net/%s", s.Region, s.Project, name),
+		fmt.Sprintf("https://%s-%s.%s.run.app", name, tfstandin.PlausibleString("number"), s.Region),
+	}
+	if got := env["STALESWEEP_AUTH_AUDIENCE"]; got != strings.Join(audiences, ",") {
+		out = append(out, Finding{"auth", m.locate("STALESWEEP_AUTH_AUDIENCE", *fn, "") + fmt.Sprintf(": %s: STALESWEEP_AUTH_AUDIENCE=%q, want StartWorkflow's own URLs %q", fn.Address, got, strings.Join(audiences, ","))})
+	}
+	var callers, ids []string
+	for _, op := range s.Operators {
+		kind, email, _ := strings.Cut(op, ":")
+		if kind == "user" || kind == "serviceAccount" {
+			callers = append(callers, email)
+		}
+		if kind == "serviceAccount" {
+			ids = append(ids, tfstandin.PlausibleString("unique_id"))
+		}
+	}
+	want := strings.Join(slices.Compact(append(callers, ids...)), ",")
+	if got := env["STALESWEEP_ALLOWED_CALLERS"]; got != want {
+		out = append(out, Finding{"auth", m.locate("STALESWEEP_ALLOWED_CALLERS", *fn, "") + fmt.Sprintf(": %s: STALESWEEP_ALLOWED_CALLERS=%q, want the operators' emails and their service accounts' unique ids %q", fn.Address, got, want)})
+	}
+	return out
+}
+
+func checkPlanIndexes(p *Plan, m *Module) []Finding {
+	var out []Finding
+	render := func(coll string, fields []string) string { return coll + "(" + strings.Join(fields, ", ") + ")" }
+	var got []string
+	for _, r := range p.Of("google_firestore_index") {
+		var fields []string
+		l, _ := r.Values["fields"].([]any)
+		for _, f := range l {
+			fm, _ := f.(map[string]any)
+			path, _ := fm["field_path"].(string)
+			order, _ := fm["order"].(string)
+			fields = append(fields, path+" "+order)
+		}
+		got = append(got, render(r.str("collection"), fields))
+	}
+	for _, ix := range ledger.Indexes() {
+		var fields []string
+		for _, f := range ix.Fields {
+			fields = append(fields, f.Path+" "+string(f.Order))
+		}
+		w := render(ix.Collection, fields)
+		if !slices.Contains(got, w) {
+			out = append(out, Finding{"indexes", m.locate(`"collection": `+strconv.Quote(ix.Collection), PlannedResource{}, "") + ": the plan does not create " + w + " (" + ix.Query + ")"})
+		}
+		got = slices.DeleteFunc(got, func(g string) bool { return g == w })
+	}
+	for _, g := range got {
+		out = append(out, Finding{"indexes", "firestore_indexes.tf.json: the plan creates " + g + ", which no query needs"})
+	}
+	return out
 }

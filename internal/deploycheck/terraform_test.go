@@ -2,6 +2,7 @@ package deploycheck_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -311,12 +312,19 @@ func TestTheGateFailsOnABrokenModuleNamingFileAndLine(t *testing.T) {
 	}
 }
 
-// planVars are representative variables for the example: operators of each kind, Kubernetes on
-// (with its clusters in a secret) or off.
-func planVars(kube bool) []string {
-	v := []string{"project_id=demo-project", "region=europe-west1",
-		`operators=["user:oncall@example.com","serviceAccount:ci@demo-project.iam.gserviceaccount.com"]`}
-	if kube {
+// operators are representative StartWorkflow invokers: a user and a service account.
+var operators = []string{"user:oncall@example.com", "serviceAccount:ci@demo-project.iam.gserviceaccount.com"}
+
+// setting is what the example is planned with: representative variables, Kubernetes on (with its
+// clusters in a secret) or off.
+func setting(kube bool) deploycheck.PlanSetting {
+	return deploycheck.PlanSetting{Kubernetes: kube, Project: "demo-project", Region: "europe-west1", Operators: operators}
+}
+
+func planVars(s deploycheck.PlanSetting) []string {
+	ops, _ := json.Marshal(s.Operators)
+	v := []string{"project_id=" + s.Project, "region=" + s.Region, "operators=" + string(ops)}
+	if s.Kubernetes {
 		v = append(v, "enable_kubernetes=true", "kube_clusters_secret=stalesweep-kube-clusters")
 	}
 	return v
@@ -325,12 +333,13 @@ func planVars(kube bool) []string {
 // planOf plans the example of a copy of the module and holds the plan to the code.
 func planOf(t *testing.T, tf *terraform, module string, kube bool) []deploycheck.Finding {
 	t.Helper()
-	p := tf.plan(t, filepath.Join(module, "examples", "basic"), planVars(kube)...)
+	s := setting(kube)
+	p := tf.plan(t, filepath.Join(module, "examples", "basic"), planVars(s)...)
 	m, err := deploycheck.Load(module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	findings, err := deploycheck.CheckPlan(p, m, "../..", deploycheck.PlanSetting{Kubernetes: kube})
+	findings, err := deploycheck.CheckPlan(p, m, "../..", s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,23 +365,66 @@ func TestTheExamplePlansAndItsPlanKeepsThePolicy(t *testing.T) {
 func TestThePlanPolicyFailsABrokenModuleNamingFileAndLine(t *testing.T) {
 	tf := newTerraform(t)
 	for _, b := range []struct {
-		name, file, old, new, mark, rule string
+		name, file, old, new string
+		kube                 bool
+		at, mark, rule       string // the finding names at (file) and the line of mark in it
 	}{
 		{name: "an entry point that does not exist", file: "main.tf", old: `entry_point = "Dispatch"`, new: `entry_point = "Dispatcher"`, mark: `"Dispatcher"`, rule: "functions"},
+		{name: "a registered target left out", file: "main.tf", old: `    sync_execution = { entry_point = "SyncExecution", topic = "syncs", budget_env = "STALESWEEP_SYNC_BUDGET" }` + "\n", new: ``,
+			at: "functions.tf", mark: `resource "google_cloudfunctions2_function" "fn"`, rule: "functions"},
 		{name: "a public invoker", file: "iam.tf", old: "  member   = each.value\n", new: "  member   = \"allUsers\"\n", mark: `"allUsers"`, rule: "public"},
 		{name: "a runtime other than go.mod's", file: "functions.tf", old: `runtime     = "go126"`, new: `runtime     = "go122"`, mark: `"go122"`, rule: "functions"},
-		{name: "a tick the code refuses", file: "scheduler.tf", old: "workflow_type = each.key,", new: "workflow_type = upper(each.key),", mark: `resource "google_cloud_scheduler_job"`, rule: "ticks"},
+		{name: "a tick the code refuses", file: "scheduler.tf", old: "workflow_type = each.key,", new: "workflow_type = upper(each.key),", mark: `data       = base64encode(`, rule: "ticks"},
 		{name: "a variable no code reads", file: "functions.tf", old: "STALESWEEP_AUTH_AUDIENCE      =", new: "STALESWEEP_AUTH_AUDIENCES     =", mark: "STALESWEEP_AUTH_AUDIENCES", rule: "env"},
+		{name: "a topic the code publishes to is missing", file: "pubsub.tf", old: `name       = local.topics.syncs`, new: `name       = "${var.name_prefix}-sync"`, mark: `"${var.name_prefix}-sync"`, rule: "topics"},
+		{name: "roles/editor for the build", file: "iam.tf", old: `role    = "roles/logging.logWriter"`, new: `role    = "roles/editor"`, mark: `"roles/editor"`, rule: "project roles"},
+		{name: "roles/run.viewer back on the runtime", file: "iam.tf", old: `role    = google_project_iam_custom_role.runtime.id`, new: `role    = "roles/run.viewer"`, mark: `"roles/run.viewer"`, rule: "project roles"},
+		{name: "the custom role lists executions too", file: "iam.tf", old: `["run.executions.get"],`, new: `["run.executions.get", "run.executions.list"],`, mark: `"run.executions.list"`, rule: "custom role"},
+		{name: "the custom role lacks the GKE permission", file: "iam.tf", old: `var.enable_kubernetes ? ["container.clusters.get"] : [],`, new: `[],`, kube: true, mark: "permissions = concat(", rule: "custom role"},
+		{name: "the custom role keeps the GKE permission without Kubernetes", file: "iam.tf", old: `var.enable_kubernetes ? ["container.clusters.get"] : [],`, new: `["container.clusters.get"],`, mark: `"container.clusters.get"`, rule: "custom role"},
+		{name: "Firestore on every database", file: "iam.tf", old: `"resource.name == \"projects/${var.project_id}/databases/${var.firestore_database}\""`,
+			new: `"resource.name.startsWith(\"projects/${var.project_id}/databases/\")"`, mark: `resource.name.startsWith(\"projects/${var.project_id}/databases/\")`, rule: "firestore"},
+		{name: "the build reads every bucket", file: "iam.tf", old: `expression  = "resource.name == \"projects/_/buckets/${local.gcf_sources_bucket}\" ||`,
+			new: `expression  = "true ||`, mark: `expression  = "true ||`, rule: "project roles"},
+		{name: "the audience of another function", file: "main.tf", old: `start_workflow_name = "${var.name_prefix}-start-workflow"`, new: `start_workflow_name = "${var.name_prefix}-sweep"`,
+			at: "functions.tf", mark: "STALESWEEP_AUTH_AUDIENCE", rule: "auth"},
+		{name: "an audience that is not the function's", file: "main.tf", old: `${var.region}.run.app",`, new: `${var.region}.run.app.example.com",`,
+			at: "functions.tf", mark: "STALESWEEP_AUTH_AUDIENCE", rule: "auth"},
+		{name: "callers by email only", file: "main.tf", old: `    [for email in local.invoker_service_accounts : data.google_service_account.invokers[email].unique_id],` + "\n", new: ``,
+			at: "functions.tf", mark: "STALESWEEP_ALLOWED_CALLERS", rule: "auth"},
+		{name: "an index the queries need is missing", file: "firestore_indexes.tf.json", old: `"field_path": "observed_at"`, new: `"field_path": "observed"`,
+			mark: `"collection": "runner_executions"`, rule: "indexes"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			module := copyTree(t)
 			file := filepath.Join(module, b.file)
 			edit(t, file, b.old, b.new)
-			where := b.file + ":" + strconv.Itoa(lineOf(t, file, b.mark)) + ": "
-			findings := planOf(t, tf, module, false)
+			at := cmp.Or(b.at, b.file)
+			where := at + ":" + strconv.Itoa(lineOf(t, filepath.Join(module, at), b.mark)) + ": "
+			findings := planOf(t, tf, module, b.kube)
 			if !slices.ContainsFunc(findings, func(f deploycheck.Finding) bool { return f.Rule == b.rule && strings.HasPrefix(f.Detail, where) }) {
 				t.Errorf("findings %v; want a %s finding at %s", findings, b.rule, where)
 			}
 		})
+	}
+}
+
+// The module pins each provider to the version its schema was checked at.
+func TestTheModulePinsTheProvidersItIsCheckedAgainst(t *testing.T) {
+	src, err := os.ReadFile("../../terraform/versions.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range tfstandin.Names() {
+		p, err := tfstandin.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `version = "~> ` + p.Version + `"`
+		block := string(src)
+		i := strings.Index(block, "    "+name+" = {")
+		if i < 0 || !strings.Contains(block[i:min(len(block), i+200)], want) {
+			t.Errorf("versions.tf does not pin %s with %s, the version internal/tfstandin checks", name, want)
+		}
 	}
 }

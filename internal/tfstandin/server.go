@@ -272,11 +272,7 @@ func fill(b *Block, v tftypes.Value, value func(name string, t tftypes.Type) tft
 func Plausible(name string, t tftypes.Type) tftypes.Value {
 	switch {
 	case t.Is(tftypes.String):
-		s, ok := plausibleStrings[name]
-		if !ok {
-			s = "standin-" + name
-		}
-		return tftypes.NewValue(t, s)
+		return tftypes.NewValue(t, PlausibleString(name))
 	case t.Is(tftypes.Number):
 		return tftypes.NewValue(t, big.NewFloat(0))
 	case t.Is(tftypes.Bool):
@@ -287,6 +283,14 @@ func Plausible(name string, t tftypes.Type) tftypes.Value {
 		return tftypes.NewValue(t, map[string]tftypes.Value{})
 	}
 	return tftypes.NewValue(t, nil)
+}
+
+// PlausibleString is the string a data source answers for a computed attribute name.
+func PlausibleString(name string) string {
+	if s, ok := plausibleStrings[name]; ok {
+		return s
+	}
+	return "standin-" + name
 }
 
 var plausibleStrings = map[string]string{
