@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -159,14 +161,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		pmsweep.New(tasks, pmCfg, ledger.ServerClock(a.Firestore)).Definition(),
 		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
 	}
-	for _, d := range others {
-		if d.Declaration.Type != Declared()[d.Type].Type {
-			return nil, fmt.Errorf("workflow %s is built but not in app.Declared", d.Type)
-		}
-		if d.AgeBased && !guarded[d.Type] {
-			return nil, fmt.Errorf("workflow %s settles on age alone but was built without the storm guard", d.Type)
-		}
-	}
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	engineOpts := workflow.Options{
 		Runs:     ledger.NewRunStore(a.Firestore),
@@ -181,6 +175,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range append(slices.Clone(inline), others...) {
+		if want, ok := Declared()[d.Type]; !ok || !reflect.DeepEqual(want, d.Declaration) {
+			return nil, fmt.Errorf("workflow %s is built with a declaration other than app.Declared's", d.Type)
+		}
+		if d.AgeBased && !guarded[d.Type] {
+			return nil, fmt.Errorf("workflow %s settles on age alone but was built without the storm guard", d.Type)
+		}
 	}
 	a.Engine = workflow.NewEngine(engineOpts, append(inline, others...)...)
 
