@@ -56,7 +56,9 @@ type scope struct {
 	// sync message is honoured only for a run that exists): no delivery may write them.
 	seeded map[string]bool
 	// pushedSweeps is how many sweep messages of the primary run the emulator pushes when the
-	// primary message is delivered `copies` times: Dispatch publishes one per delivery.
+	// primary message is delivered `copies` times; nil: as many as the scope's Dispatch
+	// deliveries said they published (one by a delivery whose probe found the stale rows, none
+	// by one that came after they were settled).
 	pushedSweeps func(copies int) int
 	docs         []trackedDoc
 	guard        string // the primary run's guard document ("" when it takes none)
@@ -209,7 +211,7 @@ func tickScope(t *testing.T, w world) *scope {
 		runs:         map[string]string{"primary": pipeline.RunUUID(tick.id, contract.ExecutionSyncCloudRun, org), "earlier": earlier},
 		recorded:     true,
 		seeded:       map[string]bool{"earlier": true},
-		pushedSweeps: func(copies int) int { return copies },
+		pushedSweeps: nil,
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
 		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
@@ -228,7 +230,7 @@ func executionSweepScope(t *testing.T, w world) *scope {
 		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID], "earlier": earlier},
 		recorded:     true,
 		seeded:       map[string]bool{"earlier": true},
-		pushedSweeps: func(int) int { return 1 },
+		pushedSweeps: nil,
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
 		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
@@ -302,7 +304,7 @@ func runsSweepScope(t *testing.T, w world) *scope {
 		companions:   []pubsubMessage{tickMessage(tickID, contract.ExtensionRunsSweep, initial)},
 		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
-		pushedSweeps: func(int) int { return 1 },
+		pushedSweeps: nil,
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExtensionRunsSweep), "fleet"),
 		scopeRuns:    runsWhere("workflow_type", string(contract.ExtensionRunsSweep)),
@@ -349,7 +351,7 @@ func pmSweepScope(t *testing.T, w world) *scope {
 		companions:   []pubsubMessage{tickMessage(tickID, contract.PMSweep, initial)},
 		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
-		pushedSweeps: func(int) int { return 1 },
+		pushedSweeps: nil,
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.PMSweep), queue),
 		scopeRuns:    runsWhere("initial_data.queue", queue),
@@ -407,7 +409,7 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 		companions:   []pubsubMessage{tickMessage(tickID, contract.WorkspaceLeaseSettle, initial)},
 		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
-		pushedSweeps: func(int) int { return 1 },
+		pushedSweeps: nil,
 		docs:         docs,
 		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.WorkspaceLeaseSettle), org+"/"+group),
 		scopeRuns:    runsWhere("initial_data.runner_group_uuid", group),

@@ -9,8 +9,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +156,7 @@ func TestTheDeliveryChecksCatchADoubleSettlementADivergentRowAndAnUnaskedRun(t *
 func deliverToScope(t *testing.T, w world, rec *pushRecorder, mt messageType, copies int, mode deliveryMode) (*scope, observation, observedFrom) {
 	t.Helper()
 	since, mark := time.Now(), markSpy()
+	dispatched := dispatchedSoFar(rec)
 	sc := mt.seed(t, w)
 	type delivery struct {
 		msg    pubsubMessage
@@ -203,7 +206,7 @@ func deliverToScope(t *testing.T, w world, rec *pushRecorder, mt messageType, co
 			}
 		}
 	}
-	awaitScopeQuiet(t, w, rec, sc, copies)
+	awaitScopeQuiet(t, w, rec, sc, copies, dispatched)
 	obs, err := observe(ctx, w.fs, sc, since, mark)
 	if err != nil {
 		t.Fatal(err)
@@ -225,9 +228,11 @@ type observedFrom struct {
 }
 
 // awaitScopeQuiet waits until the scope's primary run has ended and every message it caused
-// has been pushed and acknowledged: its sweep messages (one per Dispatch delivery) and the sync
-// messages it published.
-func awaitScopeQuiet(t *testing.T, w world, rec *pushRecorder, sc *scope, copies int) {
+// has been pushed and acknowledged: its sweep messages (as many as the scope's Dispatch
+// deliveries said they published, when the scope's pushedSweeps is nil: one by a delivery that
+// found the scope's stale rows, none by one that found them settled) and the sync messages it
+// published. dispatched is dispatchedSoFar before the scope was seeded.
+func awaitScopeQuiet(t *testing.T, w world, rec *pushRecorder, sc *scope, copies, dispatched int) {
 	t.Helper()
 	run := sc.runs["primary"]
 	runs := ledger.NewRunStore(w.fs)
@@ -239,11 +244,23 @@ func awaitScopeQuiet(t *testing.T, w world, rec *pushRecorder, sc *scope, copies
 		published, _ := r.Stats["published"].(int64)
 		sweeps, syncs, busy := rec.ackedFor("Sweep", run), rec.ackedFor("SyncExecution", run), rec.busy()
 		ended := err == nil && (r.Status == "completed" || r.Status == "failed")
+		want := dispatchedSoFar(rec) - dispatched
+		if sc.pushedSweeps != nil {
+			want = sc.pushedSweeps(copies)
+		}
 		progress := fmt.Sprintf("run %s %q (%v); sweep messages acknowledged %d of %d; sync messages acknowledged %d of %d; %d pushes in flight",
-			run, r.Status, err, sweeps, sc.pushedSweeps(copies), syncs, published, busy)
-		return ended && sweeps >= sc.pushedSweeps(copies) && syncs >= int(published) && busy == 0, progress
+			run, r.Status, err, sweeps, want, syncs, published, busy)
+		return ended && sweeps >= want && syncs >= int(published) && busy == 0, progress
 	})
 }
+
+// testDispatched counts the sweep messages the Dispatch deliveries the tests POST themselves
+// said they published.
+var testDispatched atomic.Int64
+
+// dispatchedSoFar is how many sweep messages every Dispatch delivery so far said it published,
+// the tests' own and the emulator's.
+func dispatchedSoFar(rec *pushRecorder) int { return int(testDispatched.Load()) + rec.published() }
 
 // deliverUntilAcknowledged POSTs m to its target as a push subscription would — a raw push
 // body, or Eventarc's binary CloudEvent — and delivers it again after an answer asking for a
@@ -268,6 +285,9 @@ func deliverUntilAcknowledged(ctx context.Context, m pubsubMessage, binary bool)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		answers = append(answers, resp.StatusCode)
+		if n, err := strconv.Atoi(resp.Header.Get(HeaderPublished)); err == nil {
+			testDispatched.Add(int64(n))
+		}
 		switch {
 		case resp.StatusCode == http.StatusOK:
 			return answers, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -15,10 +16,19 @@ import (
 // id, so a redelivered tick starts nothing twice.
 func Dispatch(w http.ResponseWriter, r *http.Request) { servePush(w, r, "Dispatch", dispatch) }
 
+// HeaderPublished is the response header in which a Dispatch delivery says how many sweep
+// messages it published: one per scope with work (its probe found some), none for a quiet one.
+const HeaderPublished = "Stalesweep-Published"
+
 func dispatch(ctx context.Context, d delivery) error {
 	start, err := message.ParseStart(d.msg.Data)
 	if err != nil {
 		d.log.ErrorContext(ctx, "malformed tick acknowledged without a dispatch", "error", err.Error())
+		return nil
+	}
+	tickID, after, err := message.Continuation(d.msg.Attributes, d.msg.MessageID) // never empty: DecodePush falls back to the event id
+	if err != nil {
+		d.log.ErrorContext(ctx, "malformed tick continuation acknowledged without a dispatch", "error", err.Error())
 		return nil
 	}
 	a, err := deps.Get(ctx)
@@ -35,8 +45,12 @@ func dispatch(ctx context.Context, d delivery) error {
 		Trigger:      string(trigger(d.msg)),
 		Actor:        pushActor(a.Config.Topics.Ticks),
 		ClaimedActor: d.msg.Attributes[message.AttrActor],
-		TickID:       d.msg.MessageID, // never empty: DecodePush falls back to the event id
+		TickID:       tickID,
+		After:        after,
 	})
+	// What this delivery published, for whoever pushed it (Pub/Sub ignores it; an operator
+	// invoking Dispatch by hand, and the tests, read it).
+	d.header.Set(HeaderPublished, strconv.Itoa(rep.Published))
 	switch {
 	case err != nil && contract.CodeOf(err) == contract.CodeValidationFailed:
 		d.log.ErrorContext(ctx, "invalid tick acknowledged without a dispatch", "workflow_type", string(start.WorkflowType), "error", err.Error())

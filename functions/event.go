@@ -14,8 +14,9 @@ import (
 // delivery is one Pub/Sub message handed to an event target, with a logger that carries the
 // ids an operator finds it by.
 type delivery struct {
-	msg message.PubSub
-	log *slog.Logger
+	msg    message.PubSub
+	log    *slog.Logger
+	header http.Header // the response's: a handler may say what it did in it
 }
 
 // handleFunc handles one delivered message: nil acknowledges it, an error asks for a redelivery.
@@ -55,7 +56,7 @@ func servePush(w http.ResponseWriter, r *http.Request, target string, handle han
 		http.Error(w, "the delivery could not be read", http.StatusInternalServerError)
 		return
 	}
-	d := delivery{msg: push.Message, log: log.With("message_id", push.Message.MessageID)}
+	d := delivery{msg: push.Message, log: log.With("message_id", push.Message.MessageID), header: w.Header()}
 	if err := handle(ctx, d); err != nil {
 		d.log.ErrorContext(ctx, "delivery failed; answered 500 for a redelivery", "error", err.Error())
 		http.Error(w, "the message was not handled; redeliver it", http.StatusInternalServerError)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,7 @@ type targetLog struct {
 	acked                 map[string]bool            // message ids answered 200
 	byRun                 map[string]map[string]bool // workflow_run_uuid attribute → message ids answered 200
 	bodies                []recordedPush             // every push answered 200, first delivery of each message id
+	published             int                        // Dispatch: sweep messages its deliveries said they published
 }
 
 // recordedPush is one acknowledged push, as the emulator sent it.
@@ -113,9 +115,9 @@ func (r *pushRecorder) forward(w http.ResponseWriter, req *http.Request) {
 		tl.maxInFlight = max(tl.maxInFlight, tl.inFlight)
 	}
 	r.mu.Unlock()
-	status := http.StatusBadGateway
+	status, published := http.StatusBadGateway, 0
 	defer func() {
-		r.record(target, body, status, byTest)
+		r.record(target, body, status, byTest, published)
 		w.WriteHeader(status)
 	}()
 	out, err := http.NewRequestWithContext(req.Context(), http.MethodPost, baseURL+req.URL.Path, bytes.NewReader(body))
@@ -131,9 +133,10 @@ func (r *pushRecorder) forward(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	status = resp.StatusCode
+	published, _ = strconv.Atoi(resp.Header.Get(HeaderPublished))
 }
 
-func (r *pushRecorder) record(target string, body []byte, status int, byTest bool) {
+func (r *pushRecorder) record(target string, body []byte, status int, byTest bool, published int) {
 	var p struct {
 		Message struct {
 			Data       []byte            `json:"data"`
@@ -151,6 +154,7 @@ func (r *pushRecorder) record(target string, body []byte, status int, byTest boo
 	}
 	tl.pushes++
 	tl.status[status]++
+	tl.published += published
 	id := p.Message.MessageID
 	if status != http.StatusOK || id == "" {
 		return
@@ -248,4 +252,11 @@ func await(t *testing.T, timeout time.Duration, what string, cond func() (bool, 
 		}
 		time.Sleep(100 * time.Millisecond) // the poll interval
 	}
+}
+
+// published is how many sweep messages the Dispatch deliveries it forwarded said they published.
+func (r *pushRecorder) published() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log("Dispatch").published
 }

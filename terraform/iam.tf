@@ -93,6 +93,14 @@ resource "google_pubsub_topic_iam_member" "runtime_publishes_sweeps" {
   member  = local.runtime_member
 }
 
+# Dispatch hands the rest of a tick larger than one invocation to the next, on the ticks topic.
+resource "google_pubsub_topic_iam_member" "runtime_continues_ticks" {
+  project = var.project_id
+  topic   = google_pubsub_topic.ticks.id
+  role    = "roles/pubsub.publisher"
+  member  = local.runtime_member
+}
+
 resource "google_pubsub_topic_iam_member" "runtime_publishes_syncs" {
   project = var.project_id
   topic   = google_pubsub_topic.syncs.id

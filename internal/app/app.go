@@ -206,6 +206,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log, engine)
 		d.ListQueuesWith(tasks.ListQueues)
 		d.ListGroupsWith(leases.ListGroups)
+		// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
+		d.ProbeWith(ledger.ServerClock(a.Firestore))
+		d.ContinueOn(cfg.Topics.Ticks)
 		return &Pipeline{Engine: engine, Dispatcher: d}, nil
 	})
 	return a, nil

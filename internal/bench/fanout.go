@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,27 +23,48 @@ import (
 	_ "github.com/stalesweep/stalesweep/functions" // the targets the fan-out goes through
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // measureFanout publishes one tick for many organizations into the Pub/Sub emulator, pushed to
 // the functions served in this process, and times it until the last run record is completed;
 // then times the emulator pushing as many raw messages to a handler that only acknowledges.
 func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Result) error {
-	n := sz.fanoutScopes
-	res.FanoutScopes = n
+	n, stale := sz.fanoutScopes, sz.fanoutStale
+	res.FanoutScopes, res.FanoutStale = n, stale
 	fs, projectID, done, err := projectID(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := bulk(ctx, fs, n, func(int) (*firestore.DocumentRef, any) {
-		return fs.Collection(ledger.OrganizationsCollection).Doc(uuid.NewString()), ledger.Organization{SweepsEnabled: true}
+	orgs := make([]string, n)
+	for i := range orgs {
+		orgs[i] = uuid.NewString()
+	}
+	if err := bulk(ctx, fs, n, func(i int) (*firestore.DocumentRef, any) {
+		return fs.Collection(ledger.OrganizationsCollection).Doc(orgs[i]), ledger.Organization{UUID: orgs[i], SweepsEnabled: true}
 	}); err != nil {
 		return err
 	}
+	// One stale row in each of the first `stale` organizations (no provider reference: the run
+	// reports it and completes); the rest of the fleet is quiet.
+	old := time.Now().Add(-time.Hour)
+	if err := bulk(ctx, fs, stale, func(i int) (*firestore.DocumentRef, any) {
+		return fs.Collection(ledger.ExecutionsCollection).NewDoc(), ledger.Execution{OrganizationUUID: orgs[i],
+			Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true, ObservedAt: old}
+	}); err != nil {
+		return err
+	}
+	if err := countTick(ctx, projectID, n, stale, res); err != nil {
+		return err
+	}
+	p.say("one tick over %d organizations, %d with a stale row: %d invocations, %d Firestore operations, %d messages; a quiet organization: %.2f reads, %.2f writes, %.2f invocations",
+		n, stale, res.TickInvocations, res.TickFirestoreOps, res.TickMessages, res.QuietScopeReads, res.QuietScopeWrites, res.QuietScopeInvocations)
 	for k, v := range map[string]string{"GOOGLE_CLOUD_PROJECT": projectID, app.EnvCloudRunEndpoint: e.fake.Addr, app.EnvAuth: "off", app.EnvLogLevel: "error"} {
 		os.Setenv(k, v)
 	}
@@ -80,20 +103,20 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 			return false, err
 		}
 		c, _ := r["n"].(interface{ GetIntegerValue() int64 })
-		return c != nil && c.GetIntegerValue() >= int64(n), nil
+		return c != nil && c.GetIntegerValue() >= int64(stale), nil
 	}); err != nil {
-		return fmt.Errorf("wait for %d run records: %w", n, err)
+		return fmt.Errorf("wait for %d run records: %w", stale, err)
 	}
 	res.FanoutMs = float64(time.Since(begin).Milliseconds())
-	p.say("tick → Dispatch → %d × Sweep → %d run records: %.0f ms", n, n, res.FanoutMs)
+	p.say("tick over %d organizations → Dispatch (probes) → %d × Sweep → %d run records: %.0f ms", n, stale, stale, res.FanoutMs)
 
-	raw, err := rawFanout(ctx, ps, projectID, n)
+	raw, err := rawFanout(ctx, ps, projectID, stale)
 	if err != nil {
 		return err
 	}
 	res.RawFanoutMs = float64(raw.Milliseconds())
 	res.FanoutRatio = res.RawFanoutMs / res.FanoutMs
-	p.say("raw: %d messages published and pushed to a handler that only acknowledges: %.0f ms", n, res.RawFanoutMs)
+	p.say("raw: %d messages published and pushed to a handler that only acknowledges: %.0f ms", stale, res.RawFanoutMs)
 	return nil
 }
 
@@ -164,4 +187,75 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// countTick runs one Dispatch of a Cloud Run sync tick over the fleet, with probes, behind the
+// gRPC spy, publishing into a topic of its own, and counts what it cost: Firestore operations
+// (documents read, queries, writes), messages, and the invocations the tick causes (itself and
+// one Sweep per message). A quiet organization's share is what the tick cost beyond what the
+// organizations with work cost: their listing share and probe, nothing else.
+func countTick(ctx context.Context, projectID string, n, stale int, res *Result) error {
+	spy := fsspy.New()
+	fs, err := ledger.Open(ctx, ledger.Options{Project: projectID, DialOptions: spy.DialOptions()})
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	ps, err := pubsub.NewClient(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	const topic = "bench-count-sweeps"
+	if _, err := ps.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: "projects/" + projectID + "/topics/" + topic}); err != nil {
+		return err
+	}
+	pub := pipeline.NewTopicPublisher(ps, 0, 0)
+	defer pub.Stop()
+	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	if err != nil {
+		return err
+	}
+	defs := workflowSet{contract.ExecutionSyncCloudRun: wf.Definition(executionsync.CloudRun)}
+	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), pub, topic, pipeline.DispatchConfig{}, slog.New(slog.DiscardHandler), defs)
+	d.ProbeWith(ledger.ServerClock(fs))
+	spy.Reset()
+	rep, err := d.Dispatch(ctx, pipeline.Tick{WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{}`), TickID: "bench-count"})
+	if err != nil {
+		return err
+	}
+	if rep.Published != stale {
+		return fmt.Errorf("count a tick: %d sweeps published over %d organizations with a stale row", rep.Published, stale)
+	}
+	// Billed reads: every document returned, and at least one per query (an empty query is
+	// billed one read), and the clock's read.
+	listed, probes := 0, 0
+	for _, name := range spy.Reads() {
+		if strings.Contains(name, "/"+ledger.OrganizationsCollection+"/") {
+			listed++
+		}
+	}
+	for _, q := range spy.Queries() {
+		if fsspy.Shape(q).Collection == ledger.ExecutionsCollection {
+			probes++ // one document at most, one billed read either way
+		}
+	}
+	writes := len(spy.Writes())
+	res.TickInvocations = 1 + rep.Published
+	res.TickFirestoreOps = listed + probes + 1 + writes
+	res.TickMessages = rep.Published
+	res.QuietScopeReads = float64(listed+probes) / float64(n)
+	if quiet := float64(n - stale); quiet > 0 {
+		res.QuietScopeWrites = float64(writes) / quiet
+		res.QuietScopeInvocations = float64(res.TickInvocations-1-rep.Published) / quiet
+	}
+	return nil
+}
+
+// workflowSet is a set of workflow definitions by type, as a dispatcher reads them.
+type workflowSet map[contract.WorkflowType]workflow.Definition
+
+func (w workflowSet) Definition(t contract.WorkflowType) (workflow.Definition, bool) {
+	d, ok := w[t]
+	return d, ok
 }

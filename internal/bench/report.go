@@ -45,8 +45,14 @@ func table(w io.Writer, r Result) {
 		row(fmt.Sprintf("throughput c=%d latency=%dms", pt.Concurrency, pt.LatencyMs), fmt.Sprintf("%.0f", pt.RowsPerS), fmt.Sprintf("rows/s over %d rows", pt.Rows))
 	}
 	row("pool_speedup_at_50ms", fmt.Sprintf("%.1f", r.PoolSpeedupAt50ms), mark("pool_speedup_at_50ms"))
-	row("fanout_ms", fmt.Sprintf("%.0f", r.FanoutMs), fmt.Sprintf("a tick for %d organizations, to the last run record", r.FanoutScopes))
-	row("raw_fanout_ms", fmt.Sprintf("%.0f", r.RawFanoutMs), "as many raw messages pushed and acknowledged")
+	row("fanout_ms", fmt.Sprintf("%.0f", r.FanoutMs), fmt.Sprintf("a tick over %d organizations, %d with a stale row, to the last run record", r.FanoutScopes, r.FanoutStale))
+	row("raw_fanout_ms", fmt.Sprintf("%.0f", r.RawFanoutMs), "as many raw messages as scopes with work, pushed and acknowledged")
+	row("fleet_100k_scopes_reached", fmt.Sprint(r.FleetScopesReached), fmt.Sprintf("one tick over %d organizations (%d stale): %d Dispatch invocations, %.0f ms", r.FleetOrgs, r.FleetStale, r.FleetInvocations, r.FleetTickMs))
+	row("tick_invocations", fmt.Sprint(r.TickInvocations), fmt.Sprintf("Dispatch and one Sweep per scope with work (%d organizations, %d stale)", r.FanoutScopes, r.FanoutStale))
+	row("tick_firestore_ops", fmt.Sprint(r.TickFirestoreOps), "billed reads (documents, at least one per query, the clock) and writes of the Dispatch")
+	row("quiet_scope_reads_per_tick", fmt.Sprintf("%.2f", r.QuietScopeReads), "its share of the organization listing, and its probe: goal <= 1: "+met(r.QuietScopeReads <= 1))
+	row("quiet_scope_writes_per_tick", fmt.Sprintf("%.2f", r.QuietScopeWrites), "goal 0")
+	row("quiet_scope_invocations_per_tick", fmt.Sprintf("%.2f", r.QuietScopeInvocations), "goal 0")
 	row("fanout_ratio", fmt.Sprintf("%.2f", r.FanoutRatio), "raw / pipeline (1 = no overhead)")
 	row("cold_start_ms", fmt.Sprintf("%.1f", r.ColdStartMs), "functions server, start to first request")
 	row("binary_bytes", fmt.Sprintf("%d", r.BinaryBytes), "")
@@ -100,4 +106,11 @@ func chart(points []Point) []byte {
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
 }

@@ -30,7 +30,8 @@ func TestChartIsWellFormedSVGWithOneLinePerLatency(t *testing.T) {
 
 func TestGoalsAreJudgedOnTheFigures(t *testing.T) {
 	good := Result{SettleThroughputRatio: 0.9, ReadsPerSettledRow: 2, WritesPerSettledRow: 1, ExecutorCallsPerCandidate: 1,
-		ScanDocsReadSmall: 10, ScanDocsReadLarge: 10, ScanCostRatio: 1.1, ScanCostRatioVsFloor: 1, PoolSpeedupAt50ms: 9}
+		ScanDocsReadSmall: 10, ScanDocsReadLarge: 10, ScanCostRatio: 1.1, ScanCostRatioVsFloor: 1, PoolSpeedupAt50ms: 9,
+		QuietScopeReads: 1, FanoutRatio: 0.8, FleetScopesReached: true}
 	for _, g := range goals(good) {
 		if !g.Met {
 			t.Errorf("%s not met on good figures", g.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -179,25 +180,68 @@ func rawTransactions(ctx context.Context, n, conc int) (time.Duration, error) {
 }
 
 func measureThroughput(ctx context.Context, e *env, p *progress, sz sizes, conc int, res *Result) error {
-	raw, err := rawTransactions(ctx, sz.rows, conc)
-	if err != nil {
+	// Warm both sides first, then alternate them round by round, each side first in turn, on the
+	// same emulator: neither side is measured cold, nor always second. Each side's figure is its
+	// median round.
+	if _, err := rawTransactions(ctx, min(sz.rows, 100), conc); err != nil {
 		return err
 	}
-	res.RawTxPerS = float64(sz.rows) / raw.Seconds()
-	p.say("raw: %d read-modify-write transactions at concurrency %d: %.0f tx/s", sz.rows, conc, res.RawTxPerS)
-	s, err := settleRows(ctx, e, sz.rows, 0, conc, 0)
-	if err != nil {
+	if _, err := settleRows(ctx, e, min(sz.rows, 100), 0, conc, 0); err != nil {
 		return err
 	}
-	res.SettleRowsPerS = s.perSecond()
+	const rounds = 3
+	var raws, flows []float64
+	var last settled
+	for round := range rounds {
+		measureRaw := func() error {
+			raw, err := rawTransactions(ctx, sz.rows, conc)
+			if err != nil {
+				return err
+			}
+			raws = append(raws, float64(sz.rows)/raw.Seconds())
+			return nil
+		}
+		measureFlow := func() error {
+			s, err := settleRows(ctx, e, sz.rows, 0, conc, 0)
+			if err != nil {
+				return err
+			}
+			flows = append(flows, s.perSecond())
+			last = s
+			return nil
+		}
+		first, second := measureRaw, measureFlow
+		if round%2 == 1 {
+			first, second = measureFlow, measureRaw
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+		p.say("round %d: raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d)", round+1, raws[round], flows[round], sz.rows, conc)
+	}
+	res.RawTxPerS, res.SettleRowsPerS = median(raws), median(flows)
+	res.RawTxPerSRounds, res.SettleRowsPerSRounds = raws, flows
 	res.SettleThroughputRatio = res.SettleRowsPerS / res.RawTxPerS
-	p.say("workflow: %d rows settled in %d runs at concurrency %d: %.0f rows/s", s.rows, s.runs, conc, res.SettleRowsPerS)
+	p.say("medians: raw %.0f tx/s, workflow %.0f rows/s: ratio %.2f", res.RawTxPerS, res.SettleRowsPerS, res.SettleThroughputRatio)
 
+	s := last
 	res.ReadsPerSettledRow = float64(s.reads) / float64(s.rows)
 	res.WritesPerSettledRow = float64(s.writes) / float64(s.rows)
 	res.QueriesPerRun = float64(s.queries) / float64(s.runs)
 	res.ExecutorCallsPerCandidate = float64(s.calls) / float64(s.started)
 	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
 }
 
 // measureCost counts the executor calls a run makes for rows without a provider reference.

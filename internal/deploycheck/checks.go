@@ -163,12 +163,13 @@ func (m *Module) topicResource(name string) (string, bool) {
 	return "", false
 }
 
-// CheckTopics: every topic the code publishes to exists, and its publisher may publish to it:
-// the runtime account to sweeps and syncs, the Cloud Scheduler agent to ticks.
+// CheckTopics: each publisher of a topic the code publishes to may publish to it: the runtime
+// account to sweeps, syncs and ticks (Dispatch's continuations), the Cloud Scheduler agent to
+// ticks.
 func CheckTopics(m *Module) []Finding {
 	var out []Finding
 	for _, want := range []struct{ topic, member string }{
-		{pipeline.SweepsDefault, runtimeSA}, {pipeline.SyncsDefault, runtimeSA}, {pipeline.TicksDefault, schedulerSA},
+		{pipeline.SweepsDefault, runtimeSA}, {pipeline.SyncsDefault, runtimeSA}, {pipeline.TicksDefault, runtimeSA}, {pipeline.TicksDefault, schedulerSA},
 	} {
 		res, ok := m.topicResource(want.topic)
 		if !ok {
@@ -350,6 +351,7 @@ func wantGrants(s setting) []string {
 		runtimeSA + "|roles/datastore.user|project|if:" + firestoreCondition,
 		runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.sweeps.id}",
 		runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.syncs.id}",
+		runtimeSA + "|roles/pubsub.publisher|topic:${google_pubsub_topic.ticks.id}",
 		buildSA + "|roles/logging.logWriter|project",
 		buildSA + "|roles/storage.objectViewer|project|if:" + gcfSourcesCondition,
 		buildSA + "|roles/artifactregistry.writer|repository:${google_artifact_registry_repository.functions.name}",

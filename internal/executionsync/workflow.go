@@ -71,7 +71,21 @@ func New(store Store, exec executor.Executor, starter Starter, cfg Config, now f
 
 // Definition returns the workflow as the engine runs it, as kind k.
 func (w *Workflow) Definition(k Kind) workflow.Definition {
-	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Body: w.body}
+	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Probe: w.probe, Body: w.body}
+}
+
+// probe: an organization has work when one of its active rows of this provider was observed
+// min_age_seconds ago or earlier (one query of at most one document). A row without a provider
+// reference counts: the run reports it. Rows no scan can see (invisible) do not, and so are
+// reported only by the runs of organizations that have work.
+func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
+	var in Input
+	if err := json.Unmarshal(input, &in); err != nil {
+		return false, err
+	}
+	rows, _, err := w.store.Scan(ctx, ledger.ScanQuery{OrganizationUUID: in.OrganizationUUID, Provider: w.cfg.Provider,
+		Horizon: now.Add(-time.Duration(in.MinAgeSeconds) * time.Second), PageSize: 1})
+	return len(rows) > 0, err
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {

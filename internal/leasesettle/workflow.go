@@ -78,8 +78,20 @@ var Declared = workflow.Declaration{Type: contract.WorkspaceLeaseSettle, Scope: 
 func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
 		Declaration: Declared, States: workflow.Atomic, Envelope: EnvelopeLeaseSettle,
-		Check: w.check, Body: w.body,
+		Check: w.check, Probe: w.probe, Body: w.body,
 	}
+}
+
+// probe: a runner group has work when it has an active lease (one query of at most one
+// document). Whether a lease is abandoned depends on its holder, not on its age alone, so a
+// group with live leases is never quiet; one without any is.
+func (w *Workflow) probe(ctx context.Context, input json.RawMessage, _ time.Time) (bool, error) {
+	var in Input
+	if err := json.Unmarshal(input, &in); err != nil {
+		return false, err
+	}
+	active, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, nil, 1)
+	return len(active) > 0, err
 }
 
 // check refuses a group that does not exist, belongs to another organization, or has no

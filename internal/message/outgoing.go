@@ -15,6 +15,7 @@ const (
 	AttrTickID              = "tick_id"               // the tick a sweep message came from
 	AttrWorkflowType        = "workflow_type"         // for filtering and logs
 	AttrRunnerExecutionUUID = "runner_execution_uuid" // on sync messages
+	AttrDispatchAfter       = "dispatch_after"        // on a tick's continuation: the organization to resume after
 )
 
 // Outgoing is one message to publish: its data and attributes.
@@ -48,6 +49,46 @@ func EncodeSweep(s Start, a SweepAttributes) (Outgoing, error) {
 		attrs[AttrActor] = a.ClaimedActor
 	}
 	return Outgoing{Data: data, Attributes: attrs}, nil
+}
+
+// ContinuationAttributes are a tick continuation's attributes.
+type ContinuationAttributes struct {
+	Trigger      string // the tick's
+	ClaimedActor string // the tick's claim, omitted when empty
+	TickID       string // the tick's own id: the runs are named after it
+	After        string // the organization the dispatch resumes after
+}
+
+// EncodeContinuation is the message on the ticks topic that hands the rest of a tick to the next
+// Dispatch invocation: the tick's own data, its id in AttrTickID and where to resume in
+// AttrDispatchAfter (Continuation reads them back).
+func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
+	if a.TickID == "" || a.After == "" {
+		return Outgoing{}, fmt.Errorf("encode tick continuation: the tick id and where to resume are required")
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return Outgoing{}, fmt.Errorf("encode tick continuation: %w", err)
+	}
+	attrs := map[string]string{AttrTrigger: a.Trigger, AttrWorkflowType: string(s.WorkflowType), AttrTickID: a.TickID, AttrDispatchAfter: a.After}
+	if a.ClaimedActor != "" {
+		attrs[AttrActor] = a.ClaimedActor
+	}
+	return Outgoing{Data: data, Attributes: attrs}, nil
+}
+
+// Continuation reads a tick message's attributes: for a continuation, the tick's own id and
+// the organization to resume after; for a first delivery, messageID and "". A continuation
+// without its tick's id is malformed.
+func Continuation(attrs map[string]string, messageID string) (tickID, after string, err error) {
+	after = attrs[AttrDispatchAfter]
+	if after == "" {
+		return messageID, "", nil
+	}
+	if attrs[AttrTickID] == "" {
+		return "", "", fmt.Errorf("a tick continuation (%s=%q) without %s", AttrDispatchAfter, after, AttrTickID)
+	}
+	return attrs[AttrTickID], after, nil
 }
 
 // EncodeSync is the message on the syncs topic that asks for one row's sync: s as its data

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -30,34 +32,50 @@ type Tick struct {
 	Actor        string
 	ClaimedActor string
 	// TickID is the tick message's id. The runs' uuids derive from it, so a redelivered tick
-	// names the same runs and they are not run twice.
+	// names the same runs and they are not run twice. A continuation carries its tick's id.
 	TickID string
+	// After, on a continuation, is the organization the previous invocation stopped after.
+	After string
 }
 
 // Defaults of DispatchConfig.
 const (
-	PageSizeDefault  = 500
-	MaxScopesDefault = 10000
-	BudgetDefault    = 60 * time.Second
+	PageSizeDefault         = 500
+	ShardScopesDefault      = 5000
+	ProbeConcurrencyDefault = 16
+	ListMaxDefault          = 10000
+	BudgetDefault           = 60 * time.Second
 )
 
-// DispatchConfig bounds one dispatch. Zero values take the defaults.
+// DispatchConfig bounds one dispatch invocation. Zero values take the defaults.
 type DispatchConfig struct {
-	PageSize  int           // scopes read per query
-	MaxScopes int           // scopes dispatched per tick at most
-	Budget    time.Duration // the whole dispatch
+	PageSize int // organizations read per query
+	// ShardScopes is how many scopes one invocation enumerates before it hands the rest of the
+	// tick to the next (a continuation on the ticks topic), when ContinueOn is set: a tick has
+	// no cap, and each invocation's time and memory are bounded.
+	ShardScopes int
+	// ProbeConcurrency is how many probes run at once.
+	ProbeConcurrency int
+	// ListMax bounds the lists that have no cursor: the queues of the fleet, the runner groups
+	// of one organization. Reaching it is reported as Capped.
+	ListMax int
+	Budget  time.Duration // one invocation
 }
 
-// Report is what one dispatch did.
+// Report is what one dispatch invocation did.
 type Report struct {
 	WorkflowType string `json:"workflow_type"`
 	TickID       string `json:"tick_id"`
-	Scopes       int    `json:"scopes"`    // scopes enumerated
-	Published    int    `json:"published"` // sweep messages Pub/Sub acknowledged
-	Failed       int    `json:"failed"`    // sweep messages that failed to publish
-	Deferred     int    `json:"deferred"`  // enumerated but not published before the budget ran out
-	Disabled     int    `json:"disabled"`  // named by the tick, but opted out of sweeps: not published
-	Capped       bool   `json:"capped"`    // enumeration stopped at MaxScopes
+	Scopes       int    `json:"scopes"`              // scopes enumerated
+	Probed       int    `json:"probed"`              // scopes whose probe ran
+	Quiet        int    `json:"quiet"`               // scopes whose probe found no work: nothing published
+	ProbeErrors  int    `json:"probe_errors"`        // probes that failed: their scopes published anyway
+	Published    int    `json:"published"`           // sweep messages Pub/Sub acknowledged
+	Failed       int    `json:"failed"`              // sweep messages that failed to publish
+	Deferred     int    `json:"deferred"`            // enumerated but not published before the budget ran out
+	Disabled     int    `json:"disabled"`            // named by the tick, but opted out of sweeps: not published
+	Capped       bool   `json:"capped"`              // a list without a cursor stopped at ListMax
+	Continued    string `json:"continued,omitempty"` // the rest of the tick was handed on, after this organization
 	OutOfBudget  bool   `json:"out_of_budget"`
 }
 
@@ -69,14 +87,16 @@ type Workflows interface {
 
 // Dispatcher turns a tick into sweep messages.
 type Dispatcher struct {
-	orgs      *ledger.OrganizationStore
-	pub       Publisher
-	topic     string
-	cfg       DispatchConfig
-	log       *slog.Logger
-	workflows Workflows
-	queues    func(ctx context.Context, limit int) ([]string, error)
-	groups    func(ctx context.Context, org string, limit int) ([]string, error)
+	orgs       *ledger.OrganizationStore
+	pub        Publisher
+	topic      string
+	cfg        DispatchConfig
+	log        *slog.Logger
+	workflows  Workflows
+	queues     func(ctx context.Context, limit int) ([]string, error)
+	groups     func(ctx context.Context, org string, limit int) ([]string, error)
+	clock      ledger.Clock // set: probe each scope before publishing (ProbeWith)
+	ticksTopic string       // set: hand the rest of a large tick on (ContinueOn)
 }
 
 // ListGroupsWith sets how runner-group-scoped workflows (runner.workspace-lease-settle)
@@ -90,18 +110,37 @@ func (d *Dispatcher) ListQueuesWith(list func(ctx context.Context, limit int) ([
 	d.queues = list
 }
 
+// ProbeWith turns probes on: before publishing a scope's sweep, the dispatcher asks the
+// workflow's Probe whether the scope has work, at the time clock gives (read once per
+// invocation), and publishes nothing for a quiet one. A probe that fails publishes the sweep:
+// a probe never hides work.
+func (d *Dispatcher) ProbeWith(clock ledger.Clock) { d.clock = clock }
+
+// ContinueOn lets one invocation hand the rest of a tick on: after ShardScopes scopes, or with a
+// quarter of its budget left, it publishes a continuation of the tick to topic — the same
+// tick, its id, and the organization to resume after — and stops. Every invocation of one tick
+// names the same runs, so a redelivered continuation starts nothing twice.
+func (d *Dispatcher) ContinueOn(topic string) { d.ticksTopic = topic }
+
 // NewDispatcher returns a dispatcher publishing to the sweeps topic the runs of workflows.
 func NewDispatcher(orgs *ledger.OrganizationStore, pub Publisher, sweepsTopic string, cfg DispatchConfig, log *slog.Logger, workflows Workflows) *Dispatcher {
 	cfg.PageSize = cmp.Or(cfg.PageSize, PageSizeDefault)
-	cfg.MaxScopes = cmp.Or(cfg.MaxScopes, MaxScopesDefault)
+	cfg.ShardScopes = cmp.Or(cfg.ShardScopes, ShardScopesDefault)
+	cfg.ProbeConcurrency = cmp.Or(cfg.ProbeConcurrency, ProbeConcurrencyDefault)
+	cfg.ListMax = cmp.Or(cfg.ListMax, ListMaxDefault)
 	cfg.Budget = cmp.Or(cfg.Budget, BudgetDefault)
 	return &Dispatcher{orgs: orgs, pub: pub, topic: sweepsTopic, cfg: cfg, log: log, workflows: workflows}
 }
 
-// Dispatch publishes one sweep message per scope of the tick's workflow. An invalid tick is a
-// *contract.ValidationError and publishes nothing. It returns an error, with the report, when
-// enumeration failed or any message could not be published: the tick is then worth delivering
-// again, and the runs it already started are skipped as duplicates.
+// page is one page of a tick's scopes, and the organization to resume after ("" when it was
+// the last page).
+type page func(ctx context.Context, after string) (scopes []workflow.ScopeValues, next string, err error)
+
+// Dispatch publishes one sweep message per scope of the tick's workflow that has work (every
+// scope, without probes). An invalid tick is a *contract.ValidationError and publishes
+// nothing. It returns an error, with the report, when enumeration failed or any message could
+// not be published: the tick is then worth delivering again, and the runs it already started
+// are skipped as duplicates.
 func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	rep := Report{WorkflowType: string(tick.WorkflowType), TickID: tick.TickID}
 	def, defaults, explicit, err := d.validate(tick)
@@ -111,6 +150,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	kind, fields := def.Scope.Kind, def.Scope.Names()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
+	started := time.Now()
 
 	// A tick naming an organization that opted out publishes nothing: the opt-out holds
 	// whatever a message names.
@@ -127,89 +167,198 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 		}
 	}
 
-	publish := func(scopes []workflow.ScopeValues) error {
-		msgs := make([]message.Outgoing, 0, len(scopes))
-		for _, scope := range scopes {
-			m, err := d.sweepMessage(tick, defaults, fields, scope)
-			if err != nil {
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		for _, r := range d.pub.PublishBatch(ctx, d.topic, msgs) {
-			switch {
-			case r.Err == nil:
-				rep.Published++
-			case ctx.Err() != nil:
-				rep.Deferred++
-				rep.OutOfBudget = true
-			default:
-				rep.Failed++
-				d.log.Warn("sweep message not published", "error", r.Err.Error())
-			}
-		}
-		return nil
+	next, err := d.pager(tick, kind, defaults, explicit)
+	if err != nil {
+		return rep, err
 	}
-
-	switch {
-	case kind == contract.ScopeRunnerGroup && d.groups != nil:
-		if err := d.dispatchGroups(ctx, tick, defaults, &rep, publish); err != nil {
-			return rep, err
-		}
-	case kind == contract.ScopeFleet:
-		rep.Scopes = 1
-		if err := publish([]workflow.ScopeValues{nil}); err != nil {
-			return rep, err
-		}
-	case explicit != "":
-		rep.Scopes = 1
-		if err := publish([]workflow.ScopeValues{{explicit}}); err != nil {
-			return rep, err
-		}
-	case kind == contract.ScopeOrganization:
-		after := ""
-		for rep.Scopes < d.cfg.MaxScopes {
-			if ctx.Err() != nil {
-				rep.OutOfBudget = true
-				break
-			}
-			ids, err := d.orgs.ListEnabled(ctx, after, min(d.cfg.PageSize, d.cfg.MaxScopes-rep.Scopes))
-			if err != nil {
-				return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
-			}
-			rep.Scopes += len(ids)
-			if err := publish(values(ids)); err != nil {
-				return rep, err
-			}
-			if len(ids) < d.cfg.PageSize {
-				break
-			}
-			after = ids[len(ids)-1]
-		}
-		rep.Capped = rep.Scopes >= d.cfg.MaxScopes
-	case kind == contract.ScopeQueue && d.queues != nil:
-		queues, err := d.queues(ctx, d.cfg.MaxScopes)
+	probe := d.prober(ctx, def, tick, defaults, fields, &rep)
+	after := tick.After
+	for {
+		scopes, resume, err := next(ctx, after)
 		if err != nil {
 			return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
 		}
-		rep.Scopes, rep.Capped = len(queues), len(queues) >= d.cfg.MaxScopes
-		for start := 0; start < len(queues); start += d.cfg.PageSize {
-			if ctx.Err() != nil {
-				rep.Deferred += len(queues) - start
-				rep.OutOfBudget = true
-				break
-			}
-			if err := publish(values(queues[start:min(start+d.cfg.PageSize, len(queues))])); err != nil {
-				return rep, err
-			}
+		rep.Scopes += len(scopes)
+		if err := d.publish(ctx, tick, defaults, fields, probe(scopes), &rep); err != nil {
+			return rep, err
 		}
-	default:
-		return rep, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
+		if resume == "" {
+			break
+		}
+		after = resume
+		if ctx.Err() != nil {
+			rep.OutOfBudget = true
+			break
+		}
+		if d.ticksTopic != "" && (rep.Scopes >= d.cfg.ShardScopes || time.Since(started) > d.cfg.Budget*3/4) {
+			if err := d.continueAfter(ctx, tick, after); err != nil {
+				return rep, fmt.Errorf("dispatch %s: hand the rest of the tick on: %w", tick.WorkflowType, err)
+			}
+			rep.Continued = after
+			break
+		}
 	}
-	if rep.Failed > 0 || rep.Deferred > 0 {
-		return rep, fmt.Errorf("dispatch %s: %d sweep messages failed to publish, %d deferred", tick.WorkflowType, rep.Failed, rep.Deferred)
+	if rep.Failed > 0 || rep.Deferred > 0 || (rep.OutOfBudget && rep.Continued == "") {
+		return rep, fmt.Errorf("dispatch %s: %d sweep messages failed to publish, %d deferred, out of budget %t",
+			tick.WorkflowType, rep.Failed, rep.Deferred, rep.OutOfBudget)
 	}
 	return rep, nil
+}
+
+// pager is how a tick's scopes are enumerated, page by page.
+func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[string]json.RawMessage, explicit string) (page, error) {
+	one := func(scopes ...workflow.ScopeValues) page {
+		return func(context.Context, string) ([]workflow.ScopeValues, string, error) { return scopes, "", nil }
+	}
+	switch {
+	case kind == contract.ScopeRunnerGroup && d.groups != nil:
+		var org, group string
+		_ = json.Unmarshal(defaults["organization_uuid"], &org)
+		_ = json.Unmarshal(defaults["runner_group_uuid"], &group)
+		switch {
+		case org != "" && group != "":
+			return one(workflow.ScopeValues{org, group}), nil
+		case org != "":
+			return func(ctx context.Context, _ string) ([]workflow.ScopeValues, string, error) {
+				scopes, err := d.groupsOf(ctx, []string{org}, tick)
+				return scopes, "", err
+			}, nil
+		}
+		return func(ctx context.Context, after string) ([]workflow.ScopeValues, string, error) {
+			ids, resume, err := d.enabled(ctx, after)
+			if err != nil {
+				return nil, "", err
+			}
+			scopes, err := d.groupsOf(ctx, ids, tick)
+			return scopes, resume, err
+		}, nil
+	case kind == contract.ScopeFleet:
+		return one(nil), nil
+	case explicit != "":
+		return one(workflow.ScopeValues{explicit}), nil
+	case kind == contract.ScopeOrganization:
+		return func(ctx context.Context, after string) ([]workflow.ScopeValues, string, error) {
+			ids, resume, err := d.enabled(ctx, after)
+			return values(ids), resume, err
+		}, nil
+	case kind == contract.ScopeQueue && d.queues != nil:
+		return func(ctx context.Context, _ string) ([]workflow.ScopeValues, string, error) {
+			queues, err := d.queues(ctx, d.cfg.ListMax)
+			if len(queues) >= d.cfg.ListMax {
+				d.log.Warn("queues listed up to the dispatch's list limit; the rest are not swept this tick", "list_max", d.cfg.ListMax)
+			}
+			return values(queues), "", err
+		}, nil
+	}
+	return nil, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
+}
+
+// enabled is one page of enabled organizations after the id `after`, and the id to resume
+// after ("" when this was the last page).
+func (d *Dispatcher) enabled(ctx context.Context, after string) ([]string, string, error) {
+	ids, err := d.orgs.ListEnabled(ctx, after, d.cfg.PageSize)
+	if err != nil || len(ids) < d.cfg.PageSize {
+		return ids, "", err
+	}
+	return ids, ids[len(ids)-1], nil
+}
+
+// groupsOf lists the runner groups of each organization as scopes.
+func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick) ([]workflow.ScopeValues, error) {
+	var scopes []workflow.ScopeValues
+	for _, org := range orgs {
+		groups, err := d.groups(ctx, org, d.cfg.ListMax)
+		if err != nil {
+			return nil, err
+		}
+		if len(groups) >= d.cfg.ListMax {
+			d.log.Warn("runner groups listed up to the dispatch's list limit; the rest are not swept this tick",
+				"organization_uuid", org, "list_max", d.cfg.ListMax, "workflow_type", string(tick.WorkflowType))
+		}
+		for _, g := range groups {
+			scopes = append(scopes, workflow.ScopeValues{org, g})
+		}
+	}
+	return scopes, nil
+}
+
+// prober returns what narrows a page of scopes to the ones with work: every scope, unless
+// probes are on and the workflow has one.
+func (d *Dispatcher) prober(ctx context.Context, def workflow.Definition, tick Tick, defaults map[string]json.RawMessage, fields []string, rep *Report) func([]workflow.ScopeValues) []workflow.ScopeValues {
+	all := func(scopes []workflow.ScopeValues) []workflow.ScopeValues { return scopes }
+	if d.clock == nil || def.Probe == nil {
+		return all
+	}
+	now, err := d.clock(ctx)
+	if err != nil {
+		d.log.Warn("no clock for the probes; every scope is published", "error", err.Error(), "workflow_type", string(tick.WorkflowType))
+		return all
+	}
+	return func(scopes []workflow.ScopeValues) []workflow.ScopeValues {
+		work := make([]bool, len(scopes))
+		var errs atomic.Int64
+		parallel.ForEach(ctx, len(scopes), d.cfg.ProbeConcurrency, func(i int) bool {
+			input, err := contract.Validate(tick.WorkflowType, scopeInput(defaults, fields, scopes[i]))
+			if err == nil {
+				work[i], err = def.Probe(ctx, input, now)
+			}
+			if err != nil {
+				work[i] = true // a probe never hides work
+				if errs.Add(1) == 1 {
+					d.log.Warn("probe failed; the scope's sweep is published", "scope", scopes[i].Key(), "error", err.Error())
+				}
+			}
+			return false
+		})
+		var out []workflow.ScopeValues
+		for i, w := range work {
+			if w {
+				out = append(out, scopes[i])
+			}
+		}
+		rep.Probed += len(scopes)
+		rep.Quiet += len(scopes) - len(out)
+		rep.ProbeErrors += int(errs.Load())
+		return out
+	}
+}
+
+// publish publishes the sweeps of scopes.
+func (d *Dispatcher) publish(ctx context.Context, tick Tick, defaults map[string]json.RawMessage, fields []string, scopes []workflow.ScopeValues, rep *Report) error {
+	if len(scopes) == 0 {
+		return nil
+	}
+	msgs := make([]message.Outgoing, 0, len(scopes))
+	for _, scope := range scopes {
+		m, err := d.sweepMessage(tick, defaults, fields, scope)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	}
+	for _, r := range d.pub.PublishBatch(ctx, d.topic, msgs) {
+		switch {
+		case r.Err == nil:
+			rep.Published++
+		case ctx.Err() != nil:
+			rep.Deferred++
+			rep.OutOfBudget = true
+		default:
+			rep.Failed++
+			d.log.Warn("sweep message not published", "error", r.Err.Error())
+		}
+	}
+	return nil
+}
+
+// continueAfter publishes the rest of the tick to the ticks topic.
+func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string) error {
+	msg, err := message.EncodeContinuation(message.Start{WorkflowType: tick.WorkflowType, InitialData: tick.InitialData},
+		message.ContinuationAttributes{Trigger: cmp.Or(tick.Trigger, "schedule"), ClaimedActor: tick.ClaimedActor, TickID: tick.TickID, After: after})
+	if err != nil {
+		return err
+	}
+	return d.pub.PublishBatch(ctx, d.ticksTopic, []message.Outgoing{msg})[0].Err
 }
 
 // explicitOrg is the organization a tick of an organization- or group-scoped workflow names
@@ -221,67 +370,6 @@ func explicitOrg(kind contract.ScopeKind, defaults map[string]json.RawMessage) s
 	var org string
 	_ = json.Unmarshal(defaults["organization_uuid"], &org)
 	return org
-}
-
-// dispatchGroups publishes one message per runner group: of the organization the tick names,
-// or of every enabled organization; a tick naming a group as well publishes just that one.
-func (d *Dispatcher) dispatchGroups(ctx context.Context, tick Tick, defaults map[string]json.RawMessage, rep *Report, publish func([]workflow.ScopeValues) error) error {
-	var org, group string
-	_ = json.Unmarshal(defaults["organization_uuid"], &org)
-	_ = json.Unmarshal(defaults["runner_group_uuid"], &group)
-	if org != "" && group != "" {
-		rep.Scopes = 1
-		return publish([]workflow.ScopeValues{{org, group}})
-	}
-	orgs := []string{org}
-	after := ""
-	for org == "" && rep.Scopes < d.cfg.MaxScopes {
-		ids, err := d.orgs.ListEnabled(ctx, after, d.cfg.PageSize)
-		if err != nil {
-			return fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
-		}
-		if err := d.publishGroups(ctx, tick, ids, rep, publish); err != nil {
-			return err
-		}
-		if len(ids) < d.cfg.PageSize || ctx.Err() != nil {
-			return nil
-		}
-		after = ids[len(ids)-1]
-	}
-	if org != "" {
-		return d.publishGroups(ctx, tick, orgs, rep, publish)
-	}
-	rep.Capped = true
-	return nil
-}
-
-func (d *Dispatcher) publishGroups(ctx context.Context, tick Tick, orgs []string, rep *Report, publish func([]workflow.ScopeValues) error) error {
-	for _, org := range orgs {
-		if ctx.Err() != nil {
-			rep.OutOfBudget = true
-			return nil
-		}
-		left := d.cfg.MaxScopes - rep.Scopes
-		if left <= 0 {
-			rep.Capped = true
-			return nil
-		}
-		groups, err := d.groups(ctx, org, left)
-		if err != nil {
-			return fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
-		}
-		scopes := make([]workflow.ScopeValues, len(groups))
-		for i, g := range groups {
-			scopes[i] = workflow.ScopeValues{org, g}
-		}
-		rep.Scopes += len(scopes)
-		if len(scopes) > 0 {
-			if err := publish(scopes); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // validate checks the tick and returns its workflow, its defaults as an object, and the scope
@@ -336,6 +424,17 @@ func values(ids []string) []workflow.ScopeValues {
 // sweepMessage builds the sweep message of one scope: the tick's defaults with the scope's
 // fields set to its values.
 func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) (message.Outgoing, error) {
+	return message.EncodeSweep(message.Start{WorkflowType: tick.WorkflowType, InitialData: scopeInput(defaults, fields, scope)}, message.SweepAttributes{
+		Trigger:         cmp.Or(tick.Trigger, "schedule"),
+		ClaimedActor:    tick.ClaimedActor,
+		WorkflowRunUUID: RunUUID(tick.TickID, tick.WorkflowType, scope.Key()),
+		TickID:          tick.TickID,
+	})
+}
+
+// scopeInput is the initial data of one scope's run: the tick's defaults with the scope's
+// fields set to its values.
+func scopeInput(defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) json.RawMessage {
 	data := map[string]json.RawMessage{}
 	for k, v := range defaults {
 		data[k] = v
@@ -343,13 +442,8 @@ func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage
 	for i, v := range scope {
 		data[fields[i]], _ = json.Marshal(v)
 	}
-	initial, _ := json.Marshal(data)
-	return message.EncodeSweep(message.Start{WorkflowType: tick.WorkflowType, InitialData: initial}, message.SweepAttributes{
-		Trigger:         cmp.Or(tick.Trigger, "schedule"),
-		ClaimedActor:    tick.ClaimedActor,
-		WorkflowRunUUID: RunUUID(tick.TickID, tick.WorkflowType, scope.Key()),
-		TickID:          tick.TickID,
-	})
+	out, _ := json.Marshal(data)
+	return out
 }
 
 // runNamespace is the UUID namespace of the runs a tick starts.

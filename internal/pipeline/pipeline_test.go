@@ -260,18 +260,6 @@ func TestDispatchCountsPublishFailuresAndAsksForRedelivery(t *testing.T) {
 	}
 }
 
-func TestDispatchStopsAtItsScopeCap(t *testing.T) {
-	t.Parallel()
-	e := newDispatchEnv(t, 7, 0)
-	rep, err := e.dispatcher(pipeline.DispatchConfig{PageSize: 2, MaxScopes: 5}).Dispatch(context.Background(), tick)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Scopes != 5 || rep.Published != 5 || !rep.Capped {
-		t.Errorf("report = %+v, want 5 published and capped", rep)
-	}
-}
-
 func TestRunUUID(t *testing.T) {
 	a := pipeline.RunUUID("m1", contract.ExecutionSyncCloudRun, "org")
 	if a != pipeline.RunUUID("m1", contract.ExecutionSyncCloudRun, "org") {

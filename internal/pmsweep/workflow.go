@@ -42,7 +42,23 @@ var Declared = workflow.Declaration{Type: contract.PMSweep, Scope: workflow.Scop
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
 // atomic: pending → completed, any → failed.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: w.check, Scheduled: w.scheduled, Body: w.body}
+	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: w.check, Scheduled: w.scheduled, Probe: w.probe, Body: w.body}
+}
+
+// probe: a queue has work when its least recently active working task has been silent for the
+// TTL, or cannot be read (a run reports it): one query of at most one document. A queue whose
+// tasks are only close to the TTL gets no run, and so no warning about them, until one is past.
+func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
+	var in Input
+	if err := json.Unmarshal(input, &in); err != nil {
+		return false, err
+	}
+	oldest, err := w.store.ScanWorking(ctx, in.Queue, nil, 1)
+	if err != nil || len(oldest) == 0 {
+		return false, err
+	}
+	t := oldest[0]
+	return t.Malformed != "" || !t.LastActivityAt.After(now.Add(-time.Duration(in.TTL)*time.Second)), nil
 }
 
 // check applies the TTL floor to every run not started from the command.

@@ -50,8 +50,20 @@ func (w *Workflow) Definition() workflow.Definition {
 		States:      workflow.Atomic,
 		Check:       w.check,
 		Scheduled:   w.scheduled,
+		Probe:       w.probe,
 		Body:        w.body,
 	}
+}
+
+// probe: the fleet has work when one running app invocation is idle past the deadline (one
+// query of at most one document).
+func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
+	var in Input
+	if err := json.Unmarshal(input, &in); err != nil {
+		return false, err
+	}
+	idle, err := w.store.ScanIdle(ctx, Deadline(now, in.OlderThanMs), nil, 1)
+	return len(idle) > 0, err
 }
 
 // check applies the scheduled floor to every run not started from the command.

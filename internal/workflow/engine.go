@@ -93,7 +93,13 @@ type Definition struct {
 	// applies (a floor): pure, so that Dispatch refuses a tick that breaks it before publishing
 	// anything. Check applies it too.
 	Scheduled func(input json.RawMessage) error
-	Body      Body
+	// Probe, when set, says whether one scope has work now, given the validated input its run
+	// would get and the time of Firestore's clock: Dispatch publishes a sweep only for a scope
+	// whose probe says so, or fails. A quiet scope then costs its probe — one query of at most
+	// one document, about one document read — and no invocation, run record or write. A probe
+	// reads, never writes, and must say yes whenever the run could settle something.
+	Probe func(ctx context.Context, input json.RawMessage, now time.Time) (bool, error)
+	Body  Body
 }
 
 // Request asks for one run.

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/pipeline"
+)
+
+// memoryTopics is a Publisher that keeps what is published, by topic: the fleet measurement
+// feeds Dispatch's continuations back to it as the ticks topic would.
+type memoryTopics struct {
+	mu   sync.Mutex
+	msgs map[string][]message.Outgoing
+}
+
+func (m *memoryTopics) PublishBatch(_ context.Context, topic string, msgs []message.Outgoing) []pipeline.Result {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.msgs[topic] = append(m.msgs[topic], msgs...)
+	out := make([]pipeline.Result, len(msgs))
+	for i := range out {
+		out[i].ID = fmt.Sprintf("%s-%d", topic, len(m.msgs[topic])-len(msgs)+i)
+	}
+	return out
+}
+
+func (m *memoryTopics) take(topic string) []message.Outgoing {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.msgs[topic]
+	m.msgs[topic] = nil
+	return out
+}
+
+// measureFleet writes a fleet of organizations (100,000; quick: 2,000), a few of them with a
+// stale row, and dispatches one Cloud Run sync tick over it with probes and continuations, as
+// production does, feeding each continuation back to Dispatch until none is left. Every
+// organization with a stale row must get its sweep within that one tick.
+func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error {
+	n, stale := sz.fleetOrgs, sz.fleetStale
+	fs, projectID, done, err := projectID(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_ = projectID
+	orgs := make([]string, n)
+	for i := range orgs {
+		orgs[i] = uuid.NewString()
+	}
+	began := time.Now()
+	if err := bulk(ctx, fs, n, func(i int) (*firestore.DocumentRef, any) {
+		return fs.Collection(ledger.OrganizationsCollection).Doc(orgs[i]), ledger.Organization{UUID: orgs[i], SweepsEnabled: true}
+	}); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	withWork := map[string]bool{}
+	for len(withWork) < stale {
+		withWork[orgs[rng.IntN(n)]] = true
+	}
+	var picked []string
+	for org := range withWork {
+		picked = append(picked, org)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := bulk(ctx, fs, len(picked), func(i int) (*firestore.DocumentRef, any) {
+		return fs.Collection(ledger.ExecutionsCollection).NewDoc(), ledger.Execution{OrganizationUUID: picked[i],
+			Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true, ObservedAt: old}
+	}); err != nil {
+		return err
+	}
+	p.say("fleet: %d organizations written, %d with a stale row, in %s", n, stale, time.Since(began).Round(time.Millisecond))
+
+	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	if err != nil {
+		return err
+	}
+	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
+	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), topics, "sweeps", pipeline.DispatchConfig{ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
+		slog.New(slog.DiscardHandler), workflowSet{contract.ExecutionSyncCloudRun: wf.Definition(executionsync.CloudRun)})
+	d.ProbeWith(ledger.ServerClock(fs))
+	d.ContinueOn("ticks")
+
+	tick := pipeline.Tick{WorkflowType: contract.ExecutionSyncCloudRun, InitialData: []byte(`{}`), Trigger: "schedule", TickID: "fleet-tick"}
+	began = time.Now()
+	invocations, scopes := 0, 0
+	for {
+		rep, err := d.Dispatch(ctx, tick)
+		if err != nil {
+			return fmt.Errorf("fleet dispatch %d: %w", invocations, err)
+		}
+		invocations++
+		scopes += rep.Scopes
+		conts := topics.take("ticks")
+		if len(conts) == 0 {
+			break
+		}
+		if len(conts) != 1 || invocations > n {
+			return fmt.Errorf("fleet dispatch %d: %d continuations", invocations, len(conts))
+		}
+		id, after, err := message.Continuation(conts[0].Attributes, "")
+		if err != nil {
+			return err
+		}
+		tick.TickID, tick.After = id, after
+	}
+	reached := 0
+	sweeps := topics.take("sweeps")
+	seen := map[string]bool{}
+	for _, m := range sweeps {
+		seen[m.Attributes[message.AttrWorkflowRunUUID]] = true
+	}
+	for org := range withWork {
+		if seen[pipeline.RunUUID("fleet-tick", contract.ExecutionSyncCloudRun, org)] {
+			reached++
+		}
+	}
+	res.FleetOrgs, res.FleetStale, res.FleetInvocations = n, stale, invocations
+	res.FleetTickMs = float64(time.Since(began).Milliseconds())
+	res.FleetScopesReached = reached == stale && len(sweeps) == stale && scopes == n
+	p.say("one tick over %d organizations: %d Dispatch invocations, %d scopes enumerated, %d sweeps published, %d of %d stale organizations reached, in %.0f ms",
+		n, invocations, scopes, len(sweeps), reached, stale, res.FleetTickMs)
+	if !res.FleetScopesReached {
+		return fmt.Errorf("fleet: %d of %d stale organizations reached (%d sweeps, %d scopes enumerated)", reached, stale, len(sweeps), scopes)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package leasesettle_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/leasesettle"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/memstore"
+)
+
+// A runner group has work exactly when it has an active lease.
+func TestTheProbeFindsAnActiveLease(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status string
+		group  string
+		want   bool
+	}{
+		{name: "no leases", want: false},
+		{name: "an active lease, heartbeat fresh", status: ledger.LeaseActive, group: "g", want: true},
+		{name: "only released leases", status: ledger.LeaseReleased, group: "g", want: false},
+		{name: "an active lease of another group", status: ledger.LeaseActive, group: "g2", want: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := memstore.NewLeases()
+			if c.status != "" {
+				s.Put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: c.group, Status: c.status, HeartbeatAt: epoch})
+			}
+			def := leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
+			in, _ := json.Marshal(leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10})
+			got, err := def.Probe(context.Background(), in, epoch)
+			if err != nil || got != c.want {
+				t.Errorf("probe = %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+}
