@@ -47,7 +47,9 @@ func (m *memoryTopics) take(topic string) []message.Outgoing {
 // measureFleet writes a fleet of organizations (100,000; quick: 2,000), a few of them with a
 // stale row, and dispatches one Cloud Run sync tick over it with probes and continuations, as
 // production does, feeding each continuation back to Dispatch until none is left. Every
-// organization with a stale row must get its sweep within that one tick.
+// organization with a stale row must get its sweep within that one tick. The listing reads one
+// invocation's share in one page: the emulator evaluates every query over the whole collection,
+// so 500-organization pages over 100,000 would measure the emulator, not the dispatch.
 func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error {
 	n, stale := sz.fleetOrgs, sz.fleetStale
 	fs, projectID, done, err := projectID(ctx, nil)
@@ -89,7 +91,7 @@ func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error
 		return err
 	}
 	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
-	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), topics, "sweeps", pipeline.DispatchConfig{ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
+	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), topics, "sweeps", pipeline.DispatchConfig{PageSize: min(sz.fleetShard, 5000), ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
 		slog.New(slog.DiscardHandler), workflowSet{contract.ExecutionSyncCloudRun: wf.Definition(executionsync.CloudRun)})
 	d.ProbeWith(ledger.ServerClock(fs))
 	d.ContinueOn("ticks")

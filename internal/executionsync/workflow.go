@@ -113,15 +113,26 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	stats := Stats{Settled: map[string]int{}}
 
+	// The count of rows no scan can see runs beside the scan: both only read, and the syncs,
+	// which change the scope, start after both.
+	type counted struct {
+		inv ledger.Invisible
+		err error
+	}
+	invisible := make(chan counted, 1)
+	go func() {
+		inv, err := w.store.Invisible(ctx, in.OrganizationUUID, w.cfg.Provider)
+		invisible <- counted{inv, err}
+	}()
 	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats, log)
+	c := <-invisible
 	for i := range reqs {
 		reqs[i].IncludeDisabled = run.IncludeDisabled
 	}
 	if err != nil {
 		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
 	}
-	inv, err := w.store.Invisible(ctx, in.OrganizationUUID, w.cfg.Provider)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", inv, err)
+	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", c.inv, c.err)
 	if out.SkippedMissingMetadataCount > 0 {
 		log.Warn("active runner executions without a provider reference; they stay active until a writer fixes them",
 			"skipped_missing_metadata_count", out.SkippedMissingMetadataCount,

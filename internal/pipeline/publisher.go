@@ -91,29 +91,32 @@ func (p *TopicPublisher) publisher(topic string) *pubsub.Publisher {
 	}
 	pub := p.client.Publisher(topic)
 	pub.PublishSettings.Timeout = p.timeout
+	// The client's own flow control keeps at most maxInFlight messages unacknowledged: a batch
+	// of any size streams through it, instead of waiting for each slice of maxInFlight in turn.
+	pub.PublishSettings.FlowControlSettings = pubsub.FlowControlSettings{
+		MaxOutstandingMessages: p.maxInFlight,
+		LimitExceededBehavior:  pubsub.FlowControlBlock,
+	}
 	p.pubs[topic] = pub
 	return pub
 }
 
-// PublishBatch publishes msgs, at most maxInFlight awaiting acknowledgement at once, and
-// returns each one's result in order. A message not published before ctx ends fails with ctx's
-// error.
+// PublishBatch publishes msgs, at most maxInFlight awaiting acknowledgement at once (the
+// client blocks the next publish until one is acknowledged), and returns each one's result in
+// order. A message not published before ctx ends fails with ctx's error.
 func (p *TopicPublisher) PublishBatch(ctx context.Context, topic string, msgs []message.Outgoing) []Result {
 	pub := p.publisher(topic)
 	out := make([]Result, len(msgs))
-	for start := 0; start < len(msgs); start += p.maxInFlight {
-		end := min(start+p.maxInFlight, len(msgs))
-		pending := make([]*pubsub.PublishResult, 0, end-start)
-		for _, m := range msgs[start:end] {
-			pending = append(pending, pub.Publish(ctx, &pubsub.Message{Data: m.Data, Attributes: m.Attributes}))
+	pending := make([]*pubsub.PublishResult, len(msgs))
+	for i, m := range msgs {
+		pending[i] = pub.Publish(ctx, &pubsub.Message{Data: m.Data, Attributes: m.Attributes})
+	}
+	for i, r := range pending {
+		id, err := r.Get(ctx)
+		if err != nil {
+			err = fmt.Errorf("publish to %s: %w", topic, err)
 		}
-		for i, r := range pending {
-			id, err := r.Get(ctx)
-			if err != nil {
-				err = fmt.Errorf("publish to %s: %w", topic, err)
-			}
-			out[start+i] = Result{ID: id, Err: err}
-		}
+		out[i] = Result{ID: id, Err: err}
 	}
 	return out
 }
