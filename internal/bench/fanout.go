@@ -212,13 +212,10 @@ func countTick(ctx context.Context, projectID string, n, stale int, res *Result)
 	}
 	pub := pipeline.NewTopicPublisher(ps, 0, 0)
 	defer pub.Stop()
-	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	d, err := probingDispatcher(fs, pub, topic, pipeline.DispatchConfig{})
 	if err != nil {
 		return err
 	}
-	defs := workflowSet{contract.ExecutionSyncCloudRun: wf.Definition(executionsync.CloudRun)}
-	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), pub, topic, pipeline.DispatchConfig{}, slog.New(slog.DiscardHandler), defs)
-	d.ProbeWith(ledger.ServerClock(fs))
 	spy.Reset()
 	rep, err := d.Dispatch(ctx, pipeline.Tick{WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{}`), TickID: "bench-count"})
 	if err != nil {
@@ -252,10 +249,15 @@ func countTick(ctx context.Context, projectID string, n, stale int, res *Result)
 	return nil
 }
 
-// workflowSet is a set of workflow definitions by type, as a dispatcher reads them.
-type workflowSet map[contract.WorkflowType]workflow.Definition
-
-func (w workflowSet) Definition(t contract.WorkflowType) (workflow.Definition, bool) {
-	d, ok := w[t]
-	return d, ok
+// probingDispatcher is a dispatcher of the Cloud Run sync over fs, with its probe on and
+// Firestore's clock, as production builds it (internal/app), publishing sweeps to topic.
+func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic string, cfg pipeline.DispatchConfig) (*pipeline.Dispatcher, error) {
+	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), pub, topic, cfg, slog.New(slog.DiscardHandler),
+		workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)))
+	d.ProbeWith(ledger.ServerClock(fs))
+	return d, nil
 }

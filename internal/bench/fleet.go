@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -86,14 +84,11 @@ func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error
 	}
 	p.say("fleet: %d organizations written, %d with a stale row, in %s", n, stale, time.Since(began).Round(time.Millisecond))
 
-	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
+	d, err := probingDispatcher(fs, topics, "sweeps", pipeline.DispatchConfig{PageSize: min(sz.fleetShard, 5000), ShardScopes: sz.fleetShard, Budget: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
-	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
-	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), topics, "sweeps", pipeline.DispatchConfig{PageSize: min(sz.fleetShard, 5000), ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
-		slog.New(slog.DiscardHandler), workflowSet{contract.ExecutionSyncCloudRun: wf.Definition(executionsync.CloudRun)})
-	d.ProbeWith(ledger.ServerClock(fs))
 	d.ContinueOn("ticks")
 
 	tick := pipeline.Tick{WorkflowType: contract.ExecutionSyncCloudRun, InitialData: []byte(`{}`), Trigger: "schedule", TickID: "fleet-tick"}

@@ -82,28 +82,9 @@ func (p *Plan) Of(typ string) []PlannedResource {
 	return out
 }
 
-// str reads a string at a path of nested blocks and attributes ("build_config.entry_point": a
-// single nested block is a list of one).
-func (r PlannedResource) str(path string) string {
-	var v any = r.Values
-	for _, part := range strings.Split(path, ".") {
-		if l, ok := v.([]any); ok {
-			if len(l) == 0 {
-				return ""
-			}
-			v = l[0]
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return ""
-		}
-		v = m[part]
-	}
-	s, _ := v.(string)
-	return s
-}
-
-func (r PlannedResource) strMap(path string) map[string]string {
+// at reads the value at a path of nested blocks and attributes ("build_config.entry_point": a
+// single nested block is a list of one); nil when the path is not there.
+func (r PlannedResource) at(path string) any {
 	var v any = r.Values
 	for _, part := range strings.Split(path, ".") {
 		if l, ok := v.([]any); ok {
@@ -118,10 +99,33 @@ func (r PlannedResource) strMap(path string) map[string]string {
 		}
 		v = m[part]
 	}
-	m, _ := v.(map[string]any)
+	return v
+}
+
+// str reads a string at a path (at).
+func (r PlannedResource) str(path string) string {
+	s, _ := r.at(path).(string)
+	return s
+}
+
+// strMap reads a map of strings at a path (at).
+func (r PlannedResource) strMap(path string) map[string]string {
+	m, _ := r.at(path).(map[string]any)
 	out := map[string]string{}
 	for k, x := range m {
 		out[k], _ = x.(string)
+	}
+	return out
+}
+
+// strs reads a list of strings at a path (at).
+func (r PlannedResource) strs(path string) []string {
+	l, _ := r.at(path).([]any)
+	var out []string
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -356,33 +360,6 @@ func (m *Module) locate(literal string, r PlannedResource, path string) string {
 		}
 	}
 	return fmt.Sprintf("%s:%d", b.File, b.Body.SrcRange.Start.Line)
-}
-
-// strs reads a list of strings at a path (a single nested block is a list of one).
-func (r PlannedResource) strs(path string) []string {
-	parts := strings.Split(path, ".")
-	var v any = r.Values
-	for _, part := range parts {
-		if l, ok := v.([]any); ok && len(parts) > 1 {
-			if len(l) == 0 {
-				return nil
-			}
-			v = l[0]
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[part]
-	}
-	l, _ := v.([]any)
-	var out []string
-	for _, x := range l {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func checkPlanTopics(p *Plan, m *Module) []Finding {

@@ -17,14 +17,13 @@ var schemaFiles embed.FS
 // Provider is one provider's schema as the generator wrote it: the shape of `terraform
 // providers schema -json` for one provider, with where it came from.
 type Provider struct {
-	Name            string // the provider's local name: google, archive
-	Source          string `json:"provider_source"`
-	Version         string `json:"provider_version"`
-	Provider        *Schema
-	Resources       map[string]*Schema `json:"resource_schemas"`
-	DataSources     map[string]*Schema `json:"data_source_schemas"`
-	GeneratedFrom   map[string]string  `json:"generated_from"`
-	ProviderVersion string             `json:"-"`
+	Name          string `json:"-"` // the provider's local name: google, archive
+	Source        string `json:"provider_source"`
+	Version       string `json:"provider_version"`
+	Provider      *Schema
+	Resources     map[string]*Schema `json:"resource_schemas"`
+	DataSources   map[string]*Schema `json:"data_source_schemas"`
+	GeneratedFrom map[string]string  `json:"generated_from"`
 }
 
 // Schema is one resource's, data source's or the provider's schema.

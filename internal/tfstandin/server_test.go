@@ -29,36 +29,14 @@ func TestEverySchemaServes(t *testing.T) {
 // A create is planned as proposed, with every computed attribute left null unknown, in nested
 // blocks too; what the configuration set stays as it is.
 func TestAPlannedCreateLeavesComputedAttributesUnknown(t *testing.T) {
-	p, err := Load("google")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewServer(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := googleServer(t)
 	typ := s.schemas.ResourceSchemas["google_service_account"].ValueType().(tftypes.Object)
-	vals := map[string]tftypes.Value{}
-	for name, at := range typ.AttributeTypes {
-		vals[name] = tftypes.NewValue(at, nil)
-	}
-	vals["account_id"] = tftypes.NewValue(tftypes.String, "runtime")
-	proposed, err := tfprotov5.NewDynamicValue(typ, tftypes.NewValue(typ, vals))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := s.PlanResourceChange(context.Background(), &tfprotov5.PlanResourceChangeRequest{TypeName: "google_service_account", ProposedNewState: &proposed})
+	proposed := nulls(t, typ, map[string]tftypes.Value{"account_id": tftypes.NewValue(tftypes.String, "runtime")})
+	resp, err := s.PlanResourceChange(context.Background(), &tfprotov5.PlanResourceChangeRequest{TypeName: "google_service_account", ProposedNewState: proposed})
 	if err != nil || len(resp.Diagnostics) > 0 {
 		t.Fatalf("plan: %v %v", err, resp.Diagnostics)
 	}
-	planned, err := resp.PlannedState.Unmarshal(typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]tftypes.Value
-	if err := planned.As(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := attributes(t, resp.PlannedState, typ)
 	var account string
 	if err := got["account_id"].As(&account); err != nil || account != "runtime" {
 		t.Errorf("account_id planned %v, want the configured runtime", got["account_id"])
@@ -75,6 +53,24 @@ func TestAPlannedCreateLeavesComputedAttributesUnknown(t *testing.T) {
 
 // A data source answers with plausible values for what it computes, and keeps its arguments.
 func TestADataSourceAnswersPlausibleValues(t *testing.T) {
+	s := googleServer(t)
+	typ := s.schemas.DataSourceSchemas["google_project"].ValueType().(tftypes.Object)
+	cfg := nulls(t, typ, map[string]tftypes.Value{"project_id": tftypes.NewValue(tftypes.String, "demo")})
+	resp, err := s.ReadDataSource(context.Background(), &tfprotov5.ReadDataSourceRequest{TypeName: "google_project", Config: cfg})
+	if err != nil || len(resp.Diagnostics) > 0 {
+		t.Fatalf("read: %v %v", err, resp.Diagnostics)
+	}
+	got := attributes(t, resp.State, typ)
+	var number, project string
+	_ = got["number"].As(&number)
+	_ = got["project_id"].As(&project)
+	if number != PlausibleString("number") || project != "demo" {
+		t.Errorf("number %q project_id %q", number, project)
+	}
+}
+
+func googleServer(t *testing.T) *Server {
+	t.Helper()
 	p, err := Load("google")
 	if err != nil {
 		t.Fatal(err)
@@ -83,32 +79,36 @@ func TestADataSourceAnswersPlausibleValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ := s.schemas.DataSourceSchemas["google_project"].ValueType().(tftypes.Object)
+	return s
+}
+
+// nulls is an object of typ whose attributes are null but for set.
+func nulls(t *testing.T, typ tftypes.Object, set map[string]tftypes.Value) *tfprotov5.DynamicValue {
+	t.Helper()
 	vals := map[string]tftypes.Value{}
 	for name, at := range typ.AttributeTypes {
 		vals[name] = tftypes.NewValue(at, nil)
 	}
-	vals["project_id"] = tftypes.NewValue(tftypes.String, "demo")
-	cfg, err := tfprotov5.NewDynamicValue(typ, tftypes.NewValue(typ, vals))
+	for name, v := range set {
+		vals[name] = v
+	}
+	dv, err := tfprotov5.NewDynamicValue(typ, tftypes.NewValue(typ, vals))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.ReadDataSource(context.Background(), &tfprotov5.ReadDataSourceRequest{TypeName: "google_project", Config: &cfg})
-	if err != nil || len(resp.Diagnostics) > 0 {
-		t.Fatalf("read: %v %v", err, resp.Diagnostics)
-	}
-	state, err := resp.State.Unmarshal(typ)
+	return &dv
+}
+
+// attributes reads a state of typ back as its attributes.
+func attributes(t *testing.T, dv *tfprotov5.DynamicValue, typ tftypes.Object) map[string]tftypes.Value {
+	t.Helper()
+	v, err := dv.Unmarshal(typ)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]tftypes.Value
-	if err := state.As(&got); err != nil {
+	if err := v.As(&got); err != nil {
 		t.Fatal(err)
 	}
-	var number, project string
-	_ = got["number"].As(&number)
-	_ = got["project_id"].As(&project)
-	if number != PlausibleString("number") || project != "demo" {
-		t.Errorf("number %q project_id %q", number, project)
-	}
+	return got
 }
