@@ -1,8 +1,10 @@
 package executionsync_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,43 +13,58 @@ import (
 	"github.com/stalesweep/stalesweep/internal/memstore"
 )
 
-// An organization has work exactly when one of its active rows of the workflow's provider was
-// observed min_age_seconds ago or earlier.
+// An organization has work exactly when one of its active rows of this provider was observed
+// min_age_seconds ago or earlier. The probe asks for a batch of organizations at once and answers
+// each; an organization asked with another min_age_seconds is judged by its own.
 func TestTheProbeFindsAStaleRow(t *testing.T) {
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
+	cases := []struct {
 		name     string
 		row      *ledger.Execution
 		invisble bool
+		minAge   int64
 		want     bool
 	}{
 		{name: "no rows", want: false},
-		{name: "observed just now", row: &ledger.Execution{OrganizationUUID: "o", Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-59 * time.Second)}},
-		{name: "observed min_age ago", row: &ledger.Execution{OrganizationUUID: "o", Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-60 * time.Second)}, want: true},
-		{name: "stale without a provider reference", row: &ledger.Execution{OrganizationUUID: "o", Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-time.Hour)}, want: true},
-		{name: "stale but settled", row: &ledger.Execution{OrganizationUUID: "o", Provider: ledger.ProviderCloudRun, Active: false, ObservedAt: now.Add(-time.Hour)}},
-		{name: "stale on Kubernetes", row: &ledger.Execution{OrganizationUUID: "o", Provider: ledger.ProviderKubernetes, Active: true, ObservedAt: now.Add(-time.Hour)}},
-		{name: "stale in another organization", row: &ledger.Execution{OrganizationUUID: "o2", Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-time.Hour)}},
+		{name: "observed just now", row: &ledger.Execution{Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-59 * time.Second)}},
+		{name: "observed min_age ago", row: &ledger.Execution{Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-60 * time.Second)}, want: true},
+		{name: "stale without a provider reference", row: &ledger.Execution{Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-time.Hour)}, want: true},
+		{name: "stale but settled", row: &ledger.Execution{Provider: ledger.ProviderCloudRun, Active: false, ObservedAt: now.Add(-time.Hour)}},
+		{name: "stale on Kubernetes", row: &ledger.Execution{Provider: ledger.ProviderKubernetes, Active: true, ObservedAt: now.Add(-time.Hour)}},
 		{name: "invisible only", invisble: true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s := memstore.NewExecutions()
-			if c.row != nil {
-				c.row.UUID = "r"
-				s.Put(*c.row)
-			}
-			if c.invisble {
-				s.PutInvisible(ledger.Execution{UUID: "i", OrganizationUUID: "o", Provider: ledger.ProviderCloudRun, Active: true})
-			}
-			wf, err := executionsync.New(s, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return now })
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, _ := json.Marshal(executionsync.Input{OrganizationUUID: "o", Limit: 25, MinAgeSeconds: 60})
-			got, err := wf.Definition(executionsync.CloudRun).Probe(context.Background(), in, now)
-			if err != nil || got != c.want {
-				t.Errorf("probe = %v, %v; want %v", got, err, c.want)
-			}
-		})
+		{name: "stale at its own longer min_age", row: &ledger.Execution{Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-2 * time.Hour)}, minAge: 3600, want: true},
+		{name: "not stale at its own longer min_age", row: &ledger.Execution{Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-30 * time.Minute)}, minAge: 3600},
+	}
+	s := memstore.NewExecutions()
+	s.Put(ledger.Execution{UUID: "elsewhere", OrganizationUUID: "not-asked", Provider: ledger.ProviderCloudRun, Active: true, ObservedAt: now.Add(-time.Hour)})
+	var inputs []json.RawMessage
+	for i, c := range cases {
+		org := fmt.Sprint("o", i)
+		if c.row != nil {
+			c.row.UUID, c.row.OrganizationUUID = fmt.Sprint("r", i), org
+			s.Put(*c.row)
+		}
+		if c.invisble {
+			s.PutInvisible(ledger.Execution{UUID: fmt.Sprint("i", i), OrganizationUUID: org, Provider: ledger.ProviderCloudRun, Active: true})
+		}
+		in, _ := json.Marshal(executionsync.Input{OrganizationUUID: org, Limit: 25, MinAgeSeconds: cmp.Or(c.minAge, 60)})
+		inputs = append(inputs, in)
+	}
+	wf, err := executionsync.New(s, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := wf.Definition(executionsync.CloudRun)
+	if def.ProbeBatch != ledger.InMax {
+		t.Errorf("the probe takes %d organizations at once, want %d", def.ProbeBatch, ledger.InMax)
+	}
+	got, err := def.Probe(context.Background(), inputs, now)
+	if err != nil || len(got) != len(cases) {
+		t.Fatalf("probe = %v, %v; want %d answers", got, err, len(cases))
+	}
+	for i, c := range cases {
+		if got[i] != c.want {
+			t.Errorf("%s: probe = %v, want %v", c.name, got[i], c.want)
+		}
 	}
 }

@@ -71,21 +71,43 @@ func New(store Store, exec executor.Executor, starter Starter, cfg Config, now f
 
 // Definition returns the workflow as the engine runs it, as kind k.
 func (w *Workflow) Definition(k Kind) workflow.Definition {
-	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Probe: w.probe, Body: w.body}
+	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Probe: w.probe, ProbeBatch: ledger.InMax, Body: w.body}
 }
 
 // probe: an organization has work when one of its active rows of this provider was observed
-// min_age_seconds ago or earlier (one query of at most one document). A row without a provider
-// reference counts: the run reports it. Rows no scan can see (invisible) do not, and so are
-// reported only by the runs of organizations that have work.
-func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
-	var in Input
-	if err := json.Unmarshal(input, &in); err != nil {
-		return false, err
+// min_age_seconds ago or earlier. One query asks for up to ledger.InMax organizations at once
+// (StaleOrganizations: one query of one document, and one more per organization with work). A
+// row without a provider reference counts: the run reports it. Rows no scan can see (invisible)
+// do not, and so are reported only by the runs of organizations that have work.
+func (w *Workflow) probe(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error) {
+	// The inputs of one tick share their min_age_seconds; any that differ are asked apart.
+	byAge := map[int64][]string{}
+	orgs := make([]string, len(inputs))
+	ages := make([]int64, len(inputs))
+	for i, raw := range inputs {
+		var in Input
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, err
+		}
+		orgs[i], ages[i] = in.OrganizationUUID, in.MinAgeSeconds
+		byAge[in.MinAgeSeconds] = append(byAge[in.MinAgeSeconds], in.OrganizationUUID)
 	}
-	rows, _, err := w.store.Scan(ctx, ledger.ScanQuery{OrganizationUUID: in.OrganizationUUID, Provider: w.cfg.Provider,
-		Horizon: now.Add(-time.Duration(in.MinAgeSeconds) * time.Second), PageSize: 1})
-	return len(rows) > 0, err
+	stale := map[int64]map[string]bool{}
+	for age, batch := range byAge {
+		found, err := w.store.StaleOrganizations(ctx, batch, w.cfg.Provider, now.Add(-time.Duration(age)*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		stale[age] = map[string]bool{}
+		for _, org := range found {
+			stale[age][org] = true
+		}
+	}
+	out := make([]bool, len(inputs))
+	for i := range inputs {
+		out[i] = stale[ages[i]][orgs[i]]
+	}
+	return out, nil
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {

@@ -174,7 +174,7 @@ func DocID(name string) string {
 	return name[strings.LastIndexByte(name, '/')+1:]
 }
 
-// QueryShape is what a query needs of an index: its collection, its equality fields, and the
+// QueryShape is what a query needs of an index: its collection, its equality (and `in`) fields, and the
 // field it orders or ranges on.
 type QueryShape struct {
 	Collection string
@@ -197,7 +197,8 @@ func Shape(q *firestorepb.StructuredQuery) QueryShape {
 			}
 		case f.GetFieldFilter() != nil:
 			ff := f.GetFieldFilter()
-			if ff.GetOp() == firestorepb.StructuredQuery_FieldFilter_EQUAL {
+			// An `in` filter is a disjunction of equalities, served by the same index prefix.
+			if op := ff.GetOp(); op == firestorepb.StructuredQuery_FieldFilter_EQUAL || op == firestorepb.StructuredQuery_FieldFilter_IN {
 				sh.Equality = append(sh.Equality, ff.GetField().GetFieldPath())
 			} else if sh.OrderBy == "" {
 				sh.OrderBy = ff.GetField().GetFieldPath()

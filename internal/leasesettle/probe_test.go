@@ -31,9 +31,9 @@ func TestTheProbeFindsAnActiveLease(t *testing.T) {
 			}
 			def := leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
 			in, _ := json.Marshal(leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10})
-			got, err := def.Probe(context.Background(), in, epoch)
-			if err != nil || got != c.want {
-				t.Errorf("probe = %v, %v; want %v", got, err, c.want)
+			got, err := def.Probe(context.Background(), []json.RawMessage{in}, epoch)
+			if err != nil || len(got) != 1 || got[0] != c.want {
+				t.Errorf("probe = %v, %v; want [%v]", got, err, c.want)
 			}
 		})
 	}

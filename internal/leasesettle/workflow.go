@@ -78,7 +78,7 @@ var Declared = workflow.Declaration{Type: contract.WorkspaceLeaseSettle, Scope: 
 func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
 		Declaration: Declared, States: workflow.Atomic, Envelope: EnvelopeLeaseSettle,
-		Check: w.check, Probe: w.probe, Body: w.body,
+		Check: w.check, Probe: workflow.ProbeEach(w.probe), Body: w.body,
 	}
 }
 

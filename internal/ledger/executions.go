@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -183,6 +184,47 @@ func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *C
 		}
 	}
 	return rows, cur, nil
+}
+
+// InMax is how many values one `in` filter takes (Firestore's limit on a query's disjunctions).
+const InMax = 30
+
+// StaleOrganizations returns which of orgs (at most InMax) have a stale active row of provider:
+// one observed at or before horizon, as Scan would return it. It asks all of them at once, an
+// `in` query of one document, oldest first, served by the scan's index; a row found names one
+// organization with work, which leaves the question, and the rest are asked again. So a batch
+// of quiet organizations costs one query (billed one read), and each organization with work one
+// more, however many stale rows it has: one with ten thousand cannot hide another.
+func (s *ExecutionStore) StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error) {
+	if len(orgs) > InMax {
+		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), InMax)
+	}
+	pending := slices.Compact(slices.Sorted(slices.Values(orgs)))
+	var found []string
+	for len(pending) > 0 {
+		snaps, err := s.client.Collection(ExecutionsCollection).
+			Where("organization_uuid", "in", pending).
+			Where("provider", "==", provider).
+			Where("active", "==", true).
+			Where("observed_at", "<=", horizon).
+			OrderBy("observed_at", firestore.Asc).
+			Limit(1).Documents(ctx).GetAll()
+		if err != nil {
+			return nil, fmt.Errorf("find stale organizations among %d: %w", len(pending), err)
+		}
+		if len(snaps) == 0 {
+			break
+		}
+		v, _ := snaps[0].DataAt("organization_uuid")
+		org, _ := v.(string)
+		i, ok := slices.BinarySearch(pending, org)
+		if !ok {
+			return nil, fmt.Errorf("find stale organizations: row %s belongs to none of the organizations asked", snaps[0].Ref.ID)
+		}
+		found = append(found, org)
+		pending = slices.Delete(pending, i, i+1)
+	}
+	return found, nil
 }
 
 func decodeExecution(snap *firestore.DocumentSnapshot) (Execution, error) {

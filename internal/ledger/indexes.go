@@ -37,7 +37,7 @@ func Indexes() []Index {
 	return []Index{
 		{
 			Collection: ExecutionsCollection,
-			Query:      "stale active executions of one organization and provider, oldest observed first",
+			Query:      "stale active executions of one organization and provider, oldest observed first (and the probe's, of up to 30 organizations at once)",
 			Fields: []IndexField{
 				{"organization_uuid", Ascending},
 				{"provider", Ascending},

@@ -158,6 +158,56 @@ func TestExecutionScanPagesAsTheLedgerDoes(t *testing.T) {
 	})
 }
 
+// A batch probe finds the organizations a scan would find a row of, whatever rows the others
+// hold, and asks for at most ledger.InMax at once.
+func TestStaleOrganizationsFindsWhatAScanWould(t *testing.T) {
+	t.Parallel()
+	old := t0.Add(-time.Hour)
+	implementations(t, memoryExecutions, ledgerExecutions(t), func(t *testing.T, w executionsWorld) {
+		ctx := context.Background()
+		in := func(id, org string, observed time.Time) ledger.Execution {
+			r := row(id, observed)
+			r.OrganizationUUID = org
+			return r
+		}
+		for i := range 5 { // many stale rows, older than every other organization's
+			w.put(in(fmt.Sprintf("busy-%d", i), "busy", old.Add(-time.Duration(i)*time.Minute)))
+		}
+		w.put(in("late", "late", old))
+		w.put(in("edge", "edge", t0)) // observed exactly at the horizon
+		w.put(in("fresh", "fresh", t0.Add(time.Second)))
+		settled := in("settled", "settled", old)
+		settled.Active, settled.Status = false, ledger.StatusSucceeded
+		w.put(settled)
+		kube := in("kube", "kube", old)
+		kube.Provider = ledger.ProviderKubernetes
+		w.put(kube)
+		w.malformed("bad", "malformed", ledger.ProviderCloudRun, old)
+		w.invisible("inv", "invisible", ledger.ProviderCloudRun)
+		w.put(in("unasked", "unasked", old))
+
+		asked := []string{"busy", "late", "edge", "fresh", "settled", "kube", "malformed", "invisible", "empty", "busy"}
+		got, err := w.store.StaleOrganizations(ctx, asked, ledger.ProviderCloudRun, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if want := []string{"busy", "edge", "late", "malformed"}; !slices.Equal(got, want) {
+			t.Errorf("stale organizations %v, want %v", got, want)
+		}
+		if got, err := w.store.StaleOrganizations(ctx, []string{"fresh", "empty"}, ledger.ProviderCloudRun, t0); err != nil || len(got) != 0 {
+			t.Errorf("quiet organizations read as %v, %v; want none", got, err)
+		}
+		many := make([]string, ledger.InMax+1)
+		for i := range many {
+			many[i] = fmt.Sprint("o", i)
+		}
+		if _, err := w.store.StaleOrganizations(ctx, many, ledger.ProviderCloudRun, t0); err == nil {
+			t.Errorf("%d organizations asked at once did not fail", len(many))
+		}
+	})
+}
+
 // Apply hands decide the row and what reads names as its transaction read them, and writes what
 // each kind of change writes, field by field.
 func TestApplyReadsAndWritesAsTheLedgerDoes(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -116,6 +117,29 @@ func (s *Executions) Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Exe
 		cur = &ledger.Cursor{ObservedAt: e.ObservedAt, UUID: e.UUID}
 	}
 	return out, cur, nil
+}
+
+// StaleOrganizations is ExecutionStore.StaleOrganizations.
+func (s *Executions) StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error) {
+	if len(orgs) > ledger.InMax {
+		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), ledger.InMax)
+	}
+	if err := s.enter(ctx, "StaleOrganizations", ""); err != nil {
+		return nil, fmt.Errorf("find stale organizations among %d: %w", len(orgs), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	asked := map[string]bool{}
+	for _, o := range orgs {
+		asked[o] = true
+	}
+	stale := map[string]bool{}
+	for _, e := range s.rows {
+		if asked[e.OrganizationUUID] && e.Provider == provider && e.Active && !e.ObservedAt.After(horizon) {
+			stale[e.OrganizationUUID] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(stale)), nil
 }
 
 // Invisible is ExecutionStore.Invisible.

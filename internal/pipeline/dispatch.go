@@ -294,19 +294,43 @@ func (d *Dispatcher) prober(ctx context.Context, def workflow.Definition, tick T
 		d.log.Warn("no clock for the probes; every scope is published", "error", err.Error(), "workflow_type", string(tick.WorkflowType))
 		return all
 	}
+	batch := max(def.ProbeBatch, 1)
 	return func(scopes []workflow.ScopeValues) []workflow.ScopeValues {
 		work := make([]bool, len(scopes))
 		var errs atomic.Int64
-		parallel.ForEach(ctx, len(scopes), d.cfg.ProbeConcurrency, func(i int) bool {
-			input, err := contract.Validate(tick.WorkflowType, scopeInput(defaults, fields, scopes[i]))
-			if err == nil {
-				work[i], err = def.Probe(ctx, input, now)
+		failed := func(scope workflow.ScopeValues, err error) {
+			if errs.Add(1) == 1 {
+				d.log.Warn("probe failed; the scope's sweep is published", "scope", scope.Key(), "error", err.Error())
 			}
-			if err != nil {
-				work[i] = true // a probe never hides work
-				if errs.Add(1) == 1 {
-					d.log.Warn("probe failed; the scope's sweep is published", "scope", scopes[i].Key(), "error", err.Error())
+		}
+		batches := (len(scopes) + batch - 1) / batch
+		parallel.ForEach(ctx, batches, d.cfg.ProbeConcurrency, func(b int) bool {
+			lo, hi := b*batch, min((b+1)*batch, len(scopes))
+			var asked []int
+			var inputs []json.RawMessage
+			for i := lo; i < hi; i++ {
+				input, err := contract.Validate(tick.WorkflowType, scopeInput(defaults, fields, scopes[i]))
+				if err != nil {
+					work[i] = true // a probe never hides work
+					failed(scopes[i], err)
+					continue
 				}
+				asked, inputs = append(asked, i), append(inputs, input)
+			}
+			if len(inputs) == 0 {
+				return false
+			}
+			found, err := def.Probe(ctx, inputs, now)
+			if err == nil && len(found) != len(inputs) {
+				err = fmt.Errorf("the probe answered %d of %d scopes", len(found), len(inputs))
+			}
+			for k, i := range asked {
+				if err != nil {
+					work[i] = true // a probe never hides work
+					failed(scopes[i], err)
+					continue
+				}
+				work[i] = found[k]
 			}
 			return false
 		})

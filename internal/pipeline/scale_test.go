@@ -220,7 +220,8 @@ func TestOnlyOrganizationsWithStaleRowsAreDispatched(t *testing.T) {
 	if w := e.spy.Writes(); len(w) != 0 {
 		t.Errorf("the dispatch wrote %d documents, want none", len(w))
 	}
-	// Per organization: its share of the listing, and its probe of at most one document.
+	// The probes ask for 30 organizations at once: one query per batch of 30, and one more per
+	// organization with work, each of at most one document, each served by a declared index.
 	probes := 0
 	for _, q := range e.spy.Queries() {
 		if sh := fsspy.Shape(q); sh.Collection == ledger.ExecutionsCollection {
@@ -228,29 +229,35 @@ func TestOnlyOrganizationsWithStaleRowsAreDispatched(t *testing.T) {
 			if q.GetLimit().GetValue() != 1 {
 				t.Errorf("a probe asks for %d documents, want 1", q.GetLimit().GetValue())
 			}
+			if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+				t.Errorf("the probe's query %+v has no index in ledger.Indexes", sh)
+			}
 		}
 	}
-	if probes != 40 {
-		t.Errorf("%d probes, want one per organization (40)", probes)
+	if want := 2 + len(stale); probes != want {
+		t.Errorf("%d probe queries, want %d (2 batches of up to 30, and one per organization with work)", probes, want)
 	}
 }
 
-// A probe that fails publishes its scope's sweep: a probe never hides work.
-func TestAFailedProbePublishesItsScope(t *testing.T) {
+// A probe that fails publishes the sweeps of the scopes it asked for: a probe never hides work.
+// The other batches are still probed.
+func TestAFailedProbePublishesItsScopes(t *testing.T) {
 	t.Parallel()
-	e := newProbeEnv(t, 6)
-	broken := e.enabled[2]
+	e := newProbeEnv(t, 40)
+	broken := e.enabled[2] // in the first batch of 30
 	def := e.def
 	real := def.Probe
-	def.Probe = func(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
-		var in struct {
-			OrganizationUUID string `json:"organization_uuid"`
+	def.Probe = func(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error) {
+		for _, input := range inputs {
+			var in struct {
+				OrganizationUUID string `json:"organization_uuid"`
+			}
+			_ = json.Unmarshal(input, &in)
+			if in.OrganizationUUID == broken {
+				return nil, errors.New("injected: the probe's query failed")
+			}
 		}
-		_ = json.Unmarshal(input, &in)
-		if in.OrganizationUUID == broken {
-			return false, errors.New("injected: the probe's query failed")
-		}
-		return real(ctx, input, now)
+		return real(ctx, inputs, now)
 	}
 	defs := seeded()
 	defs[contract.ExecutionSyncCloudRun] = def
@@ -259,8 +266,13 @@ func TestAFailedProbePublishesItsScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := e.ps.runsPublished()
-	if rep.ProbeErrors != 1 || rep.Published != 1 || runs[pipeline.RunUUID(tick.TickID, tick.WorkflowType, broken)] != 1 {
-		t.Errorf("report %+v runs %v, want the one scope whose probe failed published", rep, runs)
+	if rep.ProbeErrors != 30 || rep.Published != 30 || rep.Quiet != 10 {
+		t.Errorf("report %+v, want the 30 scopes of the failed batch published and the other 10 quiet", rep)
+	}
+	for _, org := range e.enabled[:30] {
+		if runs[pipeline.RunUUID(tick.TickID, tick.WorkflowType, org)] != 1 {
+			t.Errorf("organization %s, asked by the failed probe, was not published", org)
+		}
 	}
 }
 

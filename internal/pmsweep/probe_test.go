@@ -41,9 +41,9 @@ func TestTheProbeFindsASilentTask(t *testing.T) {
 			c.put(s)
 			def := pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
 			in, _ := json.Marshal(pmsweep.Input{Queue: "q", TTL: 60})
-			got, err := def.Probe(context.Background(), in, epoch)
-			if err != nil || got != c.want {
-				t.Errorf("probe = %v, %v; want %v", got, err, c.want)
+			got, err := def.Probe(context.Background(), []json.RawMessage{in}, epoch)
+			if err != nil || len(got) != 1 || got[0] != c.want {
+				t.Errorf("probe = %v, %v; want [%v]", got, err, c.want)
 			}
 		})
 	}

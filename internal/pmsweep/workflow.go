@@ -42,7 +42,7 @@ var Declared = workflow.Declaration{Type: contract.PMSweep, Scope: workflow.Scop
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
 // atomic: pending → completed, any → failed.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: w.check, Scheduled: w.scheduled, Probe: w.probe, Body: w.body}
+	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: w.check, Scheduled: w.scheduled, Probe: workflow.ProbeEach(w.probe), Body: w.body}
 }
 
 // probe: a queue has work when its least recently active working task has been silent for the

@@ -35,9 +35,9 @@ func TestTheProbeFindsAnIdleRun(t *testing.T) {
 			}
 			def := runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
 			in, _ := json.Marshal(runssweep.Input{Limit: 10, OlderThanMs: 60000})
-			got, err := def.Probe(context.Background(), in, epoch)
-			if err != nil || got != c.want {
-				t.Errorf("probe = %v, %v; want %v", got, err, c.want)
+			got, err := def.Probe(context.Background(), []json.RawMessage{in}, epoch)
+			if err != nil || len(got) != 1 || got[0] != c.want {
+				t.Errorf("probe = %v, %v; want [%v]", got, err, c.want)
 			}
 		})
 	}

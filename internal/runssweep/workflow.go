@@ -50,7 +50,7 @@ func (w *Workflow) Definition() workflow.Definition {
 		States:      workflow.Atomic,
 		Check:       w.check,
 		Scheduled:   w.scheduled,
-		Probe:       w.probe,
+		Probe:       workflow.ProbeEach(w.probe),
 		Body:        w.body,
 	}
 }

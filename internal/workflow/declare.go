@@ -1,10 +1,12 @@
 package workflow
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 )
@@ -121,4 +123,18 @@ func (ds Declarations) Types() []contract.WorkflowType {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ProbeEach makes a Definition.Probe of a probe of one scope: it asks for each input in turn.
+func ProbeEach(one func(ctx context.Context, input json.RawMessage, now time.Time) (bool, error)) func(context.Context, []json.RawMessage, time.Time) ([]bool, error) {
+	return func(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error) {
+		out := make([]bool, len(inputs))
+		for i, in := range inputs {
+			var err error
+			if out[i], err = one(ctx, in, now); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
 }

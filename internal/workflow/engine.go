@@ -93,13 +93,17 @@ type Definition struct {
 	// applies (a floor): pure, so that Dispatch refuses a tick that breaks it before publishing
 	// anything. Check applies it too.
 	Scheduled func(input json.RawMessage) error
-	// Probe, when set, says whether one scope has work now, given the validated input its run
-	// would get and the time of Firestore's clock: Dispatch publishes a sweep only for a scope
-	// whose probe says so, or fails. A quiet scope then costs its probe — one query of at most
-	// one document, about one document read — and no invocation, run record or write. A probe
-	// reads, never writes, and must say yes whenever the run could settle something.
-	Probe func(ctx context.Context, input json.RawMessage, now time.Time) (bool, error)
-	Body  Body
+	// Probe, when set, says which scopes have work now, given the validated inputs their runs
+	// would get (at most ProbeBatch of them) and the time of Firestore's clock: one answer per
+	// input, in order. Dispatch publishes a sweep only for a scope whose probe says so, or
+	// fails. A quiet scope then costs its share of one query — about one document read, or a
+	// fraction of one when a query asks for many scopes — and no invocation, run record or
+	// write. A probe reads, never writes, and must say yes whenever the run could settle
+	// something. ProbeEach makes one from a probe of one scope.
+	Probe func(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error)
+	// ProbeBatch is how many scopes one Probe call takes; 0 is one.
+	ProbeBatch int
+	Body       Body
 }
 
 // Request asks for one run.
