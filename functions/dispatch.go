@@ -26,7 +26,7 @@ func dispatch(ctx context.Context, d delivery) error {
 		d.log.ErrorContext(ctx, "malformed tick acknowledged without a dispatch", "error", err.Error())
 		return nil
 	}
-	tickID, after, err := message.Continuation(d.msg.Attributes, d.msg.MessageID) // never empty: DecodePush falls back to the event id
+	resume, err := message.Continuation(d.msg.Attributes, d.msg.MessageID) // TickID never empty: DecodePush falls back to the event id
 	if err != nil {
 		d.log.ErrorContext(ctx, "malformed tick continuation acknowledged without a dispatch", "error", err.Error())
 		return nil
@@ -45,8 +45,9 @@ func dispatch(ctx context.Context, d delivery) error {
 		Trigger:      string(trigger(d.msg)),
 		Actor:        pushActor(a.Config.Topics.Ticks),
 		ClaimedActor: d.msg.Attributes[message.AttrActor],
-		TickID:       tickID,
-		After:        after,
+		TickID:       resume.TickID,
+		After:        resume.After,
+		Roster:       resume.Roster,
 	})
 	// What this delivery published, for whoever pushed it (Pub/Sub ignores it; an operator
 	// invoking Dispatch by hand, and the tests, read it).

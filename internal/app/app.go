@@ -209,6 +209,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
 		d.ProbeWith(ledger.ServerClock(a.Firestore))
 		d.ContinueOn(cfg.Topics.Ticks)
+		// A tick reads the organizations from the roster, a few documents, not one each.
+		if cfg.RosterMaxAge >= 0 {
+			d.RosterWith(ledger.NewRosterStore(a.Firestore), cfg.RosterMaxAge)
+		}
 		return &Pipeline{Engine: engine, Dispatcher: d}, nil
 	})
 	return a, nil

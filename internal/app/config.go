@@ -35,6 +35,7 @@ const (
 	EnvTopicSweeps       = "STALESWEEP_TOPIC_SWEEPS"
 	EnvTopicSyncs        = "STALESWEEP_TOPIC_SYNCS"
 	EnvDispatchBudget    = "STALESWEEP_DISPATCH_BUDGET"
+	EnvRosterMaxAge      = "STALESWEEP_ROSTER_MAX_AGE"
 	EnvSyncBudget        = "STALESWEEP_SYNC_BUDGET"
 	EnvAuth              = "STALESWEEP_AUTH"
 	EnvAuthAudience      = "STALESWEEP_AUTH_AUDIENCE"
@@ -72,6 +73,9 @@ type Config struct {
 	PlatformTimeout time.Duration
 	Topics          pipeline.Topics
 	Dispatch        pipeline.DispatchConfig
+	// RosterMaxAge is how long Dispatch reads the roster of organizations before it lists them
+	// again (0: pipeline.RosterMaxAgeDefault); negative: no roster, every tick lists.
+	RosterMaxAge time.Duration
 	// SyncBudget bounds one SyncExecution call (one executor call and one transaction).
 	SyncBudget  time.Duration
 	Auth        auth.Config
@@ -127,6 +131,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.SyncBudget, err = durationVar(getenv, EnvSyncBudget); err != nil {
+		return Config{}, err
+	}
+	if c.RosterMaxAge, err = rosterMaxAge(getenv); err != nil {
 		return Config{}, err
 	}
 	c.KubeClusters = getenv(EnvKubeClusters)
@@ -273,6 +280,19 @@ func durationVar(getenv func(string) string, name string) (time.Duration, error)
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 15m", name, v)
+	}
+	return d, nil
+}
+
+// rosterMaxAge reads EnvRosterMaxAge: a positive duration up to pipeline.RosterMaxAgeMax, or
+// "off" (-1).
+func rosterMaxAge(getenv func(string) string) (time.Duration, error) {
+	if getenv(EnvRosterMaxAge) == "off" {
+		return -1, nil
+	}
+	d, err := durationVar(getenv, EnvRosterMaxAge)
+	if err != nil || d > pipeline.RosterMaxAgeMax {
+		return 0, fmt.Errorf("%s=%q: want a positive duration up to %s, such as 10m, or off", EnvRosterMaxAge, getenv(EnvRosterMaxAge), pipeline.RosterMaxAgeMax)
 	}
 	return d, nil
 }

@@ -36,7 +36,7 @@ func TestConfigDefaultsAndEmulatorProject(t *testing.T) {
 func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
 	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x",
 		EnvStormFraction: "1.5", EnvStormMinRows: "0", EnvLogLevel: "bogus", EnvAuth: "OFF", EnvAuthAcceptGcloud: "yes", EnvPMTTLFloor: "0",
-		EnvBlindFraction: "1", EnvBlindMinRows: "0", EnvBlindWindow: "soon"} {
+		EnvBlindFraction: "1", EnvBlindMinRows: "0", EnvBlindWindow: "soon", EnvRosterMaxAge: "7h"} {
 		_, err := ConfigFromEnv(env(map[string]string{name: v}))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: err = %v, want one naming the variable", name, v, err)
@@ -86,5 +86,19 @@ func TestStartWorkflowsAuthenticationIsReadFromTheEnvironment(t *testing.T) {
 	}
 	if c, _ := ConfigFromEnv(env(nil)); c.Check(true) == nil || c.Check(false) != nil {
 		t.Error("without an audience, Check must refuse only a process that serves StartWorkflow")
+	}
+}
+
+func TestTheRostersAgeIsReadFromTheEnvironment(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "5m": 5 * time.Minute, "6h": 6 * time.Hour, "off": -1} {
+		c, err := ConfigFromEnv(env(map[string]string{EnvRosterMaxAge: v}))
+		if err != nil || c.RosterMaxAge != want {
+			t.Errorf("%s=%q: %s, %v; want %s", EnvRosterMaxAge, v, c.RosterMaxAge, err, want)
+		}
+	}
+	for _, bad := range []string{"0", "-1m", "6h1s", "never", "OFF"} {
+		if _, err := ConfigFromEnv(env(map[string]string{EnvRosterMaxAge: bad})); err == nil || !strings.Contains(err.Error(), EnvRosterMaxAge) {
+			t.Errorf("%s=%q: err = %v, want one naming the variable", EnvRosterMaxAge, bad, err)
+		}
 	}
 }

@@ -108,11 +108,11 @@ func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error
 		if len(conts) != 1 || invocations > n {
 			return fmt.Errorf("fleet dispatch %d: %d continuations", invocations, len(conts))
 		}
-		id, after, err := message.Continuation(conts[0].Attributes, "")
+		resume, err := message.Continuation(conts[0].Attributes, "")
 		if err != nil {
 			return err
 		}
-		tick.TickID, tick.After = id, after
+		tick.TickID, tick.After, tick.Roster = resume.TickID, resume.After, resume.Roster
 	}
 	reached := 0
 	sweeps := topics.take("sweeps")

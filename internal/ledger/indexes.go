@@ -89,6 +89,14 @@ func Indexes() []Index {
 			},
 		},
 		{
+			Collection: RosterCollection,
+			Query:      "the roster's next shard after an organization (Dispatch)",
+			Fields: []IndexField{
+				{"shard_of", Ascending},
+				{"last", Ascending},
+			},
+		},
+		{
 			Collection: TasksCollection,
 			Query:      "new tasks of one queue, oldest first (a worker's next)",
 			Fields: []IndexField{

@@ -16,6 +16,7 @@ const (
 	AttrWorkflowType        = "workflow_type"         // for filtering and logs
 	AttrRunnerExecutionUUID = "runner_execution_uuid" // on sync messages
 	AttrDispatchAfter       = "dispatch_after"        // on a tick's continuation: the organization to resume after
+	AttrRoster              = "roster"                // on a tick's continuation: "build" while the tick builds the roster
 )
 
 // Outgoing is one message to publish: its data and attributes.
@@ -57,7 +58,11 @@ type ContinuationAttributes struct {
 	ClaimedActor string // the tick's claim, omitted when empty
 	TickID       string // the tick's own id: the runs are named after it
 	After        string // the organization the dispatch resumes after
+	Roster       string // RosterBuild while the tick builds the roster of organizations; else empty
 }
+
+// RosterBuild is AttrRoster's value on the continuations of a tick that is building the roster.
+const RosterBuild = "build"
 
 // EncodeContinuation is the message on the ticks topic that hands the rest of a tick to the next
 // Dispatch invocation: the tick's own data, its id in AttrTickID and where to resume in
@@ -74,21 +79,36 @@ func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
 	if a.ClaimedActor != "" {
 		attrs[AttrActor] = a.ClaimedActor
 	}
+	if a.Roster != "" {
+		attrs[AttrRoster] = a.Roster
+	}
 	return Outgoing{Data: data, Attributes: attrs}, nil
 }
 
-// Continuation reads a tick message's attributes: for a continuation, the tick's own id and
-// the organization to resume after; for a first delivery, messageID and "". A continuation
-// without its tick's id is malformed.
-func Continuation(attrs map[string]string, messageID string) (tickID, after string, err error) {
-	after = attrs[AttrDispatchAfter]
+// Resume is where a tick message has Dispatch start: the tick's id, the organization to resume
+// after ("" from the start) and whether the tick is building the roster.
+type Resume struct {
+	TickID string
+	After  string
+	Roster string
+}
+
+// Continuation reads a tick message's attributes: for a continuation, the tick's own id, the
+// organization to resume after and its roster attribute; for a first delivery, messageID alone.
+// A continuation without its tick's id is malformed, and so is a roster attribute other than
+// RosterBuild.
+func Continuation(attrs map[string]string, messageID string) (Resume, error) {
+	after := attrs[AttrDispatchAfter]
 	if after == "" {
-		return messageID, "", nil
+		return Resume{TickID: messageID}, nil
 	}
 	if attrs[AttrTickID] == "" {
-		return "", "", fmt.Errorf("a tick continuation (%s=%q) without %s", AttrDispatchAfter, after, AttrTickID)
+		return Resume{}, fmt.Errorf("a tick continuation (%s=%q) without %s", AttrDispatchAfter, after, AttrTickID)
 	}
-	return attrs[AttrTickID], after, nil
+	if r := attrs[AttrRoster]; r != "" && r != RosterBuild {
+		return Resume{}, fmt.Errorf("a tick continuation with %s=%q (want %q or none)", AttrRoster, r, RosterBuild)
+	}
+	return Resume{TickID: attrs[AttrTickID], After: after, Roster: attrs[AttrRoster]}, nil
 }
 
 // EncodeSync is the message on the syncs topic that asks for one row's sync: s as its data

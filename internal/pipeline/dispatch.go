@@ -36,6 +36,8 @@ type Tick struct {
 	TickID string
 	// After, on a continuation, is the organization the previous invocation stopped after.
 	After string
+	// Roster, on a continuation, is message.RosterBuild while the tick builds the roster.
+	Roster string
 }
 
 // Defaults of DispatchConfig.
@@ -45,6 +47,12 @@ const (
 	ProbeConcurrencyDefault = 16
 	ListMaxDefault          = 10000
 	BudgetDefault           = 60 * time.Second
+	// RosterMaxAgeDefault is how long a roster of organizations is read before a tick lists
+	// the organizations again and rebuilds it (RosterWith).
+	RosterMaxAgeDefault = 10 * time.Minute
+	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
+	// ledger.RosterOrphanAge at least.
+	RosterMaxAgeMax = 6 * time.Hour
 )
 
 // DispatchConfig bounds one dispatch invocation. Zero values take the defaults.
@@ -66,17 +74,21 @@ type DispatchConfig struct {
 type Report struct {
 	WorkflowType string `json:"workflow_type"`
 	TickID       string `json:"tick_id"`
-	Scopes       int    `json:"scopes"`              // scopes enumerated
-	Probed       int    `json:"probed"`              // scopes whose probe ran
-	Quiet        int    `json:"quiet"`               // scopes whose probe found no work: nothing published
-	ProbeErrors  int    `json:"probe_errors"`        // probes that failed: their scopes published anyway
-	Published    int    `json:"published"`           // sweep messages Pub/Sub acknowledged
-	Failed       int    `json:"failed"`              // sweep messages that failed to publish
-	Deferred     int    `json:"deferred"`            // enumerated but not published before the budget ran out
-	Disabled     int    `json:"disabled"`            // named by the tick, but opted out of sweeps: not published
-	Capped       bool   `json:"capped"`              // a list without a cursor stopped at ListMax
-	Continued    string `json:"continued,omitempty"` // the rest of the tick was handed on, after this organization
-	OutOfBudget  bool   `json:"out_of_budget"`
+	Scopes       int    `json:"scopes"`       // scopes enumerated
+	Probed       int    `json:"probed"`       // scopes whose probe ran
+	Quiet        int    `json:"quiet"`        // scopes whose probe found no work: nothing published
+	ProbeErrors  int    `json:"probe_errors"` // probes that failed: their scopes published anyway
+	Published    int    `json:"published"`    // sweep messages Pub/Sub acknowledged
+	Failed       int    `json:"failed"`       // sweep messages that failed to publish
+	Deferred     int    `json:"deferred"`     // enumerated but not published before the budget ran out
+	Disabled     int    `json:"disabled"`     // named by the tick, but opted out of sweeps: not published
+	Capped       bool   `json:"capped"`       // a list without a cursor stopped at ListMax
+	// Roster is where the organizations came from: "read" (the roster), "build" (listed, and
+	// written as the roster), "list" (listed), "" (not listed: a named scope, queues, the fleet).
+	Roster         string `json:"roster,omitempty"`
+	RosterFinished bool   `json:"roster_finished,omitempty"` // this invocation made the roster it built the one in use
+	Continued      string `json:"continued,omitempty"`       // the rest of the tick was handed on, after this organization
+	OutOfBudget    bool   `json:"out_of_budget"`
 }
 
 // Workflows are the workflows a dispatcher dispatches: their declared scopes and the rules the
@@ -97,6 +109,19 @@ type Dispatcher struct {
 	groups     func(ctx context.Context, org string, limit int) ([]string, error)
 	clock      ledger.Clock // set: probe each scope before publishing (ProbeWith)
 	ticksTopic string       // set: hand the rest of a large tick on (ContinueOn)
+	roster     *ledger.RosterStore
+	rosterAge  time.Duration
+}
+
+// RosterWith has ticks read the organizations from the roster (ledger.RosterStore) — a few
+// documents for the whole fleet — instead of listing every organizations document, while the
+// roster is younger than maxAge (0: RosterMaxAgeDefault; at most RosterMaxAgeMax). A tick
+// that finds it older, or none, lists the organizations and writes what it listed as the next
+// roster. An organization that enables sweeps is therefore swept from the next rebuild, within
+// maxAge and a tick; one that opts out is refused by its sweep and by every settling
+// transaction, whatever the roster says.
+func (d *Dispatcher) RosterWith(store *ledger.RosterStore, maxAge time.Duration) {
+	d.roster, d.rosterAge = store, min(cmp.Or(maxAge, RosterMaxAgeDefault), RosterMaxAgeMax)
 }
 
 // ListGroupsWith sets how runner-group-scoped workflows (runner.workspace-lease-settle)
@@ -167,11 +192,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 		}
 	}
 
-	next, err := d.pager(tick, kind, defaults, explicit)
+	now, clocked := d.now(ctx, tick)
+	orgs := d.organizations(tick, now, clocked, &rep)
+	next, err := d.pager(tick, kind, defaults, explicit, orgs)
 	if err != nil {
 		return rep, err
 	}
-	probe := d.prober(ctx, def, tick, defaults, fields, &rep)
+	probe := d.prober(ctx, def, tick, defaults, fields, now, clocked, &rep)
 	after := tick.After
 	for {
 		scopes, resume, err := next(ctx, after)
@@ -191,12 +218,16 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 			break
 		}
 		if d.ticksTopic != "" && (rep.Scopes >= d.cfg.ShardScopes || time.Since(started) > d.cfg.Budget*3/4) {
-			if err := d.continueAfter(ctx, tick, after); err != nil {
+			building := orgs.save(ctx)
+			if err := d.continueAfter(ctx, tick, after, building); err != nil {
 				return rep, fmt.Errorf("dispatch %s: hand the rest of the tick on: %w", tick.WorkflowType, err)
 			}
 			rep.Continued = after
 			break
 		}
+	}
+	if rep.Continued == "" && !rep.OutOfBudget && orgs.save(ctx) {
+		rep.RosterFinished = orgs.finish(ctx)
 	}
 	if rep.Failed > 0 || rep.Deferred > 0 || (rep.OutOfBudget && rep.Continued == "") {
 		return rep, fmt.Errorf("dispatch %s: %d sweep messages failed to publish, %d deferred, out of budget %t",
@@ -206,7 +237,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 }
 
 // pager is how a tick's scopes are enumerated, page by page.
-func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[string]json.RawMessage, explicit string) (page, error) {
+func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[string]json.RawMessage, explicit string, orgs *organizations) (page, error) {
 	one := func(scopes ...workflow.ScopeValues) page {
 		return func(context.Context, string) ([]workflow.ScopeValues, string, error) { return scopes, "", nil }
 	}
@@ -225,7 +256,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 			}, nil
 		}
 		return func(ctx context.Context, after string) ([]workflow.ScopeValues, string, error) {
-			ids, resume, err := d.enabled(ctx, after)
+			ids, resume, err := orgs.page(ctx, after)
 			if err != nil {
 				return nil, "", err
 			}
@@ -238,7 +269,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 		return one(workflow.ScopeValues{explicit}), nil
 	case kind == contract.ScopeOrganization:
 		return func(ctx context.Context, after string) ([]workflow.ScopeValues, string, error) {
-			ids, resume, err := d.enabled(ctx, after)
+			ids, resume, err := orgs.page(ctx, after)
 			return values(ids), resume, err
 		}, nil
 	case kind == contract.ScopeQueue && d.queues != nil:
@@ -284,15 +315,9 @@ func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick) ([]
 
 // prober returns what narrows a page of scopes to the ones with work: every scope, unless
 // probes are on and the workflow has one.
-func (d *Dispatcher) prober(ctx context.Context, def workflow.Definition, tick Tick, defaults map[string]json.RawMessage, fields []string, rep *Report) func([]workflow.ScopeValues) []workflow.ScopeValues {
-	all := func(scopes []workflow.ScopeValues) []workflow.ScopeValues { return scopes }
-	if d.clock == nil || def.Probe == nil {
-		return all
-	}
-	now, err := d.clock(ctx)
-	if err != nil {
-		d.log.Warn("no clock for the probes; every scope is published", "error", err.Error(), "workflow_type", string(tick.WorkflowType))
-		return all
+func (d *Dispatcher) prober(ctx context.Context, def workflow.Definition, tick Tick, defaults map[string]json.RawMessage, fields []string, now time.Time, clocked bool, rep *Report) func([]workflow.ScopeValues) []workflow.ScopeValues {
+	if d.clock == nil || !clocked || def.Probe == nil {
+		return func(scopes []workflow.ScopeValues) []workflow.ScopeValues { return scopes }
 	}
 	batch := max(def.ProbeBatch, 1)
 	return func(scopes []workflow.ScopeValues) []workflow.ScopeValues {
@@ -375,10 +400,28 @@ func (d *Dispatcher) publish(ctx context.Context, tick Tick, defaults map[string
 	return nil
 }
 
-// continueAfter publishes the rest of the tick to the ticks topic.
-func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string) error {
-	msg, err := message.EncodeContinuation(message.Start{WorkflowType: tick.WorkflowType, InitialData: tick.InitialData},
-		message.ContinuationAttributes{Trigger: cmp.Or(tick.Trigger, "schedule"), ClaimedActor: tick.ClaimedActor, TickID: tick.TickID, After: after})
+// now reads the clock once per invocation: Firestore's when probes are on, else this machine's.
+// false when the clock could not be read: then nothing is probed and the roster is not used.
+func (d *Dispatcher) now(ctx context.Context, tick Tick) (time.Time, bool) {
+	if d.clock == nil {
+		return time.Now(), true
+	}
+	now, err := d.clock(ctx)
+	if err != nil {
+		d.log.Warn("no clock: every scope is published, and the organizations are listed", "error", err.Error(), "workflow_type", string(tick.WorkflowType))
+		return time.Time{}, false
+	}
+	return now, true
+}
+
+// continueAfter publishes the rest of the tick to the ticks topic; building says the tick goes
+// on building the roster.
+func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string, building bool) error {
+	attrs := message.ContinuationAttributes{Trigger: cmp.Or(tick.Trigger, "schedule"), ClaimedActor: tick.ClaimedActor, TickID: tick.TickID, After: after}
+	if building {
+		attrs.Roster = message.RosterBuild
+	}
+	msg, err := message.EncodeContinuation(message.Start{WorkflowType: tick.WorkflowType, InitialData: tick.InitialData}, attrs)
 	if err != nil {
 		return err
 	}

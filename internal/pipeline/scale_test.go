@@ -36,12 +36,12 @@ func (f *fakePubSub) continuations(t *testing.T) []pipeline.Tick {
 		if err != nil {
 			t.Fatalf("a continuation does not decode: %v", err)
 		}
-		id, after, err := message.Continuation(m.Attributes, m.ID)
+		resume, err := message.Continuation(m.Attributes, m.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, pipeline.Tick{WorkflowType: start.WorkflowType, InitialData: start.InitialData,
-			Trigger: m.Attributes[message.AttrTrigger], TickID: id, After: after})
+			Trigger: m.Attributes[message.AttrTrigger], TickID: resume.TickID, After: resume.After, Roster: resume.Roster})
 	}
 	return out
 }
@@ -118,12 +118,15 @@ func TestATickGoesOnUntilEveryOrganizationIsDispatched(t *testing.T) {
 
 // A continuation without its tick's id is malformed: it could not name the tick's runs.
 func TestAContinuationWithoutItsTickIsRefused(t *testing.T) {
-	if _, _, err := message.Continuation(map[string]string{message.AttrDispatchAfter: "org"}, "m1"); err == nil {
+	if _, err := message.Continuation(map[string]string{message.AttrDispatchAfter: "org"}, "m1"); err == nil {
 		t.Error("a continuation without a tick id was read")
 	}
-	id, after, err := message.Continuation(map[string]string{message.AttrTickID: "spoofed"}, "m1")
-	if err != nil || id != "m1" || after != "" {
-		t.Errorf("a first delivery read as %q %q %v; want its own message id", id, after, err)
+	if _, err := message.Continuation(map[string]string{message.AttrDispatchAfter: "org", message.AttrTickID: "t", message.AttrRoster: "rebuild-all"}, "m1"); err == nil {
+		t.Error("a continuation with an unknown roster attribute was read")
+	}
+	r, err := message.Continuation(map[string]string{message.AttrTickID: "spoofed", message.AttrRoster: message.RosterBuild}, "m1")
+	if err != nil || r != (message.Resume{TickID: "m1"}) {
+		t.Errorf("a first delivery read as %+v %v; want its own message id alone", r, err)
 	}
 }
 
