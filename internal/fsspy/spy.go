@@ -9,6 +9,7 @@ package fsspy
 
 import (
 	"context"
+	"io"
 	"strings"
 	"sync"
 
@@ -30,6 +31,7 @@ type Spy struct {
 	writes  []Write
 	queries []*firestorepb.StructuredQuery
 	commits int
+	billed  int
 }
 
 // New returns an empty spy.
@@ -80,7 +82,9 @@ func (s *Spy) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Client
 
 type watched struct {
 	grpc.ClientStream
-	spy *Spy
+	spy   *Spy
+	query bool // a query or an aggregation: billed one read at least
+	docs  int
 }
 
 func (w *watched) SendMsg(m any) error {
@@ -92,6 +96,7 @@ func (w *watched) SendMsg(m any) error {
 		q = r.GetStructuredAggregationQuery().GetStructuredQuery()
 	}
 	if q != nil {
+		w.query = true
 		w.spy.mu.Lock()
 		w.spy.queries = append(w.spy.queries, q)
 		w.spy.mu.Unlock()
@@ -102,18 +107,34 @@ func (w *watched) SendMsg(m any) error {
 func (w *watched) RecvMsg(m any) error {
 	err := w.ClientStream.RecvMsg(m)
 	if err != nil {
+		if err == io.EOF && w.query && w.docs == 0 {
+			w.spy.mu.Lock()
+			w.spy.billed++ // an empty query, or an aggregation: one read
+			w.spy.mu.Unlock()
+		}
 		return err
 	}
 	var name string
+	billed := 0
 	switch r := m.(type) {
 	case *firestorepb.BatchGetDocumentsResponse:
 		name = r.GetFound().GetName()
+		if name != "" || r.GetMissing() != "" {
+			billed = 1 // a missing document is billed too
+		}
 	case *firestorepb.RunQueryResponse:
 		name = r.GetDocument().GetName()
 	}
-	if name != "" {
+	if name != "" || billed > 0 {
 		w.spy.mu.Lock()
-		w.spy.reads = append(w.spy.reads, name)
+		if name != "" {
+			w.spy.reads = append(w.spy.reads, name)
+			if w.query {
+				w.docs++
+				billed = 1
+			}
+		}
+		w.spy.billed += billed
 		w.spy.mu.Unlock()
 	}
 	return nil
@@ -141,6 +162,15 @@ func (s *Spy) Queries() []*firestorepb.StructuredQuery {
 	return append([]*firestorepb.StructuredQuery(nil), s.queries...)
 }
 
+// BilledReads is what Firestore bills as document reads for the traffic seen: each document a
+// get or a query returned, each get of a missing document, and one for a query that returned
+// nothing or an aggregation (billed one read per up to 1,000 index entries; counted one).
+func (s *Spy) BilledReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.billed
+}
+
 // Commits returns how many commits succeeded.
 func (s *Spy) Commits() int {
 	s.mu.Lock()
@@ -152,7 +182,7 @@ func (s *Spy) Commits() int {
 func (s *Spy) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads, s.writes, s.queries, s.commits = nil, nil, nil, 0
+	s.reads, s.writes, s.queries, s.commits, s.billed = nil, nil, nil, 0, 0
 }
 
 // WritesTouching counts the writes whose update mask includes field (or a path under it).

@@ -1,0 +1,47 @@
+package fsspy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// What is billed as reads: each document returned by a get or a query, a get of a missing
+// document, and one for an empty query and for an aggregation.
+func TestBilledReadsCountWhatFirestoreBills(t *testing.T) {
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	ctx := context.Background()
+	c := fs.Collection("things")
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := c.Doc(id).Set(ctx, map[string]any{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spy.Reset()
+	steps := []struct {
+		name string
+		do   func() error
+		want int
+	}{
+		{"a get", func() error { _, err := c.Doc("a").Get(ctx); return err }, 1},
+		{"a get of a missing document", func() error { _, _ = c.Doc("none").Get(ctx); return nil }, 1},
+		{"a query of three", func() error { _, err := c.Where("n", "==", 1).Documents(ctx).GetAll(); return err }, 3},
+		{"an empty query", func() error { _, err := c.Where("n", "==", 2).Documents(ctx).GetAll(); return err }, 1},
+		{"a count", func() error { _, err := c.NewAggregationQuery().WithCount("n").Get(ctx); return err }, 1},
+	}
+	total := 0
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		total += s.want
+		if got := spy.BilledReads(); got != total {
+			t.Fatalf("after %s: %d billed reads, want %d", s.name, got, total)
+		}
+	}
+}
