@@ -135,8 +135,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	stats := Stats{Settled: map[string]int{}}
 
-	// The count of rows no scan can see runs beside the scan: both only read, and the syncs,
-	// which change the scope, start after both.
+	// The count of rows no scan can see runs beside the scan and the syncs: it reads one
+	// snapshot of the scope (ledger's invisible), which the syncs' writes do not move.
 	type counted struct {
 		inv ledger.Invisible
 		err error
@@ -147,14 +147,13 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		invisible <- counted{inv, err}
 	}()
 	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats, log)
-	c := <-invisible
 	for i := range reqs {
 		reqs[i].IncludeDisabled = run.IncludeDisabled
 	}
 	if err != nil {
+		<-invisible
 		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
 	}
-	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", c.inv, c.err)
 	if out.SkippedMissingMetadataCount > 0 {
 		log.Warn("active runner executions without a provider reference; they stay active until a writer fixes them",
 			"skipped_missing_metadata_count", out.SkippedMissingMetadataCount,
@@ -219,6 +218,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	if stats.StoppedBy != "" {
 		log.Warn("executor calls stopped for the rest of the run", "stopped_by", stats.StoppedBy, "deferred", stats.Deferred)
 	}
+	c := <-invisible
+	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", c.inv, c.err)
 	if stopErr != nil {
 		return out, stats, &workflow.StepError{Step: "sync", Layer: "executor", Reason: "executor_" + stats.StoppedBy, Err: stopErr}
 	}

@@ -33,8 +33,6 @@ func (v Invisible) Stat() *Invisible {
 const (
 	InvisibleSampleMax = 10
 	InvisibleScanMax   = 200
-	// InvisibleCountAttempts bounds how many times a moving scope is counted again.
-	InvisibleCountAttempts = 3
 )
 
 // firestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
@@ -42,16 +40,16 @@ var firestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // invisible counts the documents active matches, against those of them whose field holds a
 // timestamp (served by the index that serves the scan), and, when they differ, reads a bounded
-// sample of the scope to name them. The counts are not one snapshot (Firestore has no read time
-// for aggregations, and a read-only transaction would commit): a row settled or created between
-// them would read as invisible. So the scope is counted on both sides of the timestamp count,
-// again (up to InvisibleCountAttempts times) while it moves, and a difference is confirmed by the
-// sample: when the sample read the whole scope, the count is what it found. It costs three
-// aggregation queries, and a bounded read only when something looks invisible.
+// sample of the scope to name them. The counts are not one snapshot: a row settled or created
+// between them would read as invisible. So the scope is counted on both sides of the timestamp
+// count, again (up to invisibleCountAttempts times) while it moves, and a difference is
+// confirmed by the sample: when the sample read the whole scope, the count is what it found. It
+// costs three aggregation queries, and a bounded read only when something looks invisible. A
+// workflow that counts while its own writes move the scope uses invisibleSnapshot.
 func invisible(ctx context.Context, active firestore.Query, field, what string) (Invisible, error) {
 	var estimate int64
 	stable := false
-	for range InvisibleCountAttempts {
+	for range invisibleCountAttempts {
 		before, err := count(ctx, active, "count active "+what)
 		if err != nil {
 			return Invisible{}, err
@@ -79,12 +77,7 @@ func invisible(ctx context.Context, active firestore.Query, field, what string) 
 	if err != nil {
 		return Invisible{}, fmt.Errorf("sample invisible %s: %w", what, err)
 	}
-	var found []string
-	for _, snap := range snaps {
-		if v, err := snap.DataAt(field); err != nil || !isTime(v) {
-			found = append(found, snap.Ref.ID)
-		}
-	}
+	found := notTimestamps(snaps, field)
 	out := Invisible{Count: max(estimate, int64(len(found))), Sample: found[:min(len(found), InvisibleSampleMax)]}
 	if len(snaps) < InvisibleScanMax {
 		out.Count = int64(len(found)) // the sample read the whole scope: what it found is exact
@@ -92,9 +85,63 @@ func invisible(ctx context.Context, active firestore.Query, field, what string) 
 	return out, nil
 }
 
-func isTime(v any) bool {
-	_, ok := v.(time.Time)
-	return ok
+// invisibleCountAttempts bounds how many times invisible counts a moving scope again.
+const invisibleCountAttempts = 3
+
+// invisibleSnapshot is invisible in one read-only transaction: both counts, and the sample when
+// they differ, read one snapshot, so rows settled or created meanwhile change nothing — the
+// execution syncs count beside their own syncs, which move the scope. It costs two aggregation
+// queries (and a begin and a commit of no writes). Against Firestore a read-only transaction
+// takes no lock; the emulator's holds the documents it counted until it ends, which is why the
+// workflows that count before they write use invisible.
+func invisibleSnapshot(ctx context.Context, client *firestore.Client, active firestore.Query, field, what string) (Invisible, error) {
+	var out Invisible
+	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out = Invisible{}
+		all, err := countIn(ctx, tx, active, "count active "+what)
+		if err != nil {
+			return err
+		}
+		seen, err := countIn(ctx, tx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
+		if err != nil {
+			return err
+		}
+		if all <= seen {
+			return nil
+		}
+		snaps, err := tx.Documents(active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax)).GetAll()
+		if err != nil {
+			return fmt.Errorf("sample invisible %s: %w", what, err)
+		}
+		found := notTimestamps(snaps, field)
+		out = Invisible{Count: all - seen, Sample: found[:min(len(found), InvisibleSampleMax)]}
+		return nil
+	}, firestore.ReadOnly)
+	return out, err
+}
+
+// notTimestamps are the ids of snaps whose field is missing or not a timestamp.
+func notTimestamps(snaps []*firestore.DocumentSnapshot, field string) []string {
+	var found []string
+	for _, snap := range snaps {
+		if v, err := snap.DataAt(field); err != nil || !isTime(v) {
+			found = append(found, snap.Ref.ID)
+		}
+	}
+	return found
+}
+
+// countIn counts what q matches, in tx.
+func countIn(ctx context.Context, tx *firestore.Transaction, q firestore.Query, what string) (int64, error) {
+	res, err := q.NewAggregationQuery().WithCount("n").Transaction(tx).Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	n, err := aggregateInt(res["n"])
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return n, nil
 }
 
 // Invisible reports the active rows of one organization and provider that no scan can see:
@@ -102,7 +149,7 @@ func isTime(v any) bool {
 func (s *ExecutionStore) Invisible(ctx context.Context, org, provider string) (Invisible, error) {
 	q := s.client.Collection(ExecutionsCollection).
 		Where("organization_uuid", "==", org).Where("provider", "==", provider).Where("active", "==", true)
-	return invisible(ctx, q, "observed_at", "executions of "+org)
+	return invisibleSnapshot(ctx, s.client, q, "observed_at", "executions of "+org)
 }
 
 // Invisible reports the running app invocations no scan can see: last_moved_at missing or not a
@@ -138,4 +185,9 @@ func ReportInvisible(log *slog.Logger, collection, field string, v Invisible, er
 			"collection", collection, "invisible", v.Count, "sample", v.Sample)
 	}
 	return v.Stat()
+}
+
+func isTime(v any) bool {
+	_, ok := v.(time.Time)
+	return ok
 }
