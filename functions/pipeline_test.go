@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -148,6 +149,46 @@ func TestATickSettlesEveryEnabledOrganizationThroughThePipeline(t *testing.T) {
 		if runs[org] != rec.WorkflowRunUUID || rec.Trigger != "schedule" || rec.Output["started_count"] != int64(6) || rec.Stats["published"] != int64(6) {
 			t.Errorf("run record %s: org %s trigger %s output %v stats %v", rec.WorkflowRunUUID, org, rec.Trigger, rec.Output, rec.Stats)
 		}
+	}
+}
+
+// One organization's ten thousand stale rows that can never be settled (no provider reference),
+// older than any other's, take nothing from another organization: its rows settle in the same
+// tick (the rule is within two), and the first gets a run of its own that reports what it
+// skipped, having read no more than its scan's cap.
+func TestUnsettleableRowsOfOneOrganizationStarveNoOther(t *testing.T) {
+	w := newFleetWorld(t)
+	ctx := context.Background()
+	hog := uuid.NewString()
+	w.organization(t, hog, true)
+	older := time.Now().Add(-2 * time.Hour).Truncate(time.Microsecond)
+	bw := w.fs.BulkWriter(ctx)
+	for range 10000 {
+		if _, err := bw.Set(w.fs.Collection(ledger.ExecutionsCollection).NewDoc(), map[string]any{
+			"organization_uuid": hog, "provider": ledger.ProviderCloudRun, "status": "running", "active": true, "observed_at": older,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bw.End()
+	f := seedFleet(t, w, 1, 1)
+
+	tickID := publishTick(t, tickData)
+	runs := map[string]string{f.orgs[0]: pipeline.RunUUID(tickID, contract.ExecutionSyncCloudRun, f.orgs[0])}
+	eventually(t, 90*time.Second, "the other organization's rows to settle in the first tick", func() bool { return f.settled(t, w, runs) })
+	f.check(t, w)
+
+	hogRun := pipeline.RunUUID(tickID, contract.ExecutionSyncCloudRun, hog)
+	var rec ledger.RunRecord
+	eventually(t, 30*time.Second, "the hog's own run to end", func() bool {
+		var err error
+		rec, err = ledger.NewRunStore(w.fs).GetRun(ctx, hogRun)
+		return err == nil && rec.Status == "completed"
+	})
+	// It reads at most ScanFactor × limit documents, all of them without a provider reference.
+	want := int64(executionsync.ScanFactorDefault * 50)
+	if rec.Output["skipped_missing_metadata_count"] != want || rec.Output["started_count"] != int64(0) || rec.Stats["scan_capped"] != true {
+		t.Errorf("the hog's run output %v stats %v, want %d skipped, nothing started, the scan capped", rec.Output, rec.Stats, want)
 	}
 }
 
