@@ -90,6 +90,12 @@ type Result struct {
 	RawTxPerSRounds       []float64 `json:"raw_tx_per_s_rounds"`
 	SettleRowsPerSRounds  []float64 `json:"settle_rows_per_s_rounds"`
 	SettleThroughputRatio float64   `json:"settle_throughput_ratio"`
+	// Where the workflow's time goes: rows per second within the runs' pools of syncs (a row's
+	// executor call and transaction), and the time of each run outside its pool (the guard and
+	// run record, the scan, the finish), medians of the same rounds.
+	SettlePoolRowsPerS  float64 `json:"settle_pool_rows_per_s"`
+	SettlePoolRatio     float64 `json:"settle_pool_ratio"`
+	SettleRunOverheadMs float64 `json:"settle_run_overhead_ms"`
 
 	ReadsPerSettledRow              float64 `json:"reads_per_settled_row"`
 	WritesPerSettledRow             float64 `json:"writes_per_settled_row"`
@@ -119,15 +125,24 @@ type Result struct {
 	FanoutStale int `json:"fanout_stale"`
 	// Per tick over FanoutScopes organizations of which FanoutStale have work, counted by the
 	// gRPC spy on Dispatch's own Firestore client and by what it published.
-	TickInvocations       int     `json:"tick_invocations_1000_orgs_10_stale"`
-	TickFirestoreOps      int     `json:"tick_firestore_ops_1000_orgs_10_stale"`
-	TickMessages          int     `json:"tick_messages"`
-	QuietScopeReads       float64 `json:"quiet_scope_reads_per_tick"`
-	QuietScopeWrites      float64 `json:"quiet_scope_writes_per_tick"`
-	QuietScopeInvocations float64 `json:"quiet_scope_invocations_per_tick"`
-	FanoutMs              float64 `json:"fanout_ms"`
-	RawFanoutMs           float64 `json:"raw_fanout_ms"`
-	FanoutRatio           float64 `json:"fanout_ratio"`
+	TickInvocations  int `json:"tick_invocations_1000_orgs_10_stale"`
+	TickFirestoreOps int `json:"tick_firestore_ops_1000_orgs_10_stale"`
+	TickMessages     int `json:"tick_messages"`
+	// The tick that builds the roster (one in RosterPeriodTicks), and the roster's own writes
+	// over that period: the fleet's, not any organization's.
+	TickRosterBuildFirestoreOps int     `json:"tick_firestore_ops_roster_build"`
+	RosterPeriodTicks           int     `json:"roster_period_ticks"`
+	RosterWritesPerPeriod       int     `json:"roster_writes_per_period"`
+	QuietScopeReads             float64 `json:"quiet_scope_reads_per_tick"`
+	QuietScopeWrites            float64 `json:"quiet_scope_writes_per_tick"`
+	QuietScopeInvocations       float64 `json:"quiet_scope_invocations_per_tick"`
+	FanoutMs                    float64 `json:"fanout_ms"`
+	RawFanoutMs                 float64 `json:"raw_fanout_ms"`
+	FanoutRatio                 float64 `json:"fanout_ratio"`
+	// The same raw messages behind one hop more (a tick through Dispatch, doing nothing): the
+	// best fanout_ratio any tick → Dispatch → Sweep pipeline could show here.
+	RawTwoHopsMs     float64 `json:"raw_two_hops_fanout_ms"`
+	FanoutFloorRatio float64 `json:"fanout_floor_ratio"`
 
 	// One tick over a simulated fleet (100,000 organizations; quick: 2,000), FleetStale of them
 	// with a stale row, dispatched with probes and continuations as production does.
@@ -136,6 +151,9 @@ type Result struct {
 	FleetInvocations   int     `json:"fleet_dispatch_invocations"`
 	FleetTickMs        float64 `json:"fleet_tick_ms"`
 	FleetScopesReached bool    `json:"fleet_100k_scopes_reached"`
+	// The tick before it, which found no roster: it listed the fleet and built one.
+	FleetBuildInvocations int     `json:"fleet_build_dispatch_invocations"`
+	FleetBuildTickMs      float64 `json:"fleet_build_tick_ms"`
 
 	ColdStartMs float64 `json:"cold_start_ms"`
 	BinaryBytes int64   `json:"binary_bytes"`

@@ -92,23 +92,39 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 	tick, _ := json.Marshal(map[string]any{"workflow_type": contract.ExecutionSyncCloudRun, "initial_data": map[string]any{}})
 	pub := ps.Publisher(pipeline.TicksDefault)
 	defer pub.Stop()
-	begin := time.Now()
-	if _, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{message.AttrTrigger: "schedule"}}).Get(ctx); err != nil {
+	completed := fs.Collection(ledger.RunsCollection).Where("status", "==", "completed")
+	// tickThrough publishes a tick and waits until `want` run records in all are completed.
+	tickThrough := func(want int) (time.Duration, error) {
+		begin := time.Now()
+		if _, err := pub.Publish(ctx, &pubsub.Message{Data: tick, Attributes: map[string]string{message.AttrTrigger: "schedule"}}).Get(ctx); err != nil {
+			return 0, err
+		}
+		err := waitFor(ctx, 5*time.Minute, func() (bool, error) {
+			r, err := completed.NewAggregationQuery().WithCount("n").Get(ctx)
+			if err != nil {
+				return false, err
+			}
+			c, _ := r["n"].(interface{ GetIntegerValue() int64 })
+			return c != nil && c.GetIntegerValue() >= int64(want), nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("wait for %d run records: %w", want, err)
+		}
+		return time.Since(begin), nil
+	}
+	// The first tick of a deployment builds the roster (it lists the organizations); the ones
+	// after it, measured here, read it, as every tick does until it is ten minutes old.
+	first, err := tickThrough(stale)
+	if err != nil {
 		return err
 	}
-	completed := fs.Collection(ledger.RunsCollection).Where("status", "==", "completed")
-	if err := waitFor(ctx, 5*time.Minute, func() (bool, error) {
-		r, err := completed.NewAggregationQuery().WithCount("n").Get(ctx)
-		if err != nil {
-			return false, err
-		}
-		c, _ := r["n"].(interface{ GetIntegerValue() int64 })
-		return c != nil && c.GetIntegerValue() >= int64(stale), nil
-	}); err != nil {
-		return fmt.Errorf("wait for %d run records: %w", stale, err)
+	p.say("first tick (lists the organizations, builds the roster) → %d run records: %.0f ms", stale, float64(first.Milliseconds()))
+	took, err := tickThrough(2 * stale)
+	if err != nil {
+		return err
 	}
-	res.FanoutMs = float64(time.Since(begin).Milliseconds())
-	p.say("tick over %d organizations → Dispatch (probes) → %d × Sweep → %d run records: %.0f ms", n, stale, stale, res.FanoutMs)
+	res.FanoutMs = float64(took.Milliseconds())
+	p.say("tick over %d organizations → Dispatch (roster, probes) → %d × Sweep → %d run records: %.0f ms", n, stale, stale, res.FanoutMs)
 
 	raw, err := rawFanout(ctx, ps, projectID, stale)
 	if err != nil {
@@ -117,44 +133,91 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 	res.RawFanoutMs = float64(raw.Milliseconds())
 	res.FanoutRatio = res.RawFanoutMs / res.FanoutMs
 	p.say("raw: %d messages published and pushed to a handler that only acknowledges: %.0f ms", stale, res.RawFanoutMs)
+	hops, err := rawTwoHops(ctx, ps, projectID, stale)
+	if err != nil {
+		return err
+	}
+	res.RawTwoHopsMs = float64(hops.Milliseconds())
+	res.FanoutFloorRatio = res.RawFanoutMs / res.RawTwoHopsMs
+	p.say("raw, two hops: one message pushed to a handler that publishes the %d, pushed to one that acknowledges: %.0f ms", stale, res.RawTwoHopsMs)
 	return nil
 }
 
 // rawFanout publishes n messages to a topic pushed to a local handler that acknowledges, and
 // times it until all n have arrived.
 func rawFanout(ctx context.Context, ps *pubsub.Client, projectID string, n int) (time.Duration, error) {
+	return rawHops(ctx, ps, projectID, "bench-raw", n, false)
+}
+
+// rawTwoHops is rawFanout behind one hop more, as a tick goes through Dispatch: one message
+// pushed to a handler that publishes the n messages, pushed to a handler that acknowledges.
+// Nothing is done at either hop; it is the floor of any fan-out through Pub/Sub here.
+func rawTwoHops(ctx context.Context, ps *pubsub.Client, projectID string, n int) (time.Duration, error) {
+	return rawHops(ctx, ps, projectID, "bench-hop", n, true)
+}
+
+// rawHops times n messages pushed to a handler that only acknowledges; with twoHops, published by
+// a handler of one message pushed first.
+func rawHops(ctx context.Context, ps *pubsub.Client, projectID, name string, n int, twoHops bool) (time.Duration, error) {
 	var got atomic.Int64
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
+	pub := ps.Publisher(name)
+	defer pub.Stop()
+	publish := func(ctx context.Context) error {
+		results := make([]*pubsub.PublishResult, n)
+		for i := range n {
+			results[i] = pub.Publish(ctx, &pubsub.Message{Data: []byte(`{"n": ` + strconv.Itoa(i) + `}`)})
+		}
+		for _, r := range results {
+			if _, err := r.Get(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Add(1)
+		if r.URL.Path == "/first" {
+			if err := publish(r.Context()); err != nil {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+		} else {
+			got.Add(1)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})}
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Close()
-	topic := fmt.Sprintf("projects/%s/topics/bench-raw", projectID)
-	if _, err := ps.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil {
+	subscribe := func(topicID, path string) error {
+		topic := fmt.Sprintf("projects/%s/topics/%s", projectID, topicID)
+		if _, err := ps.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil {
+			return err
+		}
+		_, err := ps.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
+			Name: fmt.Sprintf("projects/%s/subscriptions/%s", projectID, topicID), Topic: topic,
+			PushConfig: &pubsubpb.PushConfig{PushEndpoint: "http://" + lis.Addr().String() + path}, AckDeadlineSeconds: 60,
+		})
+		return err
+	}
+	if err := subscribe(name, "/raw"); err != nil {
 		return 0, err
 	}
-	if _, err := ps.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
-		Name: fmt.Sprintf("projects/%s/subscriptions/bench-raw", projectID), Topic: topic,
-		PushConfig: &pubsubpb.PushConfig{PushEndpoint: "http://" + lis.Addr().String() + "/raw"}, AckDeadlineSeconds: 60,
-	}); err != nil {
-		return 0, err
-	}
-	pub := ps.Publisher("bench-raw")
-	defer pub.Stop()
 	begin := time.Now()
-	results := make([]*pubsub.PublishResult, n)
-	for i := range n {
-		results[i] = pub.Publish(ctx, &pubsub.Message{Data: []byte(`{"n": ` + strconv.Itoa(i) + `}`)})
-	}
-	for _, r := range results {
-		if _, err := r.Get(ctx); err != nil {
+	if twoHops {
+		if err := subscribe(name+"-first", "/first"); err != nil {
 			return 0, err
 		}
+		first := ps.Publisher(name + "-first")
+		defer first.Stop()
+		begin = time.Now()
+		if _, err := first.Publish(ctx, &pubsub.Message{Data: []byte(`{}`)}).Get(ctx); err != nil {
+			return 0, err
+		}
+	} else if err := publish(ctx); err != nil {
+		return 0, err
 	}
 	err = waitFor(ctx, 5*time.Minute, func() (bool, error) { return got.Load() >= int64(n), nil })
 	return time.Since(begin), err
@@ -189,11 +252,14 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// countTick runs one Dispatch of a Cloud Run sync tick over the fleet, with probes, behind the
-// gRPC spy, publishing into a topic of its own, and counts what it cost: Firestore operations
-// (documents read, queries, writes), messages, and the invocations the tick causes (itself and
-// one Sweep per message). A quiet organization's share is what the tick cost beyond what the
-// organizations with work cost: their listing share and probe, nothing else.
+// countTick runs the Cloud Run sync's ticks over the fleet for one roster period at its default
+// schedule (every minute, RosterMaxAgeDefault apart: the first tick builds the roster, the rest
+// read it) behind the gRPC spy, with probes, publishing into a topic of its own, and counts what
+// they cost: billed Firestore reads (documents, at least one per query, and the clock's read
+// each tick as production pays it), writes, messages, and the invocations a tick causes (itself
+// and one Sweep per message). A quiet organization's share is the period's reads over the
+// ticks and the organizations (an upper bound: the organizations with work are in it too); its
+// writes are those of any document but the roster's, which are the fleet's, counted apart.
 func countTick(ctx context.Context, projectID string, n, stale int, res *Result) error {
 	spy := fsspy.New()
 	fs, err := ledger.Open(ctx, ledger.Options{Project: projectID, DialOptions: spy.DialOptions()})
@@ -212,52 +278,61 @@ func countTick(ctx context.Context, projectID string, n, stale int, res *Result)
 	}
 	pub := pipeline.NewTopicPublisher(ps, 0, 0)
 	defer pub.Stop()
-	d, err := probingDispatcher(fs, pub, topic, pipeline.DispatchConfig{})
-	if err != nil {
-		return err
-	}
-	spy.Reset()
-	rep, err := d.Dispatch(ctx, pipeline.Tick{WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{}`), TickID: "bench-count"})
-	if err != nil {
-		return err
-	}
-	if rep.Published != stale {
-		return fmt.Errorf("count a tick: %d sweeps published over %d organizations with a stale row", rep.Published, stale)
-	}
-	// Billed reads: every document returned, and at least one per query (an empty query is
-	// billed one read), and the clock's read.
-	listed, probes := 0, 0
-	for _, name := range spy.Reads() {
-		if strings.Contains(name, "/"+ledger.OrganizationsCollection+"/") {
-			listed++
+	period := int(pipeline.RosterMaxAgeDefault / time.Minute)
+	start := time.Now()
+	var reads, writes, rosterWrites int
+	for i := range period {
+		at := start.Add(time.Duration(i) * time.Minute)
+		d, err := probingDispatcher(fs, pub, topic, pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
+		if err != nil {
+			return err
+		}
+		spy.Reset()
+		rep, err := d.Dispatch(ctx, pipeline.Tick{WorkflowType: contract.ExecutionSyncCloudRun, InitialData: json.RawMessage(`{}`), TickID: fmt.Sprint("bench-count-", i)})
+		if err != nil {
+			return err
+		}
+		if want := map[bool]string{true: "build", false: "read"}[i == 0]; rep.Published != stale || rep.Roster != want || (i == 0) != rep.RosterFinished {
+			return fmt.Errorf("count a tick: tick %d published %d sweeps over %d organizations with a stale row, organizations by %q (want %q)", i, rep.Published, stale, rep.Roster, want)
+		}
+		tickReads, tickWrites := spy.BilledReads()+1, 0 // +1: the clock's read
+		for _, w := range spy.Writes() {
+			if strings.Contains(w.Document, "/"+ledger.RosterCollection+"/") {
+				rosterWrites++
+			} else {
+				tickWrites++
+			}
+		}
+		reads, writes = reads+tickReads, writes+tickWrites
+		switch i {
+		case 0:
+			res.TickRosterBuildFirestoreOps = tickReads + len(spy.Writes())
+		case 1:
+			res.TickFirestoreOps = tickReads + len(spy.Writes())
+			res.TickMessages = rep.Published
+			res.TickInvocations = 1 + rep.Published
 		}
 	}
-	for _, q := range spy.Queries() {
-		if fsspy.Shape(q).Collection == ledger.ExecutionsCollection {
-			probes++ // one document at most, one billed read either way
-		}
-	}
-	writes := len(spy.Writes())
-	res.TickInvocations = 1 + rep.Published
-	res.TickFirestoreOps = listed + probes + 1 + writes
-	res.TickMessages = rep.Published
-	res.QuietScopeReads = float64(listed+probes) / float64(n)
+	res.RosterPeriodTicks, res.RosterWritesPerPeriod = period, rosterWrites
+	res.QuietScopeReads = float64(reads) / float64(period*n)
 	if quiet := float64(n - stale); quiet > 0 {
-		res.QuietScopeWrites = float64(writes) / quiet
-		res.QuietScopeInvocations = float64(res.TickInvocations-1-rep.Published) / quiet
+		res.QuietScopeWrites = float64(writes) / (quiet * float64(period))
+		res.QuietScopeInvocations = 0 // a tick invokes Dispatch and one Sweep per message: none is a quiet organization's
 	}
 	return nil
 }
 
-// probingDispatcher is a dispatcher of the Cloud Run sync over fs, with its probe on and
-// Firestore's clock, as production builds it (internal/app), publishing sweeps to topic.
-func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic string, cfg pipeline.DispatchConfig) (*pipeline.Dispatcher, error) {
+// probingDispatcher is a dispatcher of the Cloud Run sync over fs as production builds it
+// (internal/app): probes on, the roster on (its default age), at the time clock gives,
+// publishing sweeps to topic.
+func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic string, cfg pipeline.DispatchConfig, clock ledger.Clock) (*pipeline.Dispatcher, error) {
 	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
 	if err != nil {
 		return nil, err
 	}
 	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), pub, topic, cfg, slog.New(slog.DiscardHandler),
 		workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)))
-	d.ProbeWith(ledger.ServerClock(fs))
+	d.ProbeWith(clock)
+	d.RosterWith(ledger.NewRosterStore(fs), 0)
 	return d, nil
 }

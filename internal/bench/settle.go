@@ -20,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -27,6 +28,7 @@ import (
 // settled is what one settling measurement saw.
 type settled struct {
 	elapsed                   time.Duration
+	syncing                   time.Duration // of elapsed, the time the runs' syncs took (their pools)
 	rows, started, candidates int
 	runs                      int
 	reads, writes, queries    int // on runner_executions, counted on the wire
@@ -35,19 +37,47 @@ type settled struct {
 
 func (s settled) perSecond() float64 { return float64(s.rows) / s.elapsed.Seconds() }
 
-// settleRows seeds n stale rows whose executions Cloud Run reports succeeded (and missing rows
-// without a provider reference), then runs the execution-sync workflow, syncs inline at
-// concurrency conc, until every syncable row is settled.
-func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.Duration) (settled, error) {
+// timedStarter is a Starter that adds up how long its Start calls took: a run's pool of syncs,
+// apart from its scan, its count and its run record.
+type timedStarter struct {
+	executionsync.Starter
+	took time.Duration
+}
+
+func (t *timedStarter) Start(ctx context.Context, reqs []message.Sync) []executionsync.SyncResult {
+	began := time.Now()
+	defer func() { t.took += time.Since(began) }()
+	return t.Starter.Start(ctx, reqs)
+}
+
+// settling is a dataset of stale rows whose executions Cloud Run reports succeeded (and rows
+// without a provider reference), and the execution-sync workflow settling them one run at a
+// time, syncs inline at concurrency conc: as the app builds it, the blind-executor guard on.
+type settling struct {
+	e        *env
+	n        int
+	spy      *fsspy.Spy
+	engine   *workflow.Engine
+	input    json.RawMessage
+	pool     *timedStarter
+	calls    int64
+	s        settled
+	finished bool
+	close    func()
+}
+
+func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time.Duration) (*settling, error) {
 	spy := fsspy.New()
 	fs, done, err := project(ctx, spy)
 	if err != nil {
-		return settled{}, err
+		return nil, err
 	}
-	defer done()
+	w := &settling{e: e, n: n, spy: spy}
+	w.close = func() { e.fake.SetLatency(cloudrunfake.GetExecution, 0); done() }
+	fail := func(err error) (*settling, error) { w.close(); return nil, err }
 	org := uuid.NewString()
 	if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
-		return settled{}, err
+		return fail(err)
 	}
 	old := time.Now().Add(-10 * time.Minute).Truncate(time.Microsecond)
 	ids := make([]string, n+missing)
@@ -57,7 +87,7 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 	for i := range n {
 		name := cloudrunfake.ExecutionName("bench", "europe-west1", "job", ids[i])
 		if err := e.fake.SetExecution(cloudrunfake.Succeeded(name, old)); err != nil {
-			return settled{}, err
+			return fail(err)
 		}
 	}
 	err = bulk(ctx, fs, len(ids), func(i int) (*firestore.DocumentRef, any) {
@@ -68,10 +98,9 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 		return fs.Collection(ledger.ExecutionsCollection).Doc(ids[i]), row
 	})
 	if err != nil {
-		return settled{}, err
+		return fail(err)
 	}
 	e.fake.SetLatency(cloudrunfake.GetExecution, latency)
-	defer e.fake.SetLatency(cloudrunfake.GetExecution, 0)
 
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
 	adapter := cloudrun.New(e.run, cloudrun.Config{})
@@ -80,85 +109,133 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 	// knows; what it costs a healthy target is the sync.target each answer writes).
 	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, cfg.LostGrace, logging.Discard()).
 		GuardTargets(blindguard.New(ledger.NewTargetStore(fs), blindguard.Config{}, logging.Discard()))
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: conc}, cfg, time.Now)
+	w.pool = &timedStarter{Starter: &executionsync.Inline{Syncer: syncer, Concurrency: conc}}
+	wf, err := executionsync.New(store, adapter, w.pool, cfg, time.Now)
 	if err != nil {
-		return settled{}, err
+		return fail(err)
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: time.Now, Log: logging.Discard()},
+	w.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: time.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.CloudRun))
-	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": executionsync.LimitMax})
-
+	w.input, _ = json.Marshal(map[string]any{"organization_uuid": org, "limit": executionsync.LimitMax})
 	spy.Reset()
-	calls := e.calls.Load()
-	var s settled
-	begin := time.Now()
-	for s.rows < n {
-		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: input, Trigger: workflow.TriggerLocal})
-		if err != nil {
-			return s, err
-		}
-		if out.Status != workflow.StateCompleted {
-			return s, fmt.Errorf("run %s failed: %v", out.RunUUID, out.Err)
-		}
-		var st executionsync.Stats
-		var o executionsync.Output
-		b, _ := json.Marshal(out.Stats)
-		_ = json.Unmarshal(b, &st)
-		b, _ = json.Marshal(out.Output)
-		_ = json.Unmarshal(b, &o)
-		s.runs++
-		s.rows += st.Settled["succeeded"]
-		s.started += o.StartedCount
-		s.candidates += o.CandidateCount
-		if o.StartedCount == 0 {
-			break // nothing syncable left (a missing-metadata-only dataset)
-		}
-		if s.runs > 4*n/executionsync.LimitMax+10 {
-			return s, fmt.Errorf("%d runs settled only %d of %d rows", s.runs, s.rows, n)
-		}
+	w.calls = e.calls.Load()
+	return w, nil
+}
+
+// run makes one run, its time added to the measurement; false once nothing syncable is left.
+func (w *settling) run(ctx context.Context) (bool, error) {
+	s := &w.s
+	if w.finished || s.rows >= w.n {
+		return false, nil
 	}
-	s.elapsed = time.Since(begin)
-	s.calls = e.calls.Load() - calls
-	for _, d := range spy.Reads() {
+	begin := time.Now()
+	out, err := w.engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: w.input, Trigger: workflow.TriggerLocal})
+	s.elapsed += time.Since(begin)
+	if err != nil {
+		return false, err
+	}
+	if out.Status != workflow.StateCompleted {
+		return false, fmt.Errorf("run %s failed: %v", out.RunUUID, out.Err)
+	}
+	var st executionsync.Stats
+	var o executionsync.Output
+	b, _ := json.Marshal(out.Stats)
+	_ = json.Unmarshal(b, &st)
+	b, _ = json.Marshal(out.Output)
+	_ = json.Unmarshal(b, &o)
+	s.runs++
+	s.rows += st.Settled["succeeded"]
+	s.started += o.StartedCount
+	s.candidates += o.CandidateCount
+	if o.StartedCount == 0 {
+		w.finished = true // nothing syncable left (a missing-metadata-only dataset)
+		return false, nil
+	}
+	if s.runs > 4*w.n/executionsync.LimitMax+10 {
+		return false, fmt.Errorf("%d runs settled only %d of %d rows", s.runs, s.rows, w.n)
+	}
+	return s.rows < w.n, nil
+}
+
+// result is what the runs so far did, counted on the wire.
+func (w *settling) result() settled {
+	s := w.s
+	s.syncing = w.pool.took
+	s.calls = w.e.calls.Load() - w.calls
+	for _, d := range w.spy.Reads() {
 		if strings.Contains(d, "/"+ledger.ExecutionsCollection+"/") {
 			s.reads++
 		}
 	}
-	for _, w := range spy.Writes() {
-		if strings.Contains(w.Document, "/"+ledger.ExecutionsCollection+"/") {
+	for _, wr := range w.spy.Writes() {
+		if strings.Contains(wr.Document, "/"+ledger.ExecutionsCollection+"/") {
 			s.writes++
 		}
 	}
-	for _, q := range spy.Queries() {
+	for _, q := range w.spy.Queries() {
 		if fsspy.Shape(q).Collection == ledger.ExecutionsCollection {
 			s.queries++
 		}
 	}
-	return s, nil
+	return s
 }
 
-// rawTransactions makes n single-document read-modify-write transactions, conc at a time, on
-// rows shaped like the settled ones: the limit the workflow is measured against.
-func rawTransactions(ctx context.Context, n, conc int) (time.Duration, error) {
+// settleRows settles n rows (and reports missing rows without a provider reference) by runs
+// until every syncable row is settled.
+func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.Duration) (settled, error) {
+	w, err := newSettling(ctx, e, n, missing, conc, latency)
+	if err != nil {
+		return settled{}, err
+	}
+	defer w.close()
+	for {
+		more, err := w.run(ctx)
+		if err != nil {
+			return w.result(), err
+		}
+		if !more {
+			return w.result(), nil
+		}
+	}
+}
+
+// rawSide is n rows shaped like the settled ones, and single-document read-modify-write
+// transactions on them, conc at a time: the limit the workflow is measured against.
+type rawSide struct {
+	refs    []*firestore.DocumentRef
+	fs      *firestore.Client
+	next    int
+	elapsed time.Duration
+	close   func()
+}
+
+func newRawSide(ctx context.Context, n int) (*rawSide, error) {
 	fs, done, err := project(ctx, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer done()
-	refs := make([]*firestore.DocumentRef, n)
+	r := &rawSide{fs: fs, refs: make([]*firestore.DocumentRef, n), close: done}
 	old := time.Now().Add(-10 * time.Minute)
 	err = bulk(ctx, fs, n, func(i int) (*firestore.DocumentRef, any) {
-		refs[i] = fs.Collection(ledger.ExecutionsCollection).Doc(uuid.NewString())
-		return refs[i], ledger.Execution{OrganizationUUID: "raw", Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true, ObservedAt: old,
+		r.refs[i] = fs.Collection(ledger.ExecutionsCollection).Doc(uuid.NewString())
+		return r.refs[i], ledger.Execution{OrganizationUUID: "raw", Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true, ObservedAt: old,
 			ProviderRef: map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"}}
 	})
 	if err != nil {
-		return 0, err
+		done()
+		return nil, err
 	}
+	return r, nil
+}
+
+// step makes the next k transactions, conc at a time, its time added to the measurement.
+func (r *rawSide) step(ctx context.Context, k, conc int) error {
+	refs := r.refs[r.next:min(r.next+k, len(r.refs))]
+	r.next += len(refs)
 	var failed atomic.Int64
 	begin := time.Now()
-	parallel.ForEach(ctx, n, conc, func(i int) bool {
-		err := fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	parallel.ForEach(ctx, len(refs), conc, func(i int) bool {
+		err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 			snap, err := tx.Get(refs[i])
 			if err != nil {
 				return err
@@ -172,59 +249,82 @@ func rawTransactions(ctx context.Context, n, conc int) (time.Duration, error) {
 		}
 		return false
 	})
-	elapsed := time.Since(begin)
+	r.elapsed += time.Since(begin)
 	if f := failed.Load(); f > 0 {
-		return elapsed, fmt.Errorf("%d of %d raw transactions failed", f, n)
+		return fmt.Errorf("%d of %d raw transactions failed", f, len(refs))
 	}
-	return elapsed, nil
+	return nil
+}
+
+// interleaved measures both sides over n rows each, turn by turn on the same emulator: one run
+// of the workflow (limit rows), then as many raw transactions, rawFirst deciding who starts each
+// pair. The emulator's speed drifts for minutes as its JIT warms; turns a run long apart cancel
+// the drift that whole rounds measured one after the other would give to whichever side went
+// second.
+func interleaved(ctx context.Context, e *env, n, conc int, rawFirst bool) (raw *rawSide, flow settled, err error) {
+	raw, err = newRawSide(ctx, n)
+	if err != nil {
+		return nil, settled{}, err
+	}
+	defer raw.close()
+	w, err := newSettling(ctx, e, n, 0, conc, 0)
+	if err != nil {
+		return nil, settled{}, err
+	}
+	defer w.close()
+	for more := true; more || raw.next < n; {
+		rawTurn := func() error {
+			if raw.next < n {
+				return raw.step(ctx, executionsync.LimitMax, conc)
+			}
+			return nil
+		}
+		if rawFirst {
+			if err := rawTurn(); err != nil {
+				return nil, settled{}, err
+			}
+		}
+		if more {
+			if more, err = w.run(ctx); err != nil {
+				return nil, settled{}, err
+			}
+		}
+		if !rawFirst {
+			if err := rawTurn(); err != nil {
+				return nil, settled{}, err
+			}
+		}
+	}
+	return raw, w.result(), nil
 }
 
 func measureThroughput(ctx context.Context, e *env, p *progress, sz sizes, conc int, res *Result) error {
-	// Warm both sides first, then alternate them round by round, each side first in turn, on the
-	// same emulator: neither side is measured cold, nor always second. Each side's figure is its
-	// median round.
-	if _, err := rawTransactions(ctx, min(sz.rows, 100), conc); err != nil {
-		return err
-	}
-	if _, err := settleRows(ctx, e, min(sz.rows, 100), 0, conc, 0); err != nil {
+	// One round to warm both sides, then three, each side first in turn. In a round the sides
+	// take turns a run of 200 rows long (interleaved); each side's figure is its median round.
+	if _, _, err := interleaved(ctx, e, sz.rows, conc, true); err != nil {
 		return err
 	}
 	const rounds = 3
-	var raws, flows []float64
+	var raws, flows, pools, overheads []float64
 	var last settled
 	for round := range rounds {
-		measureRaw := func() error {
-			raw, err := rawTransactions(ctx, sz.rows, conc)
-			if err != nil {
-				return err
-			}
-			raws = append(raws, float64(sz.rows)/raw.Seconds())
-			return nil
-		}
-		measureFlow := func() error {
-			s, err := settleRows(ctx, e, sz.rows, 0, conc, 0)
-			if err != nil {
-				return err
-			}
-			flows = append(flows, s.perSecond())
-			last = s
-			return nil
-		}
-		first, second := measureRaw, measureFlow
-		if round%2 == 1 {
-			first, second = measureFlow, measureRaw
-		}
-		if err := first(); err != nil {
+		raw, s, err := interleaved(ctx, e, sz.rows, conc, round%2 == 1)
+		if err != nil {
 			return err
 		}
-		if err := second(); err != nil {
-			return err
-		}
-		p.say("round %d: raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d)", round+1, raws[round], flows[round], sz.rows, conc)
+		raws = append(raws, float64(sz.rows)/raw.elapsed.Seconds())
+		flows = append(flows, s.perSecond())
+		pools = append(pools, float64(s.rows)/s.syncing.Seconds())
+		overheads = append(overheads, float64((s.elapsed-s.syncing).Milliseconds())/float64(s.runs))
+		last = s
+		p.say("round %d: raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d, taking turns); within the runs' pools %.0f rows/s, %.0f ms a run outside them",
+			round+1, raws[round], flows[round], sz.rows, conc, pools[round], overheads[round])
 	}
 	res.RawTxPerS, res.SettleRowsPerS = median(raws), median(flows)
 	res.RawTxPerSRounds, res.SettleRowsPerSRounds = raws, flows
 	res.SettleThroughputRatio = res.SettleRowsPerS / res.RawTxPerS
+	res.SettlePoolRowsPerS, res.SettleRunOverheadMs = median(pools), median(overheads)
+	res.SettlePoolRatio = res.SettlePoolRowsPerS / res.RawTxPerS
 	p.say("medians: raw %.0f tx/s, workflow %.0f rows/s: ratio %.2f", res.RawTxPerS, res.SettleRowsPerS, res.SettleThroughputRatio)
 
 	s := last
