@@ -131,9 +131,13 @@ func notTimestamps(snaps []*firestore.DocumentSnapshot, field string) []string {
 	return found
 }
 
-// countIn counts what q matches, in tx.
+// countIn counts what q matches, in tx (nil: outside any transaction).
 func countIn(ctx context.Context, tx *firestore.Transaction, q firestore.Query, what string) (int64, error) {
-	res, err := q.NewAggregationQuery().WithCount("n").Transaction(tx).Get(ctx)
+	agg := q.NewAggregationQuery().WithCount("n")
+	if tx != nil {
+		agg = agg.Transaction(tx)
+	}
+	res, err := agg.Get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}

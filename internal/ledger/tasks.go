@@ -282,15 +282,7 @@ func (s *TaskStore) CountSilent(ctx context.Context, queue string, before time.T
 
 // count runs a count aggregation.
 func count(ctx context.Context, q firestore.Query, what string) (int64, error) {
-	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	n, err := aggregateInt(res["n"])
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	return n, nil
+	return countIn(ctx, nil, q, what)
 }
 
 // ListQueues returns up to limit queue ids, including queues that have tasks but no document of
