@@ -194,7 +194,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 
 	now, clocked := d.now(ctx, tick)
 	orgs := d.organizations(tick, now, clocked, &rep)
-	next, err := d.pager(tick, kind, defaults, explicit, orgs)
+	next, err := d.pager(tick, kind, defaults, explicit, orgs, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -237,7 +237,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 }
 
 // pager is how a tick's scopes are enumerated, page by page.
-func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[string]json.RawMessage, explicit string, orgs *organizations) (page, error) {
+func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[string]json.RawMessage, explicit string, orgs *organizations, rep *Report) (page, error) {
 	one := func(scopes ...workflow.ScopeValues) page {
 		return func(context.Context, string) ([]workflow.ScopeValues, string, error) { return scopes, "", nil }
 	}
@@ -251,7 +251,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 			return one(workflow.ScopeValues{org, group}), nil
 		case org != "":
 			return func(ctx context.Context, _ string) ([]workflow.ScopeValues, string, error) {
-				scopes, err := d.groupsOf(ctx, []string{org}, tick)
+				scopes, err := d.groupsOf(ctx, []string{org}, tick, rep)
 				return scopes, "", err
 			}, nil
 		}
@@ -260,7 +260,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 			if err != nil {
 				return nil, "", err
 			}
-			scopes, err := d.groupsOf(ctx, ids, tick)
+			scopes, err := d.groupsOf(ctx, ids, tick, rep)
 			return scopes, resume, err
 		}, nil
 	case kind == contract.ScopeFleet:
@@ -276,6 +276,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 		return func(ctx context.Context, _ string) ([]workflow.ScopeValues, string, error) {
 			queues, err := d.queues(ctx, d.cfg.ListMax)
 			if len(queues) >= d.cfg.ListMax {
+				rep.Capped = true
 				d.log.Warn("queues listed up to the dispatch's list limit; the rest are not swept this tick", "list_max", d.cfg.ListMax)
 			}
 			return values(queues), "", err
@@ -295,7 +296,7 @@ func (d *Dispatcher) enabled(ctx context.Context, after string) ([]string, strin
 }
 
 // groupsOf lists the runner groups of each organization as scopes.
-func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick) ([]workflow.ScopeValues, error) {
+func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick, rep *Report) ([]workflow.ScopeValues, error) {
 	var scopes []workflow.ScopeValues
 	for _, org := range orgs {
 		groups, err := d.groups(ctx, org, d.cfg.ListMax)
@@ -303,6 +304,7 @@ func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick) ([]
 			return nil, err
 		}
 		if len(groups) >= d.cfg.ListMax {
+			rep.Capped = true
 			d.log.Warn("runner groups listed up to the dispatch's list limit; the rest are not swept this tick",
 				"organization_uuid", org, "list_max", d.cfg.ListMax, "workflow_type", string(tick.WorkflowType))
 		}

@@ -317,8 +317,14 @@ func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
 	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 2}, logging.Discard(), seeded())
 	d.ListQueuesWith(tasks.ListQueues)
 	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: json.RawMessage(`{"ttl": 600}`), TickID: "t"})
-	if err != nil || rep.Published != 3 {
+	if err != nil || rep.Published != 3 || rep.Capped {
 		t.Fatalf("report %+v err %v", rep, err)
+	}
+	// A list without a cursor that reaches ListMax says so.
+	capped := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{ListMax: 3}, logging.Discard(), seeded())
+	capped.ListQueuesWith(tasks.ListQueues)
+	if rep, err := capped.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: json.RawMessage(`{"ttl": 600}`), TickID: "t-capped"}); err != nil || !rep.Capped {
+		t.Errorf("queues listed up to ListMax: report %+v err %v, want capped", rep, err)
 	}
 	queues := map[string]bool{}
 	for _, s := range ps.sweeps(t) {
@@ -349,8 +355,13 @@ func TestGroupScopedTicksGoToEveryGroupOfEveryEnabledOrganization(t *testing.T) 
 	d := e.dispatcher(pipeline.DispatchConfig{PageSize: 1})
 	d.ListGroupsWith(leases.ListGroups)
 	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, InitialData: json.RawMessage(`{"max_settlements": 20}`), TickID: "g"})
-	if err != nil || rep.Published != 6 {
+	if err != nil || rep.Published != 6 || rep.Capped {
 		t.Fatalf("report %+v err %v", rep, err)
+	}
+	capped := e.dispatcher(pipeline.DispatchConfig{ListMax: 3})
+	capped.ListGroupsWith(leases.ListGroups)
+	if rep, err := capped.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, InitialData: json.RawMessage(`{"max_settlements": 20}`), TickID: "g-capped"}); err != nil || !rep.Capped {
+		t.Errorf("groups listed up to ListMax: report %+v err %v, want capped", rep, err)
 	}
 	sweeps := e.ps.sweeps(t)
 	for _, org := range e.enabled {
