@@ -60,7 +60,7 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 	}); err != nil {
 		return err
 	}
-	if err := countTick(ctx, projectID, n, stale, res); err != nil {
+	if err := countTick(ctx, projectID, orgs, stale, res); err != nil {
 		return err
 	}
 	p.say("one tick over %d organizations, %d with a stale row: %d invocations, %d Firestore operations, %d messages; a quiet organization: %.2f reads, %.2f writes, %.2f invocations",
@@ -252,38 +252,33 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// countTick runs the Cloud Run sync's ticks over the fleet for one roster period at its default
-// schedule (every minute, RosterMaxAgeDefault apart: the first tick builds the roster, the rest
-// read it) behind the gRPC spy, with probes, publishing into a topic of its own, and counts what
-// they cost: billed Firestore reads (documents, at least one per query, and the clock's read
-// each tick as production pays it), writes, messages, and the invocations a tick causes (itself
-// and one Sweep per message). A quiet organization's share is the period's reads over the
-// ticks and the organizations (an upper bound: the organizations with work are in it too); its
-// writes are those of any document but the roster's, which are the fleet's, counted apart.
-func countTick(ctx context.Context, projectID string, n, stale int, res *Result) error {
+// countTick runs the Cloud Run sync's ticks over the fleet orgs, of which the first `stale` have
+// work, for one roster period at its default schedule (every minute, RosterMaxAgeDefault apart:
+// the first tick builds the roster, the rest read it) behind the gRPC spy, with probes,
+// publishing into memory, and counts what they cost: billed Firestore reads (documents, at least
+// one per query, and the clock's read each tick as production pays it), writes, messages, and
+// the invocations a tick causes (itself and one Sweep per message). A quiet organization's share
+// is the period's reads over the ticks and the organizations (an upper bound: the organizations
+// with work are in it too); its writes are those of any document but the roster's, which are
+// the fleet's, counted apart; its invocations are the sweeps published for it.
+func countTick(ctx context.Context, projectID string, orgs []string, stale int, res *Result) error {
 	spy := fsspy.New()
 	fs, err := ledger.Open(ctx, ledger.Options{Project: projectID, DialOptions: spy.DialOptions()})
 	if err != nil {
 		return err
 	}
 	defer fs.Close()
-	ps, err := pubsub.NewClient(ctx, projectID)
-	if err != nil {
-		return err
+	withWork := map[string]bool{}
+	for _, org := range orgs[:stale] {
+		withWork[org] = true
 	}
-	defer ps.Close()
-	const topic = "bench-count-sweeps"
-	if _, err := ps.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: "projects/" + projectID + "/topics/" + topic}); err != nil {
-		return err
-	}
-	pub := pipeline.NewTopicPublisher(ps, 0, 0)
-	defer pub.Stop()
+	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
 	period := int(pipeline.RosterMaxAgeDefault / time.Minute)
 	start := time.Now()
-	var reads, writes, rosterWrites int
+	var reads, writes, rosterWrites, quietSweeps int
 	for i := range period {
 		at := start.Add(time.Duration(i) * time.Minute)
-		d, err := probingDispatcher(fs, pub, topic, pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
+		d, err := probingDispatcher(fs, topics, "sweeps", pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
 		if err != nil {
 			return err
 		}
@@ -294,6 +289,19 @@ func countTick(ctx context.Context, projectID string, n, stale int, res *Result)
 		}
 		if want := map[bool]string{true: "build", false: "read"}[i == 0]; rep.Published != stale || rep.Roster != want || (i == 0) != rep.RosterFinished {
 			return fmt.Errorf("count a tick: tick %d published %d sweeps over %d organizations with a stale row, organizations by %q (want %q)", i, rep.Published, stale, rep.Roster, want)
+		}
+		for _, m := range topics.take("sweeps") {
+			sweep, err := message.ParseStart(m.Data)
+			if err != nil {
+				return err
+			}
+			var in struct {
+				OrganizationUUID string `json:"organization_uuid"`
+			}
+			_ = json.Unmarshal(sweep.InitialData, &in)
+			if !withWork[in.OrganizationUUID] {
+				quietSweeps++
+			}
 		}
 		tickReads, tickWrites := spy.BilledReads()+1, 0 // +1: the clock's read
 		for _, w := range spy.Writes() {
@@ -313,11 +321,12 @@ func countTick(ctx context.Context, projectID string, n, stale int, res *Result)
 			res.TickInvocations = 1 + rep.Published
 		}
 	}
+	n := len(orgs)
 	res.RosterPeriodTicks, res.RosterWritesPerPeriod = period, rosterWrites
 	res.QuietScopeReads = float64(reads) / float64(period*n)
 	if quiet := float64(n - stale); quiet > 0 {
 		res.QuietScopeWrites = float64(writes) / (quiet * float64(period))
-		res.QuietScopeInvocations = 0 // a tick invokes Dispatch and one Sweep per message: none is a quiet organization's
+		res.QuietScopeInvocations = float64(quietSweeps) / (quiet * float64(period))
 	}
 	return nil
 }

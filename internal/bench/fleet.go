@@ -50,12 +50,11 @@ func (m *memoryTopics) take(topic string) []message.Outgoing {
 // so 500-organization pages over 100,000 would measure the emulator, not the dispatch.
 func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error {
 	n, stale := sz.fleetOrgs, sz.fleetStale
-	fs, projectID, done, err := projectID(ctx, nil)
+	fs, done, err := project(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer done()
-	_ = projectID
 	orgs := make([]string, n)
 	for i := range orgs {
 		orgs[i] = uuid.NewString()
