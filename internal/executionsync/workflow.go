@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -81,31 +82,23 @@ func (w *Workflow) Definition(k Kind) workflow.Definition {
 // do not, and so are reported only by the runs of organizations that have work.
 func (w *Workflow) probe(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error) {
 	// The inputs of one tick share their min_age_seconds; any that differ are asked apart.
+	ins := make([]Input, len(inputs))
 	byAge := map[int64][]string{}
-	orgs := make([]string, len(inputs))
-	ages := make([]int64, len(inputs))
 	for i, raw := range inputs {
-		var in Input
-		if err := json.Unmarshal(raw, &in); err != nil {
+		if err := json.Unmarshal(raw, &ins[i]); err != nil {
 			return nil, err
 		}
-		orgs[i], ages[i] = in.OrganizationUUID, in.MinAgeSeconds
-		byAge[in.MinAgeSeconds] = append(byAge[in.MinAgeSeconds], in.OrganizationUUID)
+		byAge[ins[i].MinAgeSeconds] = append(byAge[ins[i].MinAgeSeconds], ins[i].OrganizationUUID)
 	}
-	stale := map[int64]map[string]bool{}
+	out := make([]bool, len(inputs))
 	for age, batch := range byAge {
 		found, err := w.store.StaleOrganizations(ctx, batch, w.cfg.Provider, now.Add(-time.Duration(age)*time.Second))
 		if err != nil {
 			return nil, err
 		}
-		stale[age] = map[string]bool{}
-		for _, org := range found {
-			stale[age][org] = true
+		for i, in := range ins {
+			out[i] = out[i] || (in.MinAgeSeconds == age && slices.Contains(found, in.OrganizationUUID))
 		}
-	}
-	out := make([]bool, len(inputs))
-	for i := range inputs {
-		out[i] = stale[ages[i]][orgs[i]]
 	}
 	return out, nil
 }

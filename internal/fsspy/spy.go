@@ -123,16 +123,15 @@ func (w *watched) RecvMsg(m any) error {
 			billed = 1 // a missing document is billed too
 		}
 	case *firestorepb.RunQueryResponse:
-		name = r.GetDocument().GetName()
+		if name = r.GetDocument().GetName(); name != "" {
+			billed = 1
+			w.docs++ // a stream's messages are received one at a time
+		}
 	}
-	if name != "" || billed > 0 {
+	if billed > 0 {
 		w.spy.mu.Lock()
 		if name != "" {
 			w.spy.reads = append(w.spy.reads, name)
-			if w.query {
-				w.docs++
-				billed = 1
-			}
 		}
 		w.spy.billed += billed
 		w.spy.mu.Unlock()
