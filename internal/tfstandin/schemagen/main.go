@@ -158,6 +158,7 @@ var pins = map[string]pin{
 			"google_cloud_run_service_iam_member",
 			"google_cloud_scheduler_job",
 			"google_cloudfunctions2_function",
+			"google_firestore_field",
 			"google_firestore_index",
 			"google_logging_metric",
 			"google_monitoring_alert_policy",
