@@ -63,6 +63,11 @@ type Run struct {
 	// Only the stalesweep command, told to by an operator, can set it; every per-row
 	// transaction checks the opt-out again unless it is set.
 	IncludeDisabled bool
+	// DryRun asks the body to do everything a real run does — the same scan, the same executor
+	// calls, the same decisions and guards — and to write nothing: not a row, not a receipt, not
+	// a guard judgment. Its Result says what it would have done. The engine writes no run record
+	// and takes no guard for it.
+	DryRun bool
 }
 
 // Result is what a body returns.
@@ -125,6 +130,9 @@ type Request struct {
 	// IncludeDisabled lets the run sweep an organization that has opted out of sweeps. Only a
 	// local run may ask; any other trigger is refused with forbidden.
 	IncludeDisabled bool
+	// DryRun previews the run (Run.DryRun): nothing is written, no run record is created, and
+	// no scope guard is taken, so a dry run never conflicts with a real one.
+	DryRun bool
 }
 
 // Outcome is a finished run.
@@ -134,6 +142,7 @@ type Outcome struct {
 	Output  map[string]any // the output the seed lists
 	Stats   map[string]any
 	Err     error // why it failed; nil when completed
+	DryRun  bool  // a preview: nothing was written, and no record of it exists
 }
 
 // Engine starts workflow runs.
@@ -268,6 +277,9 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		UpdatedAt:       initiated,
 		History:         history,
 	}
+	if req.DryRun {
+		return e.preview(ctx, def, input, req, rec, log), nil
+	}
 	guard, err := e.start(ctx, def, input, rec, log)
 	if err != nil {
 		return Outcome{RunUUID: runUUID}, err
@@ -316,6 +328,32 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	e.summarize(log, out)
 	return out, nil
+}
+
+// preview runs the body as a dry run: no record, no guard, nothing written.
+func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec ledger.RunRecord, log *slog.Logger) Outcome {
+	log = log.With("dry_run", true)
+	run := Run{UUID: rec.WorkflowRunUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
+		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, DryRun: true}
+	res, bodyErr := e.runBody(ctx, def.Body, run)
+	output, err := outputMap(res.Output)
+	if err != nil && bodyErr == nil {
+		bodyErr = &StepError{Step: "output", Layer: "workflow", Reason: "output_invalid", Err: err}
+	}
+	stats, _ := outputMap(res.Stats)
+	out := Outcome{RunUUID: rec.WorkflowRunUUID, Stats: stats, Status: StateCompleted, DryRun: true}
+	at := e.now().UTC()
+	env := envelope{rec: rec}
+	if bodyErr != nil {
+		out.Status, out.Err = StateFailed, bodyErr
+		env.rec.FailedAt, env.rec.Failure = at, failure(bodyErr, def.States[len(def.States)-2])
+	} else {
+		env.rec.CompletedAt = at
+	}
+	env.rec.Status = out.Status
+	out.Output = env.merge(output, def.Envelope)
+	e.summarize(log, out)
+	return out
 }
 
 // heldGuard is the guard a run took, if any.
