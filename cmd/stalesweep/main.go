@@ -21,6 +21,10 @@ const (
 	exitOK      = 0
 	exitFailed  = 1 // a run that failed, or an error
 	exitInvalid = 2 // invalid input or usage, a bad setting, a refused scope
+	// exitConflict: another run holds the scope, or this run uuid already started.
+	exitConflict = 3
+	// exitNotFound: the row or run asked for does not exist.
+	exitNotFound = 4
 )
 
 func main() {
@@ -121,6 +125,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 			`  stalesweep indexes --check`,
 			func(args []string) int { return cmdIndexes(args, c.stdout, c.stderr) }),
 		c.versionCmd(),
+		c.explainCmd(),
 	)
 	return root
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/logging"
+)
+
+// explainer explains one row of one collection, by its document id.
+type explainer func(ctx context.Context, a *app.App, id string, o explain.Options) (explain.Explanation, error)
+
+// errNoRow is an explainer's answer for a document that does not exist.
+var errNoRow = errors.New("no such document")
+
+// explainers are the collections explain knows, each explained by its own workflow.
+var explainers = map[string]explainer{}
+
+func (c *cli) explainCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "explain COLLECTION/ID",
+		Short: "say why a row was, or would be, settled or left alone",
+		Long: `explain reads one row and says whether a scan of its workflow sees it now (scope enabled,
+staleness field valid, age against the threshold, paused), what its executor says now, the
+verdict the workflow's decision returns and which rule decided it, and what stalesweep recorded
+on it last. It writes nothing.`,
+		Example: `  stalesweep explain runner_executions/6f1c0a52-3b8e-4c47-9f2a-6a7e1f0f9d11
+  stalesweep explain tasks/task-42 -o json
+  stalesweep explain runner_executions/6f1c0a52-3b8e-4c47-9f2a-6a7e1f0f9d11 --no-executor`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var out []string
+			for _, k := range slices.Sorted(maps.Keys(explainers)) {
+				out = append(out, k+"/")
+			}
+			return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+	format := outputFlag(cmd)
+	project := cmd.Flags().String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	noExec := cmd.Flags().Bool("no-executor", false, "do not ask the executor; decide on the stored row alone")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkFormat(*format); err != nil {
+			return c.usageError(cmd, "%v", err)
+		}
+		coll, id, ok := strings.Cut(args[0], "/")
+		ex, known := explainers[coll]
+		if !ok || id == "" || !known {
+			return c.usageError(cmd, "want COLLECTION/ID with COLLECTION one of %s, got %q",
+				strings.Join(slices.Sorted(maps.Keys(explainers)), ", "), args[0])
+		}
+		a, code := c.openApp(*project)
+		if a == nil {
+			return exitCode(code)
+		}
+		defer a.Close()
+		e, err := ex(c.ctx, a, id, explain.Options{NoExecutor: *noExec})
+		switch {
+		case errors.Is(err, errNoRow):
+			fmt.Fprintf(c.stderr, "stalesweep explain: %s: %v\n", args[0], err)
+			return exitCode(exitNotFound)
+		case err != nil:
+			fmt.Fprintf(c.stderr, "stalesweep explain: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		if *format == formatJSON {
+			return printJSON(c.stdout, e)
+		}
+		return e.WriteText(c.stdout)
+	}
+	return cmd
+}
+
+// openApp builds the process's dependencies from the environment, as the run command does;
+// nil and the exit code when it cannot (said on stderr).
+func (c *cli) openApp(project string) (*app.App, int) {
+	cfg, err := app.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "stalesweep: %v\n", err)
+		return nil, exitInvalid
+	}
+	if project != "" {
+		cfg.Project = project
+	}
+	log := logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel))
+	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "stalesweep: %v\n", err)
+		return nil, exitFailed
+	}
+	return a, exitOK
+}

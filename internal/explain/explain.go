@@ -1,0 +1,140 @@
+// Package explain says why one row was, or would be, settled or left alone: the row as stored,
+// whether a scan of its workflow can see it, what its executor says now, and the verdict the
+// workflow's own decision function returns for it. Each workflow explains its own rows with its
+// own scan rules and decision code (never a copy of them); this package holds the shape they
+// share and renders it for a human.
+package explain
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Options says how to explain.
+type Options struct {
+	// NoExecutor leaves the executor unasked: the verdict is then the one the row's stored state
+	// decides, or "unknown without the executor".
+	NoExecutor bool
+}
+
+// Check is one rule a scan applies before a row is a candidate (scope enabled, staleness field
+// valid, age against the threshold, not paused), and whether the row passes it now.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// ExecutorAnswer is what the executor said of the row's execution now.
+type ExecutorAnswer struct {
+	Target   string         `json:"target,omitempty"`
+	Verdict  string         `json:"verdict,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	Evidence map[string]any `json:"evidence,omitempty"`
+	Error    string         `json:"error,omitempty"` // the call failed: nothing would be settled
+}
+
+// Explanation is one row explained.
+type Explanation struct {
+	Collection   string `json:"collection"`
+	ID           string `json:"id"`
+	WorkflowType string `json:"workflow_type"`
+	// Scope names the run that would sweep the row (workflow.ScopeValues.Key).
+	Scope string `json:"scope,omitempty"`
+	// Row is the document as stored.
+	Row map[string]any `json:"row"`
+	// Visible says whether a scan of the workflow would return the row now: every check OK.
+	Visible bool    `json:"visible"`
+	Checks  []Check `json:"checks"`
+	// Executor is what the executor said now; nil when it was not asked (Options.NoExecutor,
+	// or a workflow that settles on age alone).
+	Executor *ExecutorAnswer `json:"executor,omitempty"`
+	// Verdict is what the workflow's decision function returns for the row now: settle,
+	// refresh, unknown, reclaim, release, keep, skip, refuse, ... in the workflow's own terms.
+	Verdict string `json:"verdict"`
+	// Outcome is what a settlement would write (succeeded, failed, lost, abandoned, ...).
+	Outcome string `json:"outcome,omitempty"`
+	// Rule names the rule that decided the verdict (a settlement reason, a refusal, a guard).
+	Rule string `json:"rule"`
+	// Detail says the rule in words.
+	Detail string `json:"detail,omitempty"`
+	// Last is what stalesweep recorded on the row last: its last sync, settlement and evidence.
+	Last map[string]any `json:"last,omitempty"`
+}
+
+// Decided sets Visible from the checks.
+func (e *Explanation) Decided() {
+	e.Visible = true
+	for _, c := range e.Checks {
+		e.Visible = e.Visible && c.OK
+	}
+}
+
+// WriteText renders e for a human.
+func (e Explanation) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s (%s", e.Collection, e.ID, e.WorkflowType)
+	if e.Scope != "" {
+		fmt.Fprintf(&b, ", scope %s", e.Scope)
+	}
+	b.WriteString(")\n\n")
+	if e.Visible {
+		b.WriteString("A scan sees it now:\n")
+	} else {
+		b.WriteString("A scan does NOT see it now:\n")
+	}
+	for _, c := range e.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %s %-22s %s\n", mark, c.Name, c.Detail)
+	}
+	b.WriteString("\n")
+	switch x := e.Executor; {
+	case x == nil:
+		b.WriteString("Executor: not asked\n")
+	case x.Error != "":
+		fmt.Fprintf(&b, "Executor (%s): call failed: %s\n", x.Target, x.Error)
+	default:
+		fmt.Fprintf(&b, "Executor (%s): %s", x.Target, x.Verdict)
+		if x.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", x.Reason)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Verdict: %s", e.Verdict)
+	if e.Outcome != "" {
+		fmt.Fprintf(&b, " as %s", e.Outcome)
+	}
+	fmt.Fprintf(&b, "  (rule: %s)\n", e.Rule)
+	if e.Detail != "" {
+		fmt.Fprintf(&b, "  %s\n", e.Detail)
+	}
+	if len(e.Last) > 0 {
+		b.WriteString("\nLast recorded by stalesweep:\n")
+		writeFields(&b, e.Last, "  ")
+	}
+	b.WriteString("\nThe row as stored:\n")
+	writeFields(&b, e.Row, "  ")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeFields(b *strings.Builder, m map[string]any, indent string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := json.Marshal(m[k])
+		if err != nil {
+			v = []byte(fmt.Sprint(m[k]))
+		}
+		fmt.Fprintf(b, "%s%s: %s\n", indent, k, v)
+	}
+}
