@@ -2,87 +2,116 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"os"
+	"strconv"
 	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// cmdExecutors is `stalesweep executors list` and `stalesweep executors clear TARGET`: what the
+// executorsCmd is `stalesweep executors list` and `stalesweep executors clear TARGET`: what the
 // blind-executor guard judged, and the operator's clearance of a target after checking that its
 // rows' executions really are gone (internal/blindguard).
-func cmdExecutors(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() int {
-		fmt.Fprintln(stderr, "usage: stalesweep executors list [--project P]\n       stalesweep executors clear TARGET [--project P]\n\n"+
-			"TARGET is as list prints it: cloud_run:projects/P/locations/L or kubernetes:CLUSTER")
-		return exitInvalid
+func (c *cli) executorsCmd() *cobra.Command {
+	var project string
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "list the executor targets the blind-executor guard judged",
+		Example: "  stalesweep executors list -o json",
+		Args:    cobra.NoArgs,
 	}
-	if len(args) == 0 {
-		return usage()
+	format := outputFlag(list)
+	list.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkFormat(*format); err != nil {
+			return c.usageError(cmd, "%v", err)
+		}
+		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client) int {
+			targets, err := ledger.NewTargetStore(fsc).List(ctx, 1000)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
+				return exitFailed
+			}
+			if targets == nil {
+				targets = []ledger.Target{}
+			}
+			if *format == formatJSON {
+				_ = printJSON(c.stdout, targets)
+				return exitOK
+			}
+			rows := make([][]string, 0, len(targets))
+			for _, t := range targets {
+				rows = append(rows, []string{t.Target, strconv.FormatBool(t.Blind), strconv.FormatInt(t.Unknown, 10) + "/" + strconv.FormatInt(t.Asked, 10),
+					stamp(t.JudgedAt), stamp(t.ClearedAt), t.ClearedBy})
+			}
+			_ = printTable(c.stdout, []string{"TARGET", "BLIND", "UNKNOWN/ASKED", "JUDGED", "CLEARED", "CLEARED BY"}, rows)
+			return exitOK
+		})
 	}
-	verb := args[0]
-	fs := flag.NewFlagSet("executors "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
-	target, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		return exitInvalid
+	clear := &cobra.Command{
+		Use:   "clear TARGET",
+		Short: "clear a target after checking that its rows' executions really are gone",
+		Long: `clear records the operator's clearance of an executor target: rows unknown to it since before
+now are taken as gone and settle lost after the grace; later NotFounds count against it again.
+TARGET is as list prints it: cloud_run:projects/P/locations/L or kubernetes:CLUSTER.`,
+		Example: "  stalesweep executors clear cloud_run:projects/my-project/locations/europe-west1",
+		Args:    cobra.ExactArgs(1),
 	}
-	switch {
-	case verb == "list" && target == "":
-	case verb == "clear" && target != "":
-	default:
-		return usage()
+	clear.RunE = func(cmd *cobra.Command, args []string) error {
+		target := args[0]
+		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client) int {
+			// The clearance is stamped on Firestore's clock, as the rows' unknown spells are
+			// compared with it wherever the functions run.
+			now, err := ledger.ServerClock(fsc)(ctx)
+			if err == nil {
+				err = ledger.NewTargetStore(fsc).Clear(ctx, target, localActor(), now)
+			}
+			if err != nil {
+				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
+				return exitFailed
+			}
+			fmt.Fprintf(c.stderr, "stalesweep executors: cleared %s at %s: rows unknown to it since before now are taken as gone and settle lost after the grace; later NotFounds count against it again\n",
+				target, now.UTC().Format(time.RFC3339))
+			return exitOK
+		})
 	}
+	for _, sub := range []*cobra.Command{list, clear} {
+		sub.Flags().StringVar(&project, "project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	}
+	return c.group("executors list | clear TARGET", "what the blind-executor guard judged; clear a target after checking", `  stalesweep executors list
+  stalesweep executors clear cloud_run:projects/my-project/locations/europe-west1`, list, clear)
+}
+
+// withFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command
+// that only reads or writes stalesweep's own documents, and runs body under a 30-second budget.
+func (c *cli) withFirestore(name, project string, body func(context.Context, *firestore.Client) int) error {
 	cfg, err := app.ConfigFromEnv(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep executors: %v\n", err)
-		return exitInvalid
+		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
+		return exitCode(exitInvalid)
 	}
-	if *project != "" {
-		cfg.Project = *project
+	if project != "" {
+		cfg.Project = project
 	}
-	fsc, err := ledger.Open(ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database})
+	fsc, err := ledger.Open(c.ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database})
 	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep executors: %v\n", err)
-		return exitFailed
+		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
+		return exitCode(exitFailed)
 	}
 	defer fsc.Close()
-	store := ledger.NewTargetStore(fsc)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
-	if verb == "list" {
-		targets, err := store.List(ctx, 1000)
-		if err != nil {
-			fmt.Fprintf(stderr, "stalesweep executors: %v\n", err)
-			return exitFailed
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // a reclaimer or a task named <&> prints as it is
-		if targets == nil {
-			targets = []ledger.Target{}
-		}
-		_ = enc.Encode(targets)
-		return exitOK
+	return exit(body(ctx, fsc))
+}
+
+// stamp renders a time for a table: RFC 3339 in UTC, or "-" for none.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
 	}
-	// The clearance is stamped on Firestore's clock, as the rows' unknown spells are compared
-	// with it wherever the functions run.
-	now, err := ledger.ServerClock(fsc)(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep executors: %v\n", err)
-		return exitFailed
-	}
-	if err := store.Clear(ctx, target, localActor(), now); err != nil {
-		fmt.Fprintf(stderr, "stalesweep executors: %v\n", err)
-		return exitFailed
-	}
-	fmt.Fprintf(stderr, "stalesweep executors: cleared %s at %s: rows unknown to it since before now are taken as gone and settle lost after the grace; later NotFounds count against it again\n",
-		target, now.UTC().Format(time.RFC3339))
-	return exitOK
+	return t.UTC().Format(time.RFC3339)
 }

@@ -2,67 +2,83 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// cmdIndexes writes (or, with --check, checks) the two files generated from ledger.Indexes:
+// indexesCmd writes (or, with --check, checks) the two files generated from ledger.Indexes:
 // firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module).
 // With --gcloud it prints instead the gcloud commands that create the indexes in a project.
-func cmdIndexes(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("indexes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	root := fs.String("root", ".", "the repository root the files are under")
-	check := fs.Bool("check", false, "fail if a file differs from what the code declares, instead of writing it")
-	gcloud := fs.Bool("gcloud", false, "print the gcloud commands that create the indexes in --project, one per line, instead of writing files")
-	project := fs.String("project", "", "with --gcloud: the project")
-	database := fs.String("database", "(default)", "with --gcloud: the Firestore database")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitInvalid
+func (c *cli) indexesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "indexes [--check] [--gcloud --project P]",
+		Short: "write or check the index files, or print gcloud commands",
+		Long: `indexes regenerates firestore.indexes.json and terraform/firestore_indexes.tf.json from the
+one index list in code; --check fails (exit 1) when a file differs instead of writing it. With
+--gcloud it prints the gcloud commands that create the indexes in a project, one per line.`,
+		Example: `  stalesweep indexes
+  stalesweep indexes --check
+  stalesweep indexes --gcloud --project=my-project | sh`,
+		Args: cobra.NoArgs,
 	}
-	if *gcloud {
-		if *project == "" {
-			fmt.Fprintln(stderr, "stalesweep indexes: --gcloud needs --project")
-			return exitInvalid
+	root := cmd.Flags().String("root", ".", "the repository root the files are under")
+	check := cmd.Flags().Bool("check", false, "fail if a file differs from what the code declares, instead of writing it")
+	gcloud := cmd.Flags().Bool("gcloud", false, "print the gcloud commands that create the indexes in --project, one per line, instead of writing files")
+	project := cmd.Flags().String("project", "", "with --gcloud: the project")
+	database := cmd.Flags().String("database", "(default)", "with --gcloud: the Firestore database")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if *gcloud {
+			if *project == "" {
+				return c.usageError(cmd, "--gcloud needs --project")
+			}
+			for _, line := range ledger.GcloudIndexCommands(*project, *database) {
+				fmt.Fprintln(c.stdout, line)
+			}
+			return nil
 		}
-		for _, c := range ledger.GcloudIndexCommands(*project, *database) {
-			fmt.Fprintln(stdout, c)
-		}
-		return exitOK
+		return exit(c.generate("indexes", *root, *check, []generated{
+			{"firestore.indexes.json", ledger.FirebaseIndexesJSON},
+			{filepath.Join("terraform", "firestore_indexes.tf.json"), ledger.TerraformIndexesJSON},
+		}))
 	}
-	files := []struct {
-		path   string
-		render func() ([]byte, error)
-	}{
-		{"firestore.indexes.json", ledger.FirebaseIndexesJSON},
-		{filepath.Join("terraform", "firestore_indexes.tf.json"), ledger.TerraformIndexesJSON},
-	}
+	return cmd
+}
+
+// generated is one file generated from a list in code.
+type generated struct {
+	path   string // under the repository root
+	render func() ([]byte, error)
+}
+
+// generate writes files under root, or with check says which differ from what the code
+// declares (exit 1) and writes nothing.
+func (c *cli) generate(name, root string, check bool, files []generated) int {
 	code := exitOK
 	for _, f := range files {
 		want, err := f.render()
 		if err != nil {
-			fmt.Fprintf(stderr, "stalesweep indexes: %v\n", err)
+			fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
 			return exitFailed
 		}
-		path := filepath.Join(*root, f.path)
-		if *check {
+		path := filepath.Join(root, f.path)
+		if check {
 			got, err := os.ReadFile(path)
 			if err != nil || !bytes.Equal(got, want) {
-				fmt.Fprintf(stderr, "stalesweep indexes: %s is not current; run: go run ./cmd/stalesweep indexes\n", path)
+				fmt.Fprintf(c.stderr, "stalesweep %s: %s is not current; run: go run ./cmd/stalesweep %s\n", name, path, name)
 				code = exitFailed
 			}
 			continue
 		}
 		if err := os.WriteFile(path, want, 0o644); err != nil {
-			fmt.Fprintf(stderr, "stalesweep indexes: %v\n", err)
+			fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
 			return exitFailed
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", path)
+		fmt.Fprintf(c.stdout, "wrote %s\n", path)
 	}
 	return code
 }

@@ -2,135 +2,180 @@ package main
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", "{}", "initial_data as JSON; @FILE reads a file, @- reads stdin")
-	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT; "+app.EmulatorProjectLocal+" against the emulator)")
-	override := fs.Bool("override-storm-guard", false, "let a run the storm guard stops settle anyway: only after checking that the workers really are gone")
-	includeDisabled := fs.Bool("include-disabled", false, "sweep the organization even if it opted out of sweeps (organizations/ORG sweeps_enabled not true)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard] [--include-disabled]\n\nworkflow types:\n")
-		for _, t := range contract.Seeded() {
-			fmt.Fprintf(stderr, "  %s\n", t)
-		}
-		fmt.Fprintln(stderr, "\nflags:")
-		fs.PrintDefaults()
-	}
-	typ, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitInvalid
-	}
-	if typ == "" {
-		fs.Usage()
-		return exitInvalid
-	}
-	raw, err := readData(*data, stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep run: --data: %v\n", err)
-		return exitInvalid
-	}
-	if _, err := contract.Validate(contract.WorkflowType(typ), raw); err != nil {
-		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
-		return exitInvalid
-	}
+// Formats of what a run prints (-o).
+const (
+	// formatOutput prints the seed's output, exactly as the seed defines it.
+	formatOutput = "output"
+	// formatRun prints the run: its uuid, type, status, whether it was a dry run, the seed's
+	// output, its stats (a dry run's preview among them) and why it failed.
+	formatRun = "run"
+)
 
-	cfg, err := app.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
-		return exitInvalid
+// runResult is what -o run prints: the run as a script needs it.
+type runResult struct {
+	WorkflowRunUUID string         `json:"workflow_run_uuid"`
+	WorkflowType    string         `json:"workflow_type"`
+	Status          string         `json:"status"`
+	DryRun          bool           `json:"dry_run"`
+	Output          map[string]any `json:"output"`
+	Stats           map[string]any `json:"stats,omitempty"`
+	Error           string         `json:"error,omitempty"`
+}
+
+// runFlags are the flags every command that starts a run shares.
+type runFlags struct {
+	project         string
+	format          string
+	override        bool
+	includeDisabled bool
+	dryRun          bool
+}
+
+func (f *runFlags) add(cmd *cobra.Command, dryRunHelp string) {
+	cmd.Flags().StringVar(&f.project, "project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT; "+app.EmulatorProjectLocal+" against the emulator)")
+	cmd.Flags().StringVarP(&f.format, "output", "o", formatOutput, "what to print: output (the seed's output JSON) or run (uuid, status, output, stats)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{formatOutput, formatRun}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().BoolVar(&f.override, "override-storm-guard", false, "let a run the storm guard stops settle anyway: only after checking that the workers really are gone")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, dryRunHelp)
+}
+
+func (c *cli) runCmd() *cobra.Command {
+	var f runFlags
+	var data string
+	cmd := &cobra.Command{
+		Use:   "run WORKFLOW_TYPE --data JSON",
+		Short: "run one workflow inline; prints its output JSON",
+		Long: `run starts one run of a workflow in this process, against the configured Firestore and
+executor, and prints the seed's output JSON. -o run prints the run instead: its
+workflow_run_uuid, status, output and stats. --dry-run does everything but write: the same scan,
+executor calls, decisions and guards, and prints the run with its preview; nothing is written,
+not even a run record.
+
+Exit codes: 0 completed; 1 failed (or an error); 2 invalid input, a bad setting, or an
+organization that opted out of sweeps (without --include-disabled); 3 another run of the workflow
+holds the scope (a conflict).
+
+Workflow types:
+  ` + strings.Join(seededTypes(), "\n  "),
+		Example: `  stalesweep run runner.execution-sync-stale-cloud-run --data '{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e", "limit": 50}'
+  stalesweep run runner.execution-sync-stale-cloud-run --data @input.json -o run | jq -r .workflow_run_uuid
+  stalesweep run platform.extension.runs.sweep --data '{"older_than_ms": 600000}' --dry-run`,
+		Args: cobra.ArbitraryArgs,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return seededTypes(), cobra.ShellCompDirectiveNoFileComp
+		},
 	}
-	if *project != "" {
-		cfg.Project = *project
+	cmd.Flags().StringVar(&data, "data", "{}", "initial_data as JSON; @FILE reads a file, @- reads stdin")
+	cmd.Flags().BoolVar(&f.includeDisabled, "include-disabled", false, "sweep the organization even if it opted out of sweeps (organizations/ORG sweeps_enabled not true)")
+	f.add(cmd, "preview: the same scan, executor calls, decisions and guards as a run, and not one write; prints the run with its preview")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return c.usageError(cmd, "want one WORKFLOW_TYPE, got %q", args)
+		}
+		if f.format != formatOutput && f.format != formatRun {
+			return c.usageError(cmd, "--output: want output or run, got %q", f.format)
+		}
+		if f.dryRun && !cmd.Flags().Changed("output") {
+			f.format = formatRun // a preview is its stats: print the run
+		}
+		raw, err := readData(data, c.stdin)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "stalesweep run: --data: %v\n", err)
+			return exitCode(exitInvalid)
+		}
+		if _, err := contract.Validate(contract.WorkflowType(args[0]), raw); err != nil {
+			fmt.Fprintf(c.stderr, "stalesweep run: %v\n", err)
+			return exitCode(exitInvalid)
+		}
+		return exit(c.startRun("run", f, workflow.Request{Type: contract.WorkflowType(args[0]), InitialData: raw}))
 	}
-	log := logging.New(stderr, logging.ParseLevel(cfg.LogLevel))
-	a, err := app.New(ctx, cfg, log, time.Now, app.Parts{})
-	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
-		return exitFailed
+	return cmd
+}
+
+// startRun starts req as a local run with f's flags and prints it: what every command that runs
+// a workflow shares.
+func (c *cli) startRun(name string, f runFlags, req workflow.Request) int {
+	a, code := c.openApp(f.project)
+	if a == nil {
+		return code
 	}
 	defer a.Close()
-
-	if *override {
-		fmt.Fprintln(stderr, "stalesweep run: the storm guard is overridden for this run (--override-storm-guard)")
+	if f.override {
+		fmt.Fprintf(c.stderr, "stalesweep %s: the storm guard is overridden for this run (--override-storm-guard)\n", name)
 	}
-	if *includeDisabled {
-		fmt.Fprintln(stderr, "stalesweep run: an organization that opted out of sweeps is swept anyway (--include-disabled)")
+	if f.includeDisabled {
+		fmt.Fprintf(c.stderr, "stalesweep %s: an organization that opted out of sweeps is swept anyway (--include-disabled)\n", name)
 	}
-	out, err := a.Engine.Start(ctx, workflow.Request{
-		Type:            contract.WorkflowType(typ),
-		InitialData:     raw,
-		Trigger:         workflow.TriggerLocal,
-		Actor:           localActor(),
-		ClaimedActor:    os.Getenv(envActor),
-		StormOverride:   *override,
-		IncludeDisabled: *includeDisabled,
-	})
+	req.Trigger = workflow.TriggerLocal
+	req.Actor, req.ClaimedActor = localActor(), os.Getenv(envActor)
+	req.StormOverride, req.IncludeDisabled, req.DryRun = f.override, f.includeDisabled, f.dryRun
+	out, err := a.Engine.Start(c.ctx, req)
 	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
-		switch {
-		case workflow.IsValidation(err):
-			return exitInvalid
-		case errors.Is(err, ledger.ErrOrganizationDisabled):
-			fmt.Fprintln(stderr, "stalesweep run: to sweep it anyway, add --include-disabled")
-			return exitInvalid
-		}
+		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
+		return startErrorCode(err, c.stderr, name)
+	}
+	res := runResult{WorkflowRunUUID: out.RunUUID, WorkflowType: string(req.Type), Status: out.Status, DryRun: out.DryRun, Output: out.Output, Stats: out.Stats}
+	if out.Err != nil {
+		res.Error = out.Err.Error()
+	}
+	var v any = out.Output
+	if f.format == formatRun {
+		v = res
+	}
+	if err := printJSON(c.stdout, v); err != nil {
 		return exitFailed
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // a reclaimer or a task named <&> prints as it is
-	if err := enc.Encode(out.Output); err != nil {
-		return exitFailed
+	what := "run"
+	if out.DryRun {
+		what = "dry run (nothing written)"
 	}
 	if out.Status != workflow.StateCompleted {
-		fmt.Fprintf(stderr, "stalesweep run: run %s failed: %v\n", out.RunUUID, out.Err)
+		fmt.Fprintf(c.stderr, "stalesweep %s: %s %s failed: %v\n", name, what, out.RunUUID, out.Err)
 		return exitFailed
 	}
+	fmt.Fprintf(c.stderr, "stalesweep %s: %s %s completed\n", name, what, out.RunUUID)
 	return exitOK
 }
 
-// parseInterspersed parses flags that may come before or after the one positional argument.
-func parseInterspersed(fs *flag.FlagSet, args []string) (string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+// startErrorCode is the exit code of a run the engine refused to start.
+func startErrorCode(err error, stderr io.Writer, name string) int {
+	switch {
+	case workflow.IsValidation(err):
+		return exitInvalid
+	case errors.Is(err, ledger.ErrOrganizationDisabled):
+		fmt.Fprintf(stderr, "stalesweep %s: to sweep it anyway, add --include-disabled\n", name)
+		return exitInvalid
+	case contract.CodeOf(err) == contract.CodeConflict:
+		return exitConflict
 	}
-	switch len(positional) {
-	case 0:
-		return "", nil
-	case 1:
-		return positional[0], nil
-	default:
-		fmt.Fprintf(fs.Output(), "stalesweep %s: want one WORKFLOW_TYPE, got %q\n", fs.Name(), positional)
-		return "", fmt.Errorf("too many arguments")
+	return exitFailed
+}
+
+func seededTypes() []string {
+	var out []string
+	for _, t := range contract.Seeded() {
+		out = append(out, string(t))
 	}
+	return out
 }
 
 func readData(v string, stdin io.Reader) ([]byte, error) {

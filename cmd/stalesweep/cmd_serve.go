@@ -2,30 +2,41 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/functions" // registers the targets
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/auth"
 )
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	defAddr := "127.0.0.1:" + firstNonEmpty(os.Getenv("PORT"), "8080")
-	addr := fs.String("addr", defAddr, "host:port to serve on (every target at /TARGET; FUNCTION_TARGET=X serves only X at /)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitInvalid
+func (c *cli) serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve [--addr HOST:PORT]",
+		Short: "serve the function targets locally (functions framework)",
+		Long: `serve serves the function targets through the functions framework until interrupted: POST
+/StartWorkflow, CloudEvents at /Dispatch, /Sweep, /SyncExecution (FUNCTION_TARGET=X serves only X
+at /). Every setting is checked first (a bad one exits 2 naming it); authentication off is
+refused on any address but loopback.`,
+		Example: `  STALESWEEP_AUTH=off stalesweep serve --addr 127.0.0.1:8080`,
+		Args:    cobra.NoArgs,
 	}
-	host, port, err := net.SplitHostPort(*addr)
+	addr := cmd.Flags().String("addr", "127.0.0.1:"+firstNonEmpty(os.Getenv("PORT"), "8080"), "host:port to serve on (every target at /TARGET; FUNCTION_TARGET=X serves only X at /)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return exit(serve(c.ctx, *addr, c.stderr))
+	}
+	return cmd
+}
+
+func serve(ctx context.Context, addr string, stderr io.Writer) int {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "stalesweep serve: --addr %q: %v\n", *addr, err)
+		fmt.Fprintf(stderr, "stalesweep serve: --addr %q: %v\n", addr, err)
 		return exitInvalid
 	}
 	// Every setting the served targets read is checked now, not on the first request.
@@ -41,7 +52,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitInvalid
 	}
 	fmt.Fprintf(stderr, "stalesweep serve: functions on http://%s (FIRESTORE_EMULATOR_HOST=%q PUBSUB_EMULATOR_HOST=%q %s=%q)\n",
-		*addr, os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("PUBSUB_EMULATOR_HOST"), app.EnvCloudRunEndpoint, cfg.CloudRunEndpoint)
+		addr, os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("PUBSUB_EMULATOR_HOST"), app.EnvCloudRunEndpoint, cfg.CloudRunEndpoint)
 	switch {
 	case cfg.Auth.Mode == auth.ModeOff:
 		fmt.Fprintln(stderr, "stalesweep serve: AUTHENTICATION IS OFF (STALESWEEP_AUTH=off): any caller may start workflows; for local use only")

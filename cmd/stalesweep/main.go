@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,7 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// exit turns a legacy command's exit code into RunE's error.
+// exit turns a command's exit code into RunE's error.
 func exit(code int) error {
 	if code == exitOK {
 		return nil
@@ -60,10 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	root := c.root()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	var code exitCode
 	switch {
 	case err == nil:
@@ -72,7 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return int(code)
 	default: // cobra's own: an unknown command or flag, a wrong number of arguments
 		fmt.Fprintf(stderr, "stalesweep: %v\n", err)
-		fmt.Fprintln(stderr, `Run "stalesweep --help" for usage.`)
+		fmt.Fprintf(stderr, "Run \"%s --help\" for usage.\n", cmd.CommandPath())
 		return exitInvalid
 	}
 }
@@ -100,43 +98,63 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 	root.SetVersionTemplate("stalesweep {{.Version}}\n")
 	root.SuggestionsMinimumDistance = 2
 	root.AddCommand(
-		c.legacy("run WORKFLOW_TYPE --data JSON", "run one workflow inline; prints its output JSON",
-			`  stalesweep run runner.execution-sync-stale-cloud-run --data '{"organization_uuid": "0f8fad5b-d9cb-469f-a165-70867728950e"}'`,
-			func(args []string) int { return cmdRun(c.ctx, args, c.stdin, c.stdout, c.stderr) }),
-		c.legacy("pm sweep [--queue Q] [--ttl S] [--reclaimer ID] [--dry-run]", "reclaim zombie tasks of a queue (pm.sweep)",
-			`  stalesweep pm sweep --queue default --ttl 300 --dry-run`,
-			func(args []string) int { return cmdPM(c.ctx, args, c.stdout, c.stderr) }),
-		c.legacy("demo [--pipeline]", "seed the emulator, sweep until nothing stale remains, summarize",
-			`  stalesweep demo`,
-			func(args []string) int { return cmdDemo(c.ctx, args, c.stdout, c.stderr) }),
-		c.legacy("serve [--addr HOST:PORT]", "serve the function targets locally (functions framework)",
-			`  STALESWEEP_AUTH=off stalesweep serve --addr 127.0.0.1:8080`,
-			func(args []string) int { return cmdServe(c.ctx, args, c.stderr) }),
-		c.legacy("bench [--rows N] [--concurrency C] [--quick] [--out DIR]", "measure throughput and cost against the emulators",
-			`  stalesweep bench --quick --out /tmp/bench`,
-			func(args []string) int { return cmdBench(c.ctx, args, c.stdout, c.stderr) }),
-		c.legacy("fake-cloudrun --addr HOST:PORT --executions FILE", "serve the Cloud Run Executions fake",
-			`  stalesweep fake-cloudrun --addr 127.0.0.1:9090 --executions executions.json`,
-			func(args []string) int { return cmdFakeCloudRun(c.ctx, args, c.stdout, c.stderr) }),
-		c.legacy("executors list | clear TARGET", "what the blind-executor guard judged; clear a target after checking",
-			`  stalesweep executors list`,
-			func(args []string) int { return cmdExecutors(c.ctx, args, c.stdout, c.stderr) }),
-		c.legacy("indexes [--check] [--gcloud --project P]", "write or check the index files, or print gcloud commands",
-			`  stalesweep indexes --check`,
-			func(args []string) int { return cmdIndexes(args, c.stdout, c.stderr) }),
+		c.runCmd(),
+		c.pmCmd(),
+		c.demoCmd(),
+		c.serveCmd(),
+		c.benchCmd(),
+		c.fakeCloudRunCmd(),
+		c.executorsCmd(),
+		c.indexesCmd(),
 		c.versionCmd(),
 		c.explainCmd(),
 	)
+	// The streams are set before cobra's completion command is made: it keeps the one it sees.
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	// cobra's own help and completion commands, given examples like every other command.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		switch cmd.Name() {
+		case "help":
+			cmd.Example = "  stalesweep help run"
+		case "completion":
+			cmd.Example = "  source <(stalesweep completion bash)\n  stalesweep completion zsh > \"${fpath[1]}/_stalesweep\""
+			examples := map[string]string{
+				"bash":       "  source <(stalesweep completion bash)",
+				"zsh":        "  stalesweep completion zsh > \"${fpath[1]}/_stalesweep\"",
+				"fish":       "  stalesweep completion fish | source",
+				"powershell": "  stalesweep completion powershell | Out-String | Invoke-Expression",
+			}
+			for _, sh := range cmd.Commands() {
+				sh.Example = examples[sh.Name()]
+			}
+		}
+	}
 	return root
 }
 
-// legacy wraps a command that parses its own flags with the standard library's flag package.
-func (c *cli) legacy(use, short, example string, body func(args []string) int) *cobra.Command {
-	return &cobra.Command{
-		Use:                use,
-		Short:              short,
-		Example:            example,
-		DisableFlagParsing: true,
-		RunE:               func(cmd *cobra.Command, args []string) error { return exit(body(args)) },
+// group is a command that only holds subcommands: without one it says which it wants; with an
+// unknown one it suggests the nearest, as cobra does for the root's.
+func (c *cli) group(use, short, example string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Example: example, Args: cobra.ArbitraryArgs}
+	cmd.AddCommand(subs...)
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			names = append(names, sub.Name())
+		}
+		if len(args) == 0 {
+			return c.usageError(cmd, "want a subcommand: %s", strings.Join(names, ", "))
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+		}
+		return c.usageError(cmd, "%s", msg)
 	}
+	return cmd
 }

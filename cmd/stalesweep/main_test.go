@@ -43,7 +43,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 			t.Errorf("stalesweep %v exited %d, want %d", args, code, exitInvalid)
 		}
 	}
-	if code, out, _ := invoke(t, "help"); code != 0 || !strings.Contains(out, "run WORKFLOW_TYPE") {
+	if code, out, _ := invoke(t, "help"); code != 0 || !strings.Contains(out, "run one workflow inline") {
 		t.Errorf("help exited %d: %s", code, out)
 	}
 }
@@ -440,7 +440,7 @@ func TestExecutorsListsAndClearsATarget(t *testing.T) {
 	if _, err := store.Record(context.Background(), ledger.Target{Target: target, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := invoke(t, "executors", "list")
+	code, stdout, stderr := invoke(t, "executors", "list", "-o", "json")
 	var listed []ledger.Target
 	if code != exitOK || json.Unmarshal([]byte(stdout), &listed) != nil || len(listed) != 1 || !listed[0].Blind {
 		t.Fatalf("list: exit %d, %s %s", code, stdout, stderr)
