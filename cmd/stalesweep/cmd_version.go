@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -32,7 +33,7 @@ func versionString() string {
 	if v == "" {
 		v = "devel"
 	}
-	if rev != "" {
+	if rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) { // a pseudo-version names it already
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
