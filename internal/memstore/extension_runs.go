@@ -157,7 +157,7 @@ func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, settlement le
 // PreviewAbandon is ExtensionRunStore.PreviewAbandon: Abandon's reads and decision, and no
 // write.
 func (s *ExtensionRuns) PreviewAbandon(ctx context.Context, runID string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
-	if err := s.settling(ctx, "PreviewAbandon", runID); err != nil {
+	if err := s.enter(ctx, "PreviewAbandon", runID); err != nil {
 		return ledger.Abandonment{}, fmt.Errorf("preview abandoning extension run %s: %w", runID, err)
 	}
 	return s.abandon(runID, nil, decide)

@@ -205,7 +205,7 @@ func (s *Leases) AbandonLease(ctx context.Context, leaseID string, reads ledger.
 // PreviewAbandonLease is LeaseStore.PreviewAbandonLease: AbandonLease's reads and decision, and
 // no write.
 func (s *Leases) PreviewAbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error) {
-	if err := s.settling(ctx, "PreviewAbandonLease", leaseID); err != nil {
+	if err := s.enter(ctx, "PreviewAbandonLease", leaseID); err != nil {
 		return false, "", fmt.Errorf("preview abandoning lease %s: %w", leaseID, err)
 	}
 	return s.abandonLease(leaseID, reads, decide, true)

@@ -156,7 +156,7 @@ func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, reclaimer string, no
 
 // PreviewReclaim is TaskStore.PreviewReclaim: ReclaimTask's read and decision, and no write.
 func (s *Tasks) PreviewReclaim(ctx context.Context, queue, id string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
-	if err := s.settling(ctx, "PreviewReclaim", id); err != nil {
+	if err := s.enter(ctx, "PreviewReclaim", id); err != nil {
 		return ledger.Reclaim{}, fmt.Errorf("preview reclaiming task %s/%s: %w", queue, id, err)
 	}
 	return s.reclaim(queue, id, "", time.Time{}, decide, true)
