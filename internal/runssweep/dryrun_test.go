@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,56 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	}
 	if w := e.spy.Writes(); len(w) != 0 {
 		t.Errorf("the dry runs wrote %d documents: %+v", len(w), w)
+	}
+}
+
+// Explain's verdict on every run of the interlock fleet, and on one no scan can see, is what
+// the next sweep (at the threshold explain uses) does with it; after it, explain says the
+// swept runs are no longer running and shows the settlement recorded.
+func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	f := e.interlockFleet()
+	invisible := "run-invisible-" + uuid.NewString()
+	if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(invisible).Set(context.Background(), map[string]any{
+		"tenant_id": e.tenant, "extension_id": "x", "job_name": "j", "status": ledger.ExtensionRunning, "last_moved_at": "yesterday"}); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{f.bg, f.fg, f.lone, f.orphan, f.newer, f.live, invisible}
+	verdict := map[string]explain.Explanation{}
+	for _, id := range all {
+		x, err := e.wf.Explain(context.Background(), e.store, id, explain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verdict[id] = x
+	}
+	floor := fmt.Sprintf(`{"older_than_ms": %d}`, runssweep.ScheduledFloorMsDefault)
+	o, _ := e.mustSweep(floor)
+	swept := map[string]bool{}
+	for _, r := range o.Runs {
+		swept[r.RunID] = true
+	}
+	for _, id := range all {
+		x := verdict[id]
+		if (x.Verdict == "abandon") != swept[id] || (x.Verdict == "abandon") != x.Visible {
+			t.Errorf("run %s: explain said %s (%s, visible %t), the sweep swept it: %t", id, x.Verdict, x.Rule, x.Visible, swept[id])
+		}
+	}
+	if x := verdict[invisible]; x.Verdict != "skip" || x.Rule != "invisible" || x.Visible {
+		t.Errorf("a run no scan sees: %+v", x)
+	}
+	if x := verdict[f.bg]; x.Rule != runssweep.ReasonIdle || x.Outcome != ledger.OutcomeAbandoned || !strings.Contains(x.Detail, "interlock released") {
+		t.Errorf("the background run holding its interlock: %+v", x)
+	}
+	if x := verdict[f.orphan]; !strings.Contains(x.Detail, f.newer) {
+		t.Errorf("the run whose interlock another holds: %+v", x)
+	}
+	x, err := e.wf.Explain(context.Background(), e.store, f.bg, explain.Options{})
+	if err != nil || x.Verdict != "keep" || x.Rule != string(ledger.LeftNotRunning) || x.Last["settlement"] == nil {
+		t.Errorf("after the sweep: %+v %v", x, err)
+	}
+	if _, err := e.wf.Explain(context.Background(), e.store, "no-such-run", explain.Options{}); !errors.Is(err, ledger.ErrNoRow) {
+		t.Errorf("a missing run: %v, want ErrNoRow", err)
 	}
 }
