@@ -1,5 +1,10 @@
 package explain
 
+import (
+	"fmt"
+	"time"
+)
+
 // PreviewRowsMax is how many rows a dry run lists one by one; its counts cover every row.
 const PreviewRowsMax = 50
 
@@ -59,4 +64,26 @@ func (p *Preview) Count(action, rule string, n int) {
 		p.Counts[action] += n
 		p.Rules[action+"/"+rule] += n
 	}
+}
+
+// TimestampDetail says what a row's staleness field holds, for its "valid" check: a scan sees
+// a row only when the field is a timestamp.
+func TimestampDetail(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "missing: no scan sees the row"
+	case time.Time:
+		return t.UTC().Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprintf("%v (%T, not a timestamp): no scan sees the row", v, v)
+	}
+}
+
+// DecodeDetail says whether a row decodes, for its "decodes" check: malformed is the decoding
+// error, empty when it decodes.
+func DecodeDetail(malformed string) string {
+	if malformed == "" {
+		return "ok"
+	}
+	return malformed
 }

@@ -3,6 +3,7 @@ package pmsweep_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -110,5 +111,52 @@ func TestADryRunReportsWhatTheSweepThenReclaimsAndWritesNothing(t *testing.T) {
 	_, real, realS := e.start(in, false)
 	if got, want := reclaimedIDs(real), reclaimedIDs(o); !slices.Equal(got, want) || len(real.Raced) != len(o.Raced) || realS.Poisoned != s.Poisoned {
 		t.Errorf("the real sweep reclaimed %v (raced %v); the dry run said %v (raced %v)", got, real.Raced, want, o.Raced)
+	}
+}
+
+// Explain's verdict on each of the four tasks, and on one no scan can see, is what the next
+// sweep with the seed's TTL does with it; after it, explain shows the reclaim recorded.
+func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, pmsweep.Config{}, nil)
+	e.fourTasks()
+	e.clock.Advance(time.Second)
+	if _, err := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("invisible").Set(context.Background(),
+		map[string]any{"slug": "s", "status": ledger.TaskWorking, "worker_id": "w"}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"task-000", "task-001", "task-002", "task-003", "invisible"}
+	said := map[string]explain.Explanation{}
+	for _, id := range ids {
+		x, err := e.wf.Explain(context.Background(), e.tasks, e.queue, id, explain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		said[id] = x
+	}
+	e.spy.Reset()
+	_, o, _ := e.start(pmsweep.Input{Queue: e.queue, TTL: pmsweep.TTLDefault, Reclaimer: "janitor"}, false)
+	reclaimed := map[string]bool{}
+	for _, r := range o.Reclaimed {
+		reclaimed[r.Task] = true
+	}
+	for _, id := range ids {
+		x := said[id]
+		if (x.Verdict == "reclaim") != reclaimed[id] || (x.Verdict == "reclaim") != x.Visible {
+			t.Errorf("task %s: explain said %s (%s, visible %t), the sweep reclaimed it: %t", id, x.Verdict, x.Rule, x.Visible, reclaimed[id])
+		}
+	}
+	if x := said["task-002"]; x.Verdict != "skip" || x.Rule != "not_stale" {
+		t.Errorf("a task whose worker heartbeat 101 s ago: %+v", x)
+	}
+	if x := said["invisible"]; x.Verdict != "skip" || x.Rule != "invisible" {
+		t.Errorf("a task no scan sees: %+v", x)
+	}
+	x, err := e.wf.Explain(context.Background(), e.tasks, e.queue, "task-000", explain.Options{})
+	if err != nil || x.Verdict != "skip" || x.Rule != string(ledger.LeftNotWorking) || x.Last["reclaim_count"] != int64(1) || x.Last["status_head"] == nil {
+		t.Errorf("after the sweep: %+v %v", x, err)
+	}
+	if _, err := e.wf.Explain(context.Background(), e.tasks, e.queue, "no-such-task", explain.Options{}); !errors.Is(err, ledger.ErrNoRow) {
+		t.Errorf("a missing task: %v, want ErrNoRow", err)
 	}
 }

@@ -117,6 +117,12 @@ func Reclaimable(seen ledger.Task, maxReclaims int64) func(ledger.Task) ledger.R
 	}
 }
 
+// Stale is the seed's rule for a working task: silent for more than the TTL (a task silent for
+// exactly the TTL is skipped).
+func Stale(t ledger.Task, now time.Time, ttl time.Duration) bool {
+	return now.Sub(t.LastActivityAt) > ttl
+}
+
 // ageSeconds is how long a task has been silent, in whole seconds.
 func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
 
@@ -169,10 +175,10 @@ scan:
 			}
 			age := now.Sub(t.LastActivityAt)
 			switch {
-			case age > ttl && len(stale) == w.cfg.MaxStale:
+			case Stale(t, now, ttl) && len(stale) == w.cfg.MaxStale:
 				stats.Capped = true
 				break scan
-			case age > ttl:
+			case Stale(t, now, ttl):
 				stale = append(stale, t)
 			case age > warnAt:
 				stats.NearTTL++

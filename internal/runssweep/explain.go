@@ -37,8 +37,8 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 	stamped := row.HasTimestamp("last_moved_at")
 	e.Checks = []explain.Check{
 		{Name: "status running", OK: r.Status == ledger.ExtensionRunning, Detail: fmt.Sprintf("status %q; the scan reads running invocations only", r.Status)},
-		{Name: "last_moved_at valid", OK: stamped, Detail: timestampDetail(row.Fields["last_moved_at"])},
-		{Name: "decodes", OK: row.Malformed == "", Detail: orOK(row.Malformed)},
+		{Name: "last_moved_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_moved_at"])},
+		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "idle past threshold", OK: stamped && r.LastMovedAt.Before(deadline), Detail: fmt.Sprintf(
 			"idle %s against older_than_ms %d (the scheduled floor; deadline %s)", idle(now, r.LastMovedAt, stamped), w.cfg.ScheduledFloorMs, deadline.Format(time.RFC3339))},
 		// TODO(pause): the "paused" check goes here once pausing lands.
@@ -75,28 +75,10 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 	return e, nil
 }
 
-// timestampDetail says what a staleness field holds.
-func timestampDetail(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "missing: no scan sees the row"
-	case time.Time:
-		return t.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprintf("%v (%T, not a timestamp): no scan sees the row", v, v)
-	}
-}
-
+// idle says how long a run has not moved, when its last_moved_at is a timestamp.
 func idle(now, last time.Time, stamped bool) string {
 	if !stamped {
 		return "unknown"
 	}
 	return now.Sub(last).Truncate(time.Millisecond).String()
-}
-
-func orOK(malformed string) string {
-	if malformed == "" {
-		return "ok"
-	}
-	return malformed
 }
