@@ -158,3 +158,62 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
 	}
 }
+
+// Explain's verdict on one lease for each rule, and on one no scan can see, is what the next
+// run over the group does with it; after it, explain shows the settlement recorded.
+func TestExplainSaysWhatTheNextRunDoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	d := e.eachRule()
+	invisible := uuid.NewString()
+	if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(invisible).Set(context.Background(), map[string]any{
+		"organization_uuid": e.org, "runner_group_uuid": e.group, "workspace_id": "ws", "holder_runner_instance_uuid": uuid.NewString(),
+		"status": ledger.LeaseActive, "heartbeat_at": int64(12)}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{d.terminated, d.stopped, d.missingStale, d.aliveStale, d.missingFresh, d.strangerStale, d.released, invisible}
+	said := map[string]explain.Explanation{}
+	for _, id := range ids {
+		x, err := e.wf.Explain(context.Background(), e.store, id, explain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		said[id] = x
+	}
+	_, o := e.run(map[string]any{})
+	settled := map[string]string{}
+	for _, s := range o.Settlements {
+		settled[s.LeaseUUID] = s.Reason
+	}
+	for _, id := range ids {
+		x := said[id]
+		if want := settled[id]; (x.Verdict == "abandon") != (want != "") || (want != "" && x.Rule != want) {
+			t.Errorf("lease %s: explain said %s (%s), the run settled it as %q", id, x.Verdict, x.Rule, want)
+		}
+	}
+	for id, want := range map[string]string{
+		d.aliveStale: "keep/" + leasesettle.KeepHolderAlive, d.missingFresh: "keep/" + leasesettle.KeepHeartbeatFresh,
+		d.released: "keep/" + leasesettle.KeepNotActive, invisible: "skip/invisible",
+	} {
+		if x := said[id]; x.Verdict+"/"+x.Rule != want {
+			t.Errorf("lease %s: explain said %s/%s, want %s", id, x.Verdict, x.Rule, want)
+		}
+	}
+	if said[d.released].Visible || said[invisible].Visible || !said[d.terminated].Visible {
+		t.Error("visibility: a released lease and one without a timestamp heartbeat are not scanned; an active one is")
+	}
+	x, err := e.wf.Explain(context.Background(), e.store, d.terminated, explain.Options{})
+	if err != nil || x.Verdict != "keep" || x.Rule != leasesettle.KeepNotActive || x.Last["settlement"] == nil {
+		t.Errorf("after the run: %+v %v", x, err)
+	}
+
+	// An organization that opted out: no run writes its leases, and explain says so.
+	e.optOut()
+	x, err = e.wf.Explain(context.Background(), e.store, d.missingFresh, explain.Options{})
+	if err != nil || x.Verdict != "refuse" || x.Rule != leasesettle.RefuseDisabled || x.Visible {
+		t.Errorf("an opted-out organization's lease: %+v %v", x, err)
+	}
+	if _, err := e.wf.Explain(context.Background(), e.store, uuid.NewString(), explain.Options{}); !errors.Is(err, ledger.ErrNoRow) {
+		t.Errorf("a missing lease: %v, want ErrNoRow", err)
+	}
+}
