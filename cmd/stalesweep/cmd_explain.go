@@ -24,7 +24,11 @@ type explainer func(ctx context.Context, a *app.App, id string, o explain.Option
 var errNoRow = errors.New("no such document")
 
 // explainers are the collections explain knows, each explained by its own workflow.
-var explainers = map[string]explainer{}
+var explainers = map[string]explainer{
+	"extension_runs":   explainExtensionRun,
+	"tasks":            explainTask,
+	"workspace_leases": explainLease,
+}
 
 func (c *cli) explainCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 )
@@ -94,4 +95,7 @@ type Stats struct {
 	// StormGuard is the guard's verdict: leases the run would abandon on heartbeat age alone
 	// (unresolvable holders), against the group's active leases.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
+	// DryRun is, in a dry run, what the run would have done lease by lease (the counts above
+	// are then what it would have done too); nil in a real run.
+	DryRun *explain.Preview `json:"dry_run,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
@@ -53,6 +54,9 @@ type Store interface {
 	ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error)
 	Instances(ctx context.Context, ids []string) (map[string]ledger.RunnerInstance, error)
 	AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
+	// PreviewAbandonLease is AbandonLease in a dry run: the same reads and decision, nothing
+	// written.
+	PreviewAbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
 	CountActive(ctx context.Context, org, group string) (int64, error)
 	CountStale(ctx context.Context, org, group string, before time.Time) (int64, error)
 	Invisible(ctx context.Context, org, group string) (ledger.Invisible, error)
@@ -154,12 +158,23 @@ func Refuse(l ledger.WorkspaceLease, in Input, facts ledger.Facts, includeDisabl
 // max_settlements candidates; it reads on past that while heartbeats are stale, so that the
 // storm guard counts every lease it would abandon on age alone (up to MaxExamined). Then the
 // guard judges, and only then does anything get written.
+//
+// A dry run (run.DryRun) does all of that, re-reads each candidate, its holder and its
+// organization as the abandoning transaction would (LeaseStore.PreviewAbandonLease, a read-only
+// transaction), and writes nothing: its output settles nothing, and stats.dry_run says lease by
+// lease what it would abandon, keep, refuse or leave for the next run, and why. It fails as the
+// real run would when the storm guard holds.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	log := run.Logger.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
 	out := Output{RunnerGroupUUID: in.RunnerGroupUUID, OrganizationUUID: in.OrganizationUUID, MaxSettlements: in.MaxSettlements, Settlements: []Settlement{}}
 	stats := Stats{Kept: map[string]int{}, Refused: map[string]int{}}
+	var p *explain.Preview // a dry run's
+	if run.DryRun {
+		p = explain.NewPreview(explain.ReadOnlyTransaction)
+		stats.DryRun = p
+	}
 	fail := func(step string, err error) (Output, Stats, error) {
 		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
 	}
@@ -206,6 +221,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			out.Examined++
 			if l.Malformed != "" {
 				malformed.Note(log, ledger.WorkspaceLeasesCollection+"/"+l.UUID, l.Malformed)
+				if p != nil {
+					p.Add(l.UUID, "skip", "malformed", l.Malformed)
+				}
 				continue
 			}
 			inst, found := instances[l.HolderUUID]
@@ -219,10 +237,16 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			switch {
 			case !abandon:
 				stats.Kept[why]++
+				if p != nil {
+					p.Add(l.UUID, "keep", why, "")
+				}
 			case len(candidates) < in.MaxSettlements:
 				candidates, reasons = append(candidates, l), append(reasons, why)
 			default:
 				stats.OverBudget++
+				if p != nil {
+					p.Add(l.UUID, "defer", "max_settlements", "abandonable ("+why+"), left for the next run")
+				}
 			}
 		}
 		if len(page) < want {
@@ -258,8 +282,11 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		// Leases whose holder is terminal are not age alone: they are still abandoned.
 		var kept []ledger.WorkspaceLease
 		for i, l := range candidates {
-			if reasons[i] != ReasonHolderUnresolvableStale {
+			switch {
+			case reasons[i] != ReasonHolderUnresolvableStale:
 				kept = append(kept, l)
+			case p != nil:
+				p.Add(l.UUID, "keep", storm.Reason, "abandonable ("+reasons[i]+"), but the storm guard holds back abandonments on age alone")
 			}
 		}
 		stats.Kept[storm.Reason] += len(candidates) - len(kept)
@@ -269,9 +296,16 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	} else if verdict.Overridden {
 		log.Warn("storm guard overridden by the operator: abandoning past it", "aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
 	}
+	if p != nil {
+		p.StormGuardWouldStop = verdict.Holds()
+	}
 	w.settle(ctx, run, in, candidates, now, timeout, &out, &stats, log)
 
-	if out.Settled > 0 {
+	if p != nil {
+		out.Outcome = "nothing_to_settle"
+		out.Reason = fmt.Sprintf("dry run: would abandon %d of %d active leases examined (at most %d per run); nothing was written",
+			p.Counts["abandon"], out.Examined, in.MaxSettlements)
+	} else if out.Settled > 0 {
 		out.Outcome = "settled"
 	} else {
 		out.Outcome = "nothing_to_settle"
@@ -322,10 +356,14 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		reads.Organization = in.OrganizationUUID
 	}
 	results := make([]result, len(candidates))
+	abandon := w.store.AbandonLease
+	if run.DryRun {
+		abandon = w.store.PreviewAbandonLease
+	}
 	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
 		seen := candidates[i]
 		var s Settlement
-		settled, refused, err := w.store.AbandonLease(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
+		settled, refused, err := abandon(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
 			if why := Refuse(l, in, facts, run.IncludeDisabled); why != "" {
 				return nil, why
 			}
@@ -348,6 +386,13 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 	})
 	for i, r := range results {
 		l := log.With("lease_uuid", candidates[i].UUID, "workspace_id", candidates[i].WorkspaceID)
+		if stats.DryRun != nil {
+			previewSettle(stats.DryRun, candidates[i].UUID, r.s, r.settled, r.refused, r.err, ctx.Err() != nil)
+			if r.settled {
+				continue // a dry run settles nothing: its output says so
+			}
+			l = slog.New(slog.DiscardHandler)
+		}
 		switch {
 		case r.err != nil && ctx.Err() != nil:
 			stats.OutOfBudget = true
@@ -367,5 +412,22 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		default:
 			stats.Raced++
 		}
+	}
+}
+
+// previewSettle notes in a dry run's preview what the abandoning transaction would do with one
+// candidate, as PreviewAbandonLease decided it.
+func previewSettle(p *explain.Preview, id string, s Settlement, settled bool, refused string, err error, outOfBudget bool) {
+	switch {
+	case err != nil && outOfBudget:
+		p.Add(id, "defer", "out_of_budget", "not re-read: the run's budget ran out")
+	case err != nil:
+		p.Add(id, "error", "read_failed", err.Error())
+	case refused != "":
+		p.Add(id, "refuse", refused, "the lease is not this run's to write")
+	case settled:
+		p.Add(id, "abandon", s.Reason, fmt.Sprintf("holder %s (status %q), heartbeat %ds old", s.HolderUUID, s.HolderStatus, s.HeartbeatAgeSeconds))
+	default:
+		p.Add(id, "keep", "moved", "its holder or heartbeat changed since the scan")
 	}
 }

@@ -149,18 +149,9 @@ func (e *env) run(input map[string]any) (workflow.Outcome, leasesettle.Output) {
 func TestEachRuleAndBothKeepCases(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, leasesettle.Config{}, nil)
-	terminated := e.lease(e.instance("terminated"), time.Second)
-	stopped := e.lease(e.instance("stopped"), time.Hour)
-	missingStale := e.lease(uuid.NewString(), 10*time.Minute)
-	aliveStale := e.lease(e.instance("running"), time.Hour)
-	missingFresh := e.lease(uuid.NewString(), time.Minute)
-	otherGroupInstance := uuid.NewString()
-	_ = e.store.PutInstance(context.Background(), ledger.RunnerInstance{UUID: otherGroupInstance, OrganizationUUID: e.org, RunnerGroupUUID: uuid.NewString(), Status: "running"})
-	strangerStale := e.lease(otherGroupInstance, 10*time.Minute)
-	released := e.lease(e.instance("terminated"), time.Hour)
-	if err := e.store.Release(context.Background(), released, e.get(released).HolderUUID, e.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	d := e.eachRule()
+	terminated, stopped, missingStale, aliveStale, missingFresh, strangerStale, released :=
+		d.terminated, d.stopped, d.missingStale, d.aliveStale, d.missingFresh, d.strangerStale, d.released
 	e.spy.Reset()
 
 	out, o := e.run(map[string]any{})

@@ -184,59 +184,84 @@ type Abandonment struct {
 func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, settlement Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		out = Abandonment{}
-		snap, err := tx.Get(s.run(runID))
-		if status.Code(err) == codes.NotFound {
-			out.Why = LeftRunMissing
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var r ExtensionRun
-		if err := snap.DataTo(&r); err != nil {
-			return err
-		}
-		r.RunID = runID
-		out.Run = r
-		if out.Why = decide(r); out.Why != "" {
-			return nil
-		}
-		var release *firestore.DocumentRef
-		if r.Background {
-			lock := s.interlock(r.TenantID, r.ExtensionID)
-			lsnap, err := tx.Get(lock)
-			switch {
-			case status.Code(err) == codes.NotFound:
-			case err != nil:
-				return err
-			default:
-				if holder, _ := lsnap.DataAt("run_id"); holder == runID {
-					release = lock
-				} else {
-					out.InterlockHolder = fmt.Sprint(holder)
-				}
-			}
-		}
-		if err := tx.Update(s.run(runID), []firestore.Update{
-			{Path: "status", Value: ExtensionFailed},
-			{Path: "outcome", Value: OutcomeAbandoned},
-			{Path: "finished_at", Value: settlement.At},
-			{Path: "settlement", Value: settlement},
-		}); err != nil {
-			return err
-		}
-		if release != nil {
-			if err := tx.Delete(release); err != nil {
-				return err
-			}
-			out.InterlockReleased = true
-		}
-		out.Swept = true
-		return nil
+		var err error
+		out, err = s.abandon(tx, runID, &settlement, decide)
+		return err
 	})
 	if err != nil {
 		return Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// PreviewAbandon is Abandon in a dry run: one read-only transaction reads what Abandon reads
+// (the run, and a background run's interlock), asks decide the same, and writes nothing. Its
+// Abandonment says what Abandon would do now: Swept and InterlockReleased are "would".
+func (s *ExtensionRunStore) PreviewAbandon(ctx context.Context, runID string, decide func(ExtensionRun) Left) (Abandonment, error) {
+	var out Abandonment
+	err := readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
+		var err error
+		out, err = s.abandon(tx, runID, nil, decide)
+		return err
+	})
+	if err != nil {
+		return Abandonment{}, fmt.Errorf("preview abandoning extension run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// abandon is the body of Abandon's transaction; with a nil settlement it reads and decides only.
+func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, settlement *Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
+	var out Abandonment
+	snap, err := tx.Get(s.run(runID))
+	if status.Code(err) == codes.NotFound {
+		out.Why = LeftRunMissing
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	var r ExtensionRun
+	if err := snap.DataTo(&r); err != nil {
+		return out, err
+	}
+	r.RunID = runID
+	out.Run = r
+	if out.Why = decide(r); out.Why != "" {
+		return out, nil
+	}
+	var release *firestore.DocumentRef
+	if r.Background {
+		lock := s.interlock(r.TenantID, r.ExtensionID)
+		lsnap, err := tx.Get(lock)
+		switch {
+		case status.Code(err) == codes.NotFound:
+		case err != nil:
+			return out, err
+		default:
+			if holder, _ := lsnap.DataAt("run_id"); holder == runID {
+				release = lock
+			} else {
+				out.InterlockHolder = fmt.Sprint(holder)
+			}
+		}
+	}
+	out.Swept, out.InterlockReleased = true, release != nil
+	if settlement == nil {
+		return out, nil
+	}
+	if err := tx.Update(s.run(runID), []firestore.Update{
+		{Path: "status", Value: ExtensionFailed},
+		{Path: "outcome", Value: OutcomeAbandoned},
+		{Path: "finished_at", Value: settlement.At},
+		{Path: "settlement", Value: *settlement},
+	}); err != nil {
+		return out, err
+	}
+	if release != nil {
+		if err := tx.Delete(release); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

@@ -258,51 +258,13 @@ func ResolveHolder(l WorkspaceLease, in RunnerInstance, found bool) HolderView {
 // nothing is written. Reads come before writes; nothing but the lease's status, settlement and
 // released-at time is written, and nothing is deleted.
 func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
-	refs := []*firestore.DocumentRef{s.lease(leaseID)}
-	if reads.Organization != "" {
-		refs = append(refs, s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
-	}
 	err = s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		abandoned, refused = false, ""
-		snaps, err := tx.GetAll(refs)
-		if err != nil {
+		var st *Settlement
+		st, refused, err = s.planAbandonLease(tx, leaseID, reads, decide)
+		abandoned = err == nil && refused == "" && st != nil
+		if !abandoned {
 			return err
 		}
-		if !snaps[0].Exists() {
-			return nil
-		}
-		var l WorkspaceLease
-		if err := snaps[0].DataTo(&l); err != nil {
-			return err
-		}
-		l.UUID = leaseID
-		var facts Facts
-		if len(snaps) > 1 {
-			facts.OrganizationEnabled = SweepsEnabled(snaps[1])
-		}
-		var view HolderView
-		if l.HolderUUID != "" {
-			isnap, err := tx.Get(s.instance(l.HolderUUID))
-			switch {
-			case status.Code(err) == codes.NotFound:
-			case err != nil:
-				return err
-			default:
-				var in RunnerInstance
-				if derr := isnap.DataTo(&in); derr == nil {
-					view = ResolveHolder(l, in, true)
-				}
-			}
-		}
-		st, why := decide(l, view, facts)
-		if why != "" {
-			refused = why
-			return nil
-		}
-		if st == nil {
-			return nil
-		}
-		abandoned = true
 		return tx.Update(s.lease(leaseID), []firestore.Update{
 			{Path: "status", Value: LeaseAbandoned},
 			{Path: "released_at", Value: st.At},
@@ -313,4 +275,61 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Rea
 		return false, "", fmt.Errorf("abandon lease %s: %w", leaseID, err)
 	}
 	return abandoned, refused, nil
+}
+
+// PreviewAbandonLease is AbandonLease in a dry run: one read-only transaction reads what
+// AbandonLease reads (the lease, the documents reads names, the holder), asks decide the same,
+// and writes nothing. abandoned says AbandonLease would abandon the lease now.
+func (s *LeaseStore) PreviewAbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
+	err = readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
+		var st *Settlement
+		st, refused, err = s.planAbandonLease(tx, leaseID, reads, decide)
+		abandoned = err == nil && refused == "" && st != nil
+		return err
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("preview abandoning lease %s: %w", leaseID, err)
+	}
+	return abandoned, refused, nil
+}
+
+// planAbandonLease reads the lease, the documents reads names and the lease's holder in tx and
+// asks decide; a missing lease is kept (nil, "") without asking.
+func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (*Settlement, string, error) {
+	refs := []*firestore.DocumentRef{s.lease(leaseID)}
+	if reads.Organization != "" {
+		refs = append(refs, s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, "", err
+	}
+	if !snaps[0].Exists() {
+		return nil, "", nil
+	}
+	var l WorkspaceLease
+	if err := snaps[0].DataTo(&l); err != nil {
+		return nil, "", err
+	}
+	l.UUID = leaseID
+	var facts Facts
+	if len(snaps) > 1 {
+		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
+	}
+	var view HolderView
+	if l.HolderUUID != "" {
+		isnap, err := tx.Get(s.instance(l.HolderUUID))
+		switch {
+		case status.Code(err) == codes.NotFound:
+		case err != nil:
+			return nil, "", err
+		default:
+			var in RunnerInstance
+			if derr := isnap.DataTo(&in); derr == nil {
+				view = ResolveHolder(l, in, true)
+			}
+		}
+	}
+	st, why := decide(l, view, facts)
+	return st, why, nil
 }

@@ -334,18 +334,10 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 	var out Reclaim
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		out = Reclaim{}
-		t, err := readTask(tx, ref)
-		if status.Code(err) == codes.NotFound {
-			out.Why = LeftTaskMissing
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		plan := decide(t)
-		if plan.Left != "" {
+		t, plan, err := s.planReclaim(tx, ref, decide)
+		if err != nil || plan.Left != "" {
 			out.Why = plan.Left
-			return nil
+			return err
 		}
 		hb, err := appendEntry(tx, ref, id, ChainHeartbeats, t.HeartbeatTip, now, map[string]any{"preempt": true, "reclaimer": reclaimer})
 		if err != nil {
@@ -379,6 +371,35 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 		return Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
 	return out, nil
+}
+
+// PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task as
+// ReclaimTask does, asks decide the same, and writes nothing. Reclaimed and Poisoned say what
+// ReclaimTask would do now; StatusSHA is empty (no status is appended).
+func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, decide func(Task) ReclaimPlan) (Reclaim, error) {
+	var out Reclaim
+	err := readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
+		_, plan, err := s.planReclaim(tx, s.task(queue, id), decide)
+		out = Reclaim{Why: plan.Left, Reclaimed: err == nil && plan.Left == "", Poisoned: err == nil && plan.Left == "" && plan.Poison != ""}
+		return err
+	})
+	if err != nil {
+		return Reclaim{}, fmt.Errorf("preview reclaiming task %s/%s: %w", queue, id, err)
+	}
+	return out, nil
+}
+
+// planReclaim reads the task in tx and asks decide; a missing task is left (LeftTaskMissing)
+// without asking.
+func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, error) {
+	t, err := readTask(tx, ref)
+	if status.Code(err) == codes.NotFound {
+		return t, ReclaimPlan{Left: LeftTaskMissing}, nil
+	}
+	if err != nil {
+		return t, ReclaimPlan{}, err
+	}
+	return t, decide(t), nil
 }
 
 // aggregateInt reads an integer aggregation result.

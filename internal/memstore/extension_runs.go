@@ -151,6 +151,20 @@ func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, settlement le
 	if err := s.settling(ctx, "Abandon", runID); err != nil {
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
 	}
+	return s.abandon(runID, &settlement, decide)
+}
+
+// PreviewAbandon is ExtensionRunStore.PreviewAbandon: Abandon's reads and decision, and no
+// write.
+func (s *ExtensionRuns) PreviewAbandon(ctx context.Context, runID string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
+	if err := s.enter(ctx, "PreviewAbandon", runID); err != nil {
+		return ledger.Abandonment{}, fmt.Errorf("preview abandoning extension run %s: %w", runID, err)
+	}
+	return s.abandon(runID, nil, decide)
+}
+
+// abandon is Abandon's critical section; with a nil settlement it decides and writes nothing.
+func (s *ExtensionRuns) abandon(runID string, settlement *ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.runs[runID]
@@ -167,14 +181,19 @@ func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, settlement le
 	lock := ledger.InterlockID(r.TenantID, r.ExtensionID)
 	if l, held := s.interlocks[lock]; r.Background && held {
 		if l.RunID == runID {
-			delete(s.interlocks, lock)
 			out.InterlockReleased = true
 		} else {
 			out.InterlockHolder = l.RunID
 		}
 	}
-	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, settlement.At, &settlement
-	s.runs[runID] = r
 	out.Swept = true
+	if settlement == nil {
+		return out, nil
+	}
+	if out.InterlockReleased {
+		delete(s.interlocks, lock)
+	}
+	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, settlement.At, settlement
+	s.runs[runID] = r
 	return out, nil
 }

@@ -199,6 +199,20 @@ func (s *Leases) AbandonLease(ctx context.Context, leaseID string, reads ledger.
 	if err := s.settling(ctx, "AbandonLease", leaseID); err != nil {
 		return false, "", fmt.Errorf("abandon lease %s: %w", leaseID, err)
 	}
+	return s.abandonLease(leaseID, reads, decide, false)
+}
+
+// PreviewAbandonLease is LeaseStore.PreviewAbandonLease: AbandonLease's reads and decision, and
+// no write.
+func (s *Leases) PreviewAbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error) {
+	if err := s.enter(ctx, "PreviewAbandonLease", leaseID); err != nil {
+		return false, "", fmt.Errorf("preview abandoning lease %s: %w", leaseID, err)
+	}
+	return s.abandonLease(leaseID, reads, decide, true)
+}
+
+// abandonLease is AbandonLease's critical section; a preview decides and writes nothing.
+func (s *Leases) abandonLease(leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string), preview bool) (bool, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.leases[leaseID]
@@ -222,6 +236,8 @@ func (s *Leases) AbandonLease(ctx context.Context, leaseID string, reads ledger.
 		return false, refused, nil
 	case st == nil:
 		return false, "", nil
+	case preview:
+		return true, "", nil
 	}
 	l.Status, l.ReleasedAt, l.Settlement = ledger.LeaseAbandoned, st.At, st
 	s.leases[leaseID] = l

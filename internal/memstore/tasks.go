@@ -148,11 +148,24 @@ func (s *Tasks) Invisible(ctx context.Context, queue string) (ledger.Invisible, 
 // the reclaim status (their ids computed as the ledger computes them) and requeues the task, or
 // fails it as poison past maxReclaims (0: no cap). Last activity becomes now, never earlier.
 func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
-	fail := func(err error) (ledger.Reclaim, error) {
+	if err := s.settling(ctx, "ReclaimTask", id); err != nil {
 		return ledger.Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
-	if err := s.settling(ctx, "ReclaimTask", id); err != nil {
-		return fail(err)
+	return s.reclaim(queue, id, reclaimer, now, decide, false)
+}
+
+// PreviewReclaim is TaskStore.PreviewReclaim: ReclaimTask's read and decision, and no write.
+func (s *Tasks) PreviewReclaim(ctx context.Context, queue, id string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
+	if err := s.enter(ctx, "PreviewReclaim", id); err != nil {
+		return ledger.Reclaim{}, fmt.Errorf("preview reclaiming task %s/%s: %w", queue, id, err)
+	}
+	return s.reclaim(queue, id, "", time.Time{}, decide, true)
+}
+
+// reclaim is ReclaimTask's critical section; a preview decides and writes nothing.
+func (s *Tasks) reclaim(queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan, preview bool) (ledger.Reclaim, error) {
+	fail := func(err error) (ledger.Reclaim, error) {
+		return ledger.Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,6 +179,9 @@ func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, reclaimer string, no
 	plan := decide(t)
 	if plan.Left != "" {
 		return ledger.Reclaim{Why: plan.Left}, nil
+	}
+	if preview {
+		return ledger.Reclaim{Reclaimed: true, Poisoned: plan.Poison != ""}, nil
 	}
 	at := now.UTC().Truncate(time.Microsecond)
 	hb, err := ledger.EntryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: at, Prev: t.HeartbeatTip,

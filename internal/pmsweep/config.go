@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 )
@@ -109,4 +110,7 @@ type Stats struct {
 	OutOfBudget bool              `json:"out_of_budget"`
 	// StormGuard is the guard's verdict: silent working tasks against working ones.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
+	// DryRun is, in a dry run, what the sweep would have done row by row (the counts above are
+	// then what it would have done too); nil in a real run.
+	DryRun *explain.Preview `json:"dry_run,omitempty"`
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -20,6 +22,8 @@ type Store interface {
 	CountWorking(ctx context.Context, queue string) (int64, error)
 	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
 	ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
+	// PreviewReclaim is ReclaimTask in a dry run: the same read and decision, nothing written.
+	PreviewReclaim(ctx context.Context, queue, id string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
 	Invisible(ctx context.Context, queue string) (ledger.Invisible, error)
 }
 
@@ -85,6 +89,8 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
+	// The engine's dry run is the seed's dry_run: one path, one output.
+	in.DryRun = in.DryRun || run.DryRun
 	out, stats, err := w.RunOnce(ctx, in, run.StormOverride, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
@@ -111,11 +117,24 @@ func Reclaimable(seen ledger.Task, maxReclaims int64) func(ledger.Task) ledger.R
 	}
 }
 
+// Stale is the seed's rule for a working task: silent for more than the TTL (a task silent for
+// exactly the TTL is skipped).
+func Stale(t ledger.Task, now time.Time, ttl time.Duration) bool {
+	return now.Sub(t.LastActivityAt) > ttl
+}
+
 // ageSeconds is how long a task has been silent, in whole seconds.
 func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
 
 // RunOnce is one sweep of one queue. override lets it go ahead where the storm guard would
 // stop it.
+//
+// A dry run (in.DryRun, the seed's --dry-run, which the engine's dry run sets too) scans, counts
+// and judges as a real run does, re-reads each stale task and decides it as its reclaim would
+// (TaskStore.PreviewReclaim, a read-only transaction), and writes nothing. Its output is the
+// seed's: reclaimed lists what would be reclaimed (no status sha), raced what would be left; a
+// storm guard that would refuse the sweep is a warning, not a failure. stats.dry_run says it row
+// by row.
 func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
@@ -156,10 +175,10 @@ scan:
 			}
 			age := now.Sub(t.LastActivityAt)
 			switch {
-			case age > ttl && len(stale) == w.cfg.MaxStale:
+			case Stale(t, now, ttl) && len(stale) == w.cfg.MaxStale:
 				stats.Capped = true
 				break scan
-			case age > ttl:
+			case Stale(t, now, ttl):
 				stale = append(stale, t)
 			case age > warnAt:
 				stats.NearTTL++
@@ -217,14 +236,16 @@ scan:
 		log.Warn("storm guard overridden by the operator: reclaiming past it", "silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed)
 	}
 
+	var p *explain.Preview
 	if in.DryRun {
-		for _, t := range stale {
-			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: ageSeconds(now, t.LastActivityAt),
-				LastActivity: t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout)})
+		p = explain.NewPreview(explain.ReadOnlyTransaction)
+		p.StormGuardWouldStop = verdict.Holds()
+		stats.DryRun = p
+		if stats.Malformed != nil {
+			p.Count("skip", "malformed", stats.Malformed.Count)
 		}
-		return out, stats, nil
+		p.Count("defer", "max_stale", stats.Deferred)
 	}
-
 	results := make([]ledger.Reclaim, len(stale))
 	errs := make([]error, len(stale))
 	parallel.ForEach(ctx, len(stale), w.cfg.Concurrency, func(i int) bool {
@@ -233,7 +254,11 @@ scan:
 			return false
 		}
 		t := stale[i]
-		results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, now, Reclaimable(t, w.cfg.MaxReclaims))
+		if in.DryRun {
+			results[i], errs[i] = w.store.PreviewReclaim(ctx, in.Queue, t.ID, Reclaimable(t, w.cfg.MaxReclaims))
+		} else {
+			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, now, Reclaimable(t, w.cfg.MaxReclaims))
+		}
 		return errs[i] != nil
 	})
 
@@ -241,6 +266,10 @@ scan:
 		res, err := results[i], errs[i]
 		age, last := ageSeconds(now, t.LastActivityAt), t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout)
 		l := log.With("task", t.ID, "slug", t.Slug)
+		if p != nil {
+			previewRow(p, t, res, err, ctx.Err() != nil, verdict.Holds(), age)
+			l = slog.New(slog.DiscardHandler) // a dry run's rows are in its stats, not the log
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			stats.Deferred++
@@ -263,4 +292,24 @@ scan:
 		}
 	}
 	return out, stats, nil
+}
+
+// previewRow notes in a dry run's preview what the sweep would do with one stale task, given
+// what PreviewReclaim said of it (res, err) and whether the storm guard would stop the sweep.
+func previewRow(p *explain.Preview, t ledger.Task, res ledger.Reclaim, err error, outOfBudget, held bool, age int64) {
+	silent := fmt.Sprintf("silent %ds (last activity %s)", age, t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout))
+	switch {
+	case err != nil && outOfBudget:
+		p.Add(t.ID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
+	case err != nil:
+		p.Add(t.ID, "error", "read_failed", err.Error())
+	case res.Reclaimed && held:
+		p.Add(t.ID, "keep", storm.Reason, silent+": would be reclaimed, but the storm guard would refuse the sweep")
+	case res.Poisoned:
+		p.Add(t.ID, "fail_as_poison", "max_reclaims", silent+": reclaimed too many times, would be failed instead of requeued")
+	case res.Reclaimed:
+		p.Add(t.ID, "reclaim", "silent_past_ttl", silent)
+	default:
+		p.Add(t.ID, "keep", string(res.Why), "its worker was alive after the scan")
+	}
 }

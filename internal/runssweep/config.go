@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 )
@@ -84,4 +85,7 @@ type Stats struct {
 	// StormGuard is the guard's verdict: idle runs (all of them, not only this run's limit)
 	// against running ones.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
+	// DryRun is, in a dry run, what the run would have done (the counts above are then what it
+	// would have done too); nil in a real run.
+	DryRun *explain.Preview `json:"dry_run,omitempty"`
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -19,6 +21,8 @@ type Store interface {
 	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
 	CountRunning(ctx context.Context) (int64, error)
 	Abandon(ctx context.Context, runID string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
+	// PreviewAbandon is Abandon in a dry run: the same reads and decision, nothing written.
+	PreviewAbandon(ctx context.Context, runID string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
 	Invisible(ctx context.Context) (ledger.Invisible, error)
 }
 
@@ -90,7 +94,7 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.RunOnce(ctx, run.UUID, in, run.StormOverride, run.Logger)
+	out, stats, err := w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
@@ -126,6 +130,10 @@ func Deadline(now time.Time, olderThanMs int64) time.Time {
 
 // RunOnce is one sweep. override lets it go ahead where the storm guard would stop it.
 func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
+	return w.runOnce(ctx, runUUID, in, override, false, log)
+}
+
+func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, override, dry bool, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
@@ -160,6 +168,9 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	}
 	verdict := w.cfg.Storm.Judge(aged, live).Override(override)
 	stats.StormGuard = &verdict
+	if dry {
+		return out, stats, w.preview(ctx, idle, now, deadline, verdict, &stats)
+	}
 	switch {
 	case verdict.Holds():
 		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none",
@@ -223,6 +234,63 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 			Err: fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs))}
 	}
 	return out, stats, nil
+}
+
+// preview is the rest of a dry run once the guard has judged: each idle run re-read and decided
+// by PreviewAbandon as Abandon would, noted in stats.DryRun, nothing written. It fails as the
+// real run would when the guard holds (then every run it would abandon is kept by the guard).
+func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, stats *Stats) error {
+	p := explain.NewPreview(explain.ReadOnlyTransaction)
+	stats.DryRun = p
+	p.StormGuardWouldStop = verdict.Holds()
+	if stats.Malformed != nil {
+		p.Count("skip", "malformed", stats.Malformed.Count)
+	}
+	results := make([]ledger.Abandonment, len(idle))
+	errs := make([]error, len(idle))
+	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			return false
+		}
+		results[i], errs[i] = w.store.PreviewAbandon(ctx, idle[i].RunID, Abandonable(idle[i], deadline))
+		return errs[i] != nil
+	})
+	for i, r := range idle {
+		res, err := results[i], errs[i]
+		switch {
+		case err != nil && ctx.Err() != nil:
+			stats.Deferred++
+			stats.OutOfBudget = true
+			p.Add(r.RunID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
+		case err != nil:
+			stats.Errored++
+			p.Add(r.RunID, "error", "read_failed", err.Error())
+		case res.Swept && verdict.Holds():
+			p.Add(r.RunID, "keep", storm.Reason, "idle past the deadline, but the storm guard would stop the run before it abandoned anything")
+		case res.Swept:
+			p.Add(r.RunID, "abandon", ReasonIdle, fmt.Sprintf("idle %d ms (last moved %s, deadline %s)",
+				now.Sub(res.Run.LastMovedAt).Milliseconds(), res.Run.LastMovedAt.Format(time.RFC3339Nano), deadline.Format(time.RFC3339Nano)))
+			switch {
+			case res.InterlockReleased:
+				stats.InterlocksReleased++
+				p.Count("release_interlock", ReasonIdle, 1)
+			case res.InterlockHolder != "":
+				stats.InterlocksHeldByOther++
+				p.Count("keep_interlock", "held_by_other_run", 1)
+			}
+		case res.Why == ledger.LeftNotIdle:
+			stats.NotIdle++
+			p.Add(r.RunID, "keep", string(res.Why), "")
+		default:
+			stats.Moved++
+			p.Add(r.RunID, "keep", string(res.Why), "")
+		}
+	}
+	if verdict.Holds() {
+		return verdict.StepError()
+	}
+	return nil
 }
 
 // scan reads up to limit idle runs that decode, least recently moved first, noting the ones that

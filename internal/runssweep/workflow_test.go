@@ -228,26 +228,8 @@ func TestTheScheduledPathHasAFloorAndTheCommandDoesNot(t *testing.T) {
 func TestBackgroundAndForegroundRunsAndTheirInterlocks(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	ctx := context.Background()
-	bg := e.start("crm", true, time.Hour)   // holds the crm interlock
-	fg := e.start("crm", false, time.Hour)  // foreground: no interlock
-	lone := e.start("erp", true, time.Hour) // its interlock vanished
-	if _, err := e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "erp")).Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// An old background run whose interlock names a newer, live run.
-	orphan := e.start("billing", true, 2*time.Hour)
-	newer := "run-newer-" + uuid.NewString()
-	if _, err := e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "billing")).Set(ctx,
-		ledger.Interlock{RunID: newer, AcquiredAt: e.clock.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(newer).Set(ctx, ledger.ExtensionRun{
-		TenantID: e.tenant, ExtensionID: "billing", JobName: "j", Background: true, Status: ledger.ExtensionRunning,
-		StartedAt: e.clock.Now(), LastMovedAt: e.clock.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	live := e.start("search", true, time.Second) // live: moved a second ago
+	f := e.interlockFleet()
+	bg, fg, lone, orphan, newer, live := f.bg, f.fg, f.lone, f.orphan, f.newer, f.live
 
 	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
 	if o.Swept != 4 || s.InterlocksReleased != 1 || s.InterlocksHeldByOther != 1 {

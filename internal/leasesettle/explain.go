@@ -1,0 +1,137 @@
+package leasesettle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Rows is what Explain needs besides the workflow's Store; *ledger.LeaseStore has it.
+type Rows interface {
+	Row(ctx context.Context, leaseID string) (ledger.Row[ledger.WorkspaceLease], error)
+}
+
+// Explain says what a run over the lease's runner group would do with it now, and why. The
+// lease, its organization's opt-out and its holder are re-read as the abandoning transaction
+// reads them (PreviewAbandonLease, read-only), and judged by the same rules: Refuse (may a run of
+// the lease's own scope write it) and Decide (the holder's status, or for a holder that cannot
+// be resolved, the heartbeat's age against the group's heartbeat_timeout_seconds). A lease no
+// scan can see is skipped, whatever the rules would say. It writes nothing; the runner instance
+// record stands in for an executor.
+func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ explain.Options) (explain.Explanation, error) {
+	e := explain.Explanation{Collection: ledger.WorkspaceLeasesCollection, ID: leaseID, WorkflowType: string(Declared.Type)}
+	row, err := rows.Row(ctx, leaseID)
+	if err != nil {
+		return e, err
+	}
+	e.Row = row.Fields
+	l := row.Value
+	if row.Malformed != "" { // the scope, as far as the fields say it
+		l.OrganizationUUID, _ = row.Fields["organization_uuid"].(string)
+		l.RunnerGroupUUID, _ = row.Fields["runner_group_uuid"].(string)
+	}
+	e.Scope = l.OrganizationUUID + "/" + l.RunnerGroupUUID
+	now, err := w.clock(ctx)
+	if err != nil {
+		return e, fmt.Errorf("read the clock: %w", err)
+	}
+	stamped := row.HasTimestamp("heartbeat_at")
+	group, gerr := ledger.RunnerGroup{}, ledger.ErrGroupNotFound
+	if l.RunnerGroupUUID != "" {
+		group, gerr = w.store.GetGroup(ctx, l.RunnerGroupUUID)
+	}
+	if gerr != nil && !errors.Is(gerr, ledger.ErrGroupNotFound) {
+		return e, gerr
+	}
+	groupOK := gerr == nil && group.OrganizationUUID == l.OrganizationUUID && group.HeartbeatTimeoutSeconds > 0
+	timeout := time.Duration(group.HeartbeatTimeoutSeconds) * time.Second
+
+	in := Input{OrganizationUUID: l.OrganizationUUID, RunnerGroupUUID: l.RunnerGroupUUID}
+	var (
+		holder   ledger.HolderView
+		facts    ledger.Facts
+		abandon  bool
+		why      string
+		reRead   bool
+		refusal  string
+		previewd error
+	)
+	if row.Malformed == "" && groupOK {
+		_, refusal, previewd = w.store.PreviewAbandonLease(ctx, leaseID, ledger.Reads{Organization: l.OrganizationUUID},
+			func(fresh ledger.WorkspaceLease, h ledger.HolderView, f ledger.Facts) (*ledger.Settlement, string) {
+				l, holder, facts, reRead = fresh, h, f, true
+				if why := Refuse(fresh, in, f, false); why != "" {
+					return nil, why
+				}
+				abandon, why = Decide(fresh, h, now, timeout)
+				return nil, "" // explain writes nothing
+			})
+		if previewd != nil {
+			return e, previewd
+		}
+	}
+	e.Checks = []explain.Check{
+		{Name: "status active", OK: l.Status == ledger.LeaseActive, Detail: fmt.Sprintf("status %q; the scan reads active leases only", l.Status)},
+		{Name: "heartbeat_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["heartbeat_at"])},
+		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		{Name: "runner group usable", OK: groupOK, Detail: groupDetail(group, gerr, l)},
+		{Name: "organization enabled", OK: facts.OrganizationEnabled || !reRead, Detail: enabledDetail(facts, reRead)},
+		// TODO(pause): the "paused" check goes here once pausing lands.
+	}
+	e.Decided()
+	if l.Settlement != nil {
+		e.Last = map[string]any{"settlement": l.Settlement, "released_at": l.ReleasedAt}
+	}
+	age := "unknown"
+	if stamped {
+		age = fmt.Sprintf("%ds", int64(now.Sub(l.HeartbeatAt)/time.Second))
+	}
+	holderSays := fmt.Sprintf("holder %s: unresolvable (missing, or not of the lease's organization and group)", l.HolderUUID)
+	if holder.Resolved {
+		holderSays = fmt.Sprintf("holder %s: %s", l.HolderUUID, holder.Status)
+	}
+	switch {
+	case !stamped:
+		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "heartbeat_at is missing or not a timestamp: no scan sees the lease, so no run settles it (counted in stats.invisible)"
+	case row.Malformed != "":
+		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the lease does not decode: the run skips it (counted in stats.malformed)"
+	case !groupOK:
+		e.Verdict, e.Rule, e.Detail = "refuse", "runner_group_uuid", "a run over the lease's group is refused before it reads anything"
+	case refusal != "":
+		e.Verdict, e.Rule = "refuse", refusal
+		e.Detail = "the lease is not a run's to write: " + holderSays
+	case abandon:
+		e.Verdict, e.Outcome, e.Rule = "abandon", ledger.LeaseAbandoned, why
+		e.Detail = fmt.Sprintf("%s; heartbeat %s old against the group's timeout %ds", holderSays, age, group.HeartbeatTimeoutSeconds)
+	default:
+		e.Verdict, e.Rule = "keep", why
+		e.Detail = fmt.Sprintf("%s; heartbeat %s old against the group's timeout %ds", holderSays, age, group.HeartbeatTimeoutSeconds)
+	}
+	return e, nil
+}
+
+func groupDetail(g ledger.RunnerGroup, err error, l ledger.WorkspaceLease) string {
+	switch {
+	case err != nil:
+		return fmt.Sprintf("runner group %q does not exist: a run over it is refused", l.RunnerGroupUUID)
+	case g.OrganizationUUID != l.OrganizationUUID:
+		return fmt.Sprintf("runner group %s belongs to organization %s, not the lease's %s", l.RunnerGroupUUID, g.OrganizationUUID, l.OrganizationUUID)
+	case g.HeartbeatTimeoutSeconds <= 0:
+		return fmt.Sprintf("runner group %s has no positive heartbeat_timeout_seconds: a run over it is refused", l.RunnerGroupUUID)
+	}
+	return fmt.Sprintf("heartbeat_timeout_seconds %d", g.HeartbeatTimeoutSeconds)
+}
+
+func enabledDetail(f ledger.Facts, read bool) string {
+	switch {
+	case !read:
+		return "not read"
+	case f.OrganizationEnabled:
+		return "sweeps_enabled"
+	}
+	return "the organization opted out of sweeps (or does not exist): no run writes its leases"
+}

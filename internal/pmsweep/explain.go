@@ -1,0 +1,89 @@
+package pmsweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Rows is what Explain needs besides the sweep's Store; *ledger.TaskStore has it.
+type Rows interface {
+	Row(ctx context.Context, queue, id string) (ledger.Row[ledger.Task], error)
+	Chain(ctx context.Context, queue, id, chain string, limit int) ([]ledger.Entry, error)
+}
+
+// Explain says what a sweep of queue with the seed's default TTL (TTLDefault) would do with one
+// task now, and why: a task that is not working, or not silent past the TTL, is skipped (Stale);
+// a stale one is decided by the reclaim transaction's rule (Reclaimable) on a read-only re-read
+// (PreviewReclaim): reclaimed, failed as poison, or left. A task no scan can see is skipped,
+// whatever the rule would say. It writes nothing and asks no executor: the sweep settles on
+// silence alone.
+func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ explain.Options) (explain.Explanation, error) {
+	e := explain.Explanation{Collection: ledger.TaskQueuesCollection + "/" + queue + "/" + ledger.TasksCollection, ID: id,
+		WorkflowType: string(Declared.Type), Scope: queue}
+	row, err := rows.Row(ctx, queue, id)
+	if err != nil {
+		return e, err
+	}
+	e.Row = row.Fields
+	now, err := w.clock(ctx)
+	if err != nil {
+		return e, fmt.Errorf("read the clock: %w", err)
+	}
+	t := row.Value
+	ttl := time.Duration(TTLDefault) * time.Second
+	stamped := row.HasTimestamp("last_activity_at")
+	silent := "unknown"
+	if stamped {
+		silent = now.Sub(t.LastActivityAt).Truncate(time.Millisecond).String()
+	}
+	stale := stamped && Stale(t, now, ttl)
+	e.Checks = []explain.Check{
+		{Name: "status working", OK: t.Status == ledger.TaskWorking, Detail: fmt.Sprintf("status %q; the scan reads working tasks only", t.Status)},
+		{Name: "last_activity_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_activity_at"])},
+		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		{Name: "silent past ttl", OK: stale, Detail: fmt.Sprintf("silent %s against ttl %ds (the seed's default)", silent, TTLDefault)},
+		// TODO(pause): the "paused" check goes here once pausing lands.
+	}
+	e.Decided()
+	if t.ReclaimCount > 0 || t.FailureReason != "" {
+		e.Last = map[string]any{"reclaim_count": t.ReclaimCount}
+		if t.FailureReason != "" {
+			e.Last["failure_reason"] = t.FailureReason
+		}
+		if head, err := rows.Chain(ctx, queue, id, ledger.ChainStatuses, 1); err == nil && len(head) == 1 && head[0].Payload["reclaimed"] == true {
+			e.Last["status_head"] = map[string]any{"id": head[0].ID, "created_at": head[0].CreatedAt, "payload": head[0].Payload}
+		}
+	}
+	switch {
+	case !stamped:
+		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "last_activity_at is missing or not a timestamp: no scan sees the task, so no sweep reclaims it (counted in stats.invisible)"
+		return e, nil
+	case row.Malformed != "":
+		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the task does not decode: the sweep skips it (counted in stats.malformed)"
+		return e, nil
+	case t.Status != ledger.TaskWorking:
+		e.Verdict, e.Rule = "skip", string(ledger.LeftNotWorking)
+		return e, nil
+	case !stale:
+		e.Verdict, e.Rule, e.Detail = "skip", "not_stale", "silent for at most the TTL: its worker may be alive"
+		return e, nil
+	}
+	res, err := w.store.PreviewReclaim(ctx, queue, id, Reclaimable(t, w.cfg.MaxReclaims))
+	switch {
+	case err != nil:
+		return e, err
+	case res.Poisoned:
+		e.Verdict, e.Outcome, e.Rule = "fail_as_poison", ledger.TaskFailed, "max_reclaims"
+		e.Detail = fmt.Sprintf("reclaimed %d times already: failed instead of requeued (more than %d)", t.ReclaimCount, w.cfg.MaxReclaims)
+	case res.Reclaimed:
+		e.Verdict, e.Outcome, e.Rule = "reclaim", ledger.TaskNew, "silent_past_ttl"
+		e.Detail = "a preempt heartbeat on the heartbeat head, then a reclaim status: requeued as new"
+	default:
+		e.Verdict, e.Rule = "keep", string(res.Why)
+	}
+	return e, nil
+}

@@ -1,0 +1,84 @@
+package runssweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// Rows is what Explain needs besides the sweep's Store; *ledger.ExtensionRunStore has it.
+type Rows interface {
+	Row(ctx context.Context, runID string) (ledger.Row[ledger.ExtensionRun], error)
+}
+
+// Explain says what a sweep would do with one app invocation now, and why. Seed 000 gives
+// older_than_ms no default, so the threshold is the least a scheduled sweep accepts
+// (Config.ScheduledFloorMs): a run moved more recently is abandoned by no scheduled sweep. The
+// verdict is the one the abandoning transaction's rule (Abandonable) returns on a read-only
+// re-read of the run and its interlock (PreviewAbandon); a run no scan can see is skipped,
+// whatever the rule would say. It writes nothing, and asks no executor: the sweep settles on
+// age alone.
+func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ explain.Options) (explain.Explanation, error) {
+	e := explain.Explanation{Collection: ledger.ExtensionRunsCollection, ID: runID, WorkflowType: string(Declared.Type), Scope: "fleet"}
+	row, err := rows.Row(ctx, runID)
+	if err != nil {
+		return e, err
+	}
+	e.Row = row.Fields
+	now, err := w.clock(ctx)
+	if err != nil {
+		return e, fmt.Errorf("read the clock: %w", err)
+	}
+	r := row.Value
+	deadline := Deadline(now, w.cfg.ScheduledFloorMs)
+	stamped := row.HasTimestamp("last_moved_at")
+	e.Checks = []explain.Check{
+		{Name: "status running", OK: r.Status == ledger.ExtensionRunning, Detail: fmt.Sprintf("status %q; the scan reads running invocations only", r.Status)},
+		{Name: "last_moved_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_moved_at"])},
+		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		{Name: "idle past threshold", OK: stamped && r.LastMovedAt.Before(deadline), Detail: fmt.Sprintf(
+			"idle %s against older_than_ms %d (the scheduled floor; deadline %s)", idle(now, r.LastMovedAt, stamped), w.cfg.ScheduledFloorMs, deadline.Format(time.RFC3339))},
+		// TODO(pause): the "paused" check goes here once pausing lands.
+	}
+	e.Decided()
+	if r.Settlement != nil {
+		e.Last = map[string]any{"settlement": r.Settlement, "outcome": r.Outcome, "finished_at": r.FinishedAt}
+	}
+	switch {
+	case !stamped:
+		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "last_moved_at is missing or not a timestamp: no scan sees the run, so no sweep settles it (counted in stats.invisible)"
+		return e, nil
+	case row.Malformed != "":
+		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the run does not decode: the sweep skips it (counted in stats.malformed)"
+		return e, nil
+	}
+	res, err := w.store.PreviewAbandon(ctx, runID, Abandonable(r, deadline))
+	if err != nil {
+		return e, err
+	}
+	switch {
+	case res.Swept:
+		e.Verdict, e.Outcome, e.Rule = "abandon", ledger.OutcomeAbandoned, ReasonIdle
+		e.Detail = "marked failed with outcome abandoned"
+		switch {
+		case res.InterlockReleased:
+			e.Detail += ", and its interlock released"
+		case res.InterlockHolder != "":
+			e.Detail += "; its interlock names run " + res.InterlockHolder + " and is left alone"
+		}
+	default:
+		e.Verdict, e.Rule = "keep", string(res.Why)
+	}
+	return e, nil
+}
+
+// idle says how long a run has not moved, when its last_moved_at is a timestamp.
+func idle(now, last time.Time, stamped bool) string {
+	if !stamped {
+		return "unknown"
+	}
+	return now.Sub(last).Truncate(time.Millisecond).String()
+}
