@@ -35,11 +35,12 @@ func TestExplainARunnerExecution(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr = invoke(t, "explain", "runner_executions/"+id, "-o", "json", "--no-executor")
+	code, stdout, stderr = invoke(t, "explain", "runner_executions/"+id, "-o", "json")
 	var e struct {
 		WorkflowType string         `json:"workflow_type"`
 		Visible      bool           `json:"visible"`
 		Verdict      string         `json:"verdict"`
+		Outcome      string         `json:"outcome"`
 		Rule         string         `json:"rule"`
 		Executor     map[string]any `json:"executor"`
 		Row          map[string]any `json:"row"`
@@ -47,9 +48,16 @@ func TestExplainARunnerExecution(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &e); err != nil || code != exitOK {
 		t.Fatalf("exit %d, stdout not JSON (%v): %s %s", code, err, stdout, stderr)
 	}
-	if e.WorkflowType != "runner.execution-sync-stale-cloud-run" || !e.Visible || e.Verdict != "unknown" || e.Rule != "executor_not_asked" ||
-		e.Executor != nil || e.Row["organization_uuid"] != org {
+	if e.WorkflowType != "runner.execution-sync-stale-cloud-run" || !e.Visible || e.Verdict != "settle" || e.Outcome != "failed" ||
+		e.Rule != "executor_terminal" || e.Executor["verdict"] != "failed" || e.Row["organization_uuid"] != org {
 		t.Errorf("json = %+v", e)
+	}
+
+	calls := fake.Calls(cloudrunfake.GetExecution)
+	code, stdout, stderr = invoke(t, "explain", "runner_executions/"+id, "--no-executor")
+	if code != exitOK || !strings.Contains(stdout, "Executor: not asked") || !strings.Contains(stdout, "Verdict: unknown  (rule: executor_not_asked)") ||
+		fake.Calls(cloudrunfake.GetExecution) != calls {
+		t.Errorf("--no-executor: exit %d, %d calls, stdout:\n%s%s", code, fake.Calls(cloudrunfake.GetExecution)-calls, stdout, stderr)
 	}
 
 	snap, err := fs.Collection("runner_executions").Doc(id).Get(t.Context())
