@@ -23,9 +23,10 @@ import (
 // cancelled, 40 still running, 20 unknown to Cloud Run, 20 without a usable reference, 40
 // fresh), the unknown ones split between within and past the lost grace, and beside it the rows
 // no run of this organization's Cloud Run workflow settles: already settled, another
-// organization's (swept by its own run), a Kubernetes row, one whose observed_at is not a
-// timestamp, one that does not decode. It returns every row's id.
-func demoFleet(e *env) []string {
+// organization's (swept by its own run), one of an organization that opted out (whose runs are
+// refused), a Kubernetes row, one whose observed_at is not a timestamp, one that does not decode.
+// It returns every row's id and the organization that opted out.
+func demoFleet(e *env) ([]string, string) {
 	e.t.Helper()
 	ctx := context.Background()
 	now := e.clock.Now()
@@ -93,6 +94,11 @@ func demoFleet(e *env) []string {
 		e.put(row{observedAt: old, active: true, provider: ledger.ProviderKubernetes, exec: succeeded}),
 		e.put(row{observedAt: old, active: true, ref: "not-a-map"}),
 	)
+	optedOut := uuid.NewString()
+	if err := ledger.NewOrganizationStore(e.fs).Put(ctx, ledger.Organization{UUID: optedOut, SweepsEnabled: false}); err != nil {
+		e.t.Fatal(err)
+	}
+	ids = append(ids, e.put(row{org: optedOut, observedAt: old, active: true, exec: succeeded}))
 	invisible := uuid.NewString()
 	if _, err := e.fs.Collection(ledger.ExecutionsCollection).Doc(invisible).Set(ctx, map[string]any{
 		"organization_uuid": e.org, "provider": ledger.ProviderCloudRun, "status": "running", "active": true,
@@ -100,7 +106,7 @@ func demoFleet(e *env) []string {
 	}); err != nil {
 		e.t.Fatal(err)
 	}
-	return append(ids, invisible)
+	return append(ids, invisible), optedOut
 }
 
 // For every row of the demo's dataset, explain's verdict is what the next real run then does to
@@ -109,7 +115,7 @@ func demoFleet(e *env) []string {
 func TestExplainAgreesWithTheNextRunOnEveryRowOfTheDemoDataset(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cfg: executionsync.Config{LostGrace: 15 * time.Minute}, guard: &blindguard.Config{}})
-	ids := demoFleet(e)
+	ids, optedOut := demoFleet(e)
 	wf, err := executionsync.New(e.store, e.exec, &executionsync.Inline{Syncer: e.syncer, Concurrency: 4},
 		executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: 15 * time.Minute}, e.clock.Now)
 	if err != nil {
@@ -136,6 +142,11 @@ func TestExplainAgreesWithTheNextRunOnEveryRowOfTheDemoDataset(t *testing.T) {
 		if out := e.start(map[string]any{"organization_uuid": org, "limit": 200}); out.Status != workflow.StateCompleted {
 			t.Fatalf("run of %s: %s %v", org, out.Status, out.Err)
 		}
+	}
+	// The app's engine refuses a run of an organization that opted out; this one has no opt-out
+	// check, so the run goes on and the row's own transaction refuses it.
+	if _, s := outputOf(t, e.start(map[string]any{"organization_uuid": optedOut, "limit": 200})); s.Refused[executionsync.RefuseDisabled] != 1 {
+		t.Errorf("a run of the organization that opted out: stats %+v, want its row refused", s)
 	}
 	after := e.snapshot(ids)
 	for _, id := range ids {
@@ -170,6 +181,7 @@ func TestExplainAgreesWithTheNextRunOnEveryRowOfTheDemoDataset(t *testing.T) {
 		"skip  not_active":                   1,
 		"skip  provider_mismatch":            1,
 		"skip  observed_at_invalid":          1,
+		"skip  organization_disabled":        1,
 	}
 	for k, n := range want {
 		if verdicts[k] != n {
