@@ -17,6 +17,8 @@ import (
 // platform.extension.runs.sweep, which no request may start, or an organization that opted out
 // of sweeps), method_not_allowed 405 (anything but POST, answered before anything is built),
 // conflict 409 (a run of that workflow on that scope is in progress), internal 500.
+// "dry_run": true beside initial_data previews the run: nothing is written, no run record is
+// made, no guard is taken, and the answer adds "dry_run": true and the stats with the preview.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log := logger()
@@ -48,7 +50,7 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With("actor", caller.String())
-	start, err := message.DecodeStart(http.MaxBytesReader(w, r.Body, message.MaxBodyBytes+1))
+	start, err := message.DecodeStartRequest(http.MaxBytesReader(w, r.Body, message.MaxBodyBytes+1))
 	if err != nil {
 		log.WarnContext(ctx, "start request refused", "error", err.Error())
 		writeError(w, err)
@@ -65,6 +67,7 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		InitialData: start.InitialData,
 		Trigger:     workflow.TriggerManual,
 		Actor:       caller.String(),
+		DryRun:      start.DryRun,
 	})
 	switch {
 	case err != nil:
@@ -73,14 +76,32 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, err)
 	case out.Status == workflow.StateFailed:
+		details := map[string]any{"workflow_run_uuid": out.RunUUID, "output": out.Output}
+		if out.DryRun {
+			details["dry_run"], details["stats"] = true, out.Stats
+		}
 		writeError(w, &contract.Error{
 			Code:    contract.CodeInternal,
 			Message: "the workflow run failed: " + out.Err.Error(),
-			Details: map[string]any{"workflow_run_uuid": out.RunUUID, "output": out.Output},
+			Details: details,
 		})
+	case out.DryRun:
+		writeJSON(w, http.StatusOK, dryRunBody(out))
 	default:
 		writeJSON(w, http.StatusOK, out.Output)
 	}
+}
+
+// dryRunBody is a dry run's answer: the output a run would have given, with "dry_run": true and
+// the run's stats, which hold its preview (what it would have settled, refreshed, kept or
+// skipped, and why). No run record exists for it.
+func dryRunBody(out workflow.Outcome) map[string]any {
+	body := make(map[string]any, len(out.Output)+2)
+	for k, v := range out.Output {
+		body[k] = v
+	}
+	body["dry_run"], body["stats"] = true, out.Stats
+	return body
 }
 
 // writeError answers with the error's code, its status, and a message safe to show.

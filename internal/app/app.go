@@ -54,6 +54,9 @@ type App struct {
 	Engine *workflow.Engine
 	// Syncers sync one row of a sync message, by the row's provider.
 	Syncers map[string]*executionsync.Syncer
+	// ExecutionSyncs are the execution-sync workflows, by the provider of the rows they sync:
+	// what explains a runner execution.
+	ExecutionSyncs map[string]*executionsync.Workflow
 
 	pipeline *Lazy[*Pipeline]
 	mu       sync.Mutex
@@ -82,7 +85,7 @@ const PingTimeout = 10 * time.Second
 // New builds an App. now is the clock every workflow uses. It reads one document to learn that
 // Firestore answers, and says where it looked when it does not.
 func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time, parts Parts) (_ *App, err error) {
-	a := &App{Config: cfg, Log: log, Syncers: map[string]*executionsync.Syncer{}}
+	a := &App{Config: cfg, Log: log, Syncers: map[string]*executionsync.Syncer{}, ExecutionSyncs: map[string]*executionsync.Workflow{}}
 	defer func() {
 		if err != nil {
 			_ = a.Close()
@@ -132,6 +135,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			wf, err := executionsync.New(store, x.exec, starter(a.Syncers[x.kind.Provider]), c, now)
 			if err != nil {
 				return nil, err
+			}
+			// A dry run decides inline, with this provider's syncer, even on the pipeline.
+			wf.PreviewWith(a.Syncers[x.kind.Provider])
+			if _, ok := a.ExecutionSyncs[x.kind.Provider]; !ok {
+				a.ExecutionSyncs[x.kind.Provider] = wf
 			}
 			defs = append(defs, wf.Definition(x.kind))
 		}

@@ -110,26 +110,53 @@ func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger
 	g.mu.Unlock()
 	one.Lock()
 	defer one.Unlock()
-	cur, _, err := g.store.Get(ctx, target)
+	t, stored, err := g.assess(ctx, target, now)
 	if err != nil {
 		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
 	}
-	if Fresh(&cur, now) {
-		return cur, nil
+	if stored {
+		return t, nil
 	}
-	asked, unknown, err := g.store.Count(ctx, target, now.Add(-g.cfg.Window), cur.ClearedAt)
-	if err != nil {
-		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
-	}
-	t, err := g.store.Record(ctx, ledger.Target{Target: target, Blind: g.cfg.Blind(asked, unknown), JudgedAt: now, Asked: asked, Unknown: unknown})
+	t, err = g.store.Record(ctx, ledger.Target{Target: target, Blind: t.Blind, JudgedAt: now, Asked: t.Asked, Unknown: t.Unknown})
 	if err != nil {
 		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
 	}
 	if t.Blind {
 		g.log.Error("blind executor: the target answers NotFound for too many of the executions it should know; no row of it is settled lost until an operator clears it (stalesweep executors clear)",
-			"target", target, "unknown", unknown, "asked", asked, "fraction", g.cfg.Fraction, "min_rows", g.cfg.MinRows, "blind_since", t.BlindSince)
+			"target", target, "unknown", t.Unknown, "asked", t.Asked, "fraction", g.cfg.Fraction, "min_rows", g.cfg.MinRows, "blind_since", t.BlindSince)
 	}
 	return t, nil
+}
+
+// Assess is Judge without the record: the judgment Judge would make of the target at now —
+// the stored one while it is fresh, otherwise a new one on the same counts and the operator's
+// clearance — returned and not written. It is how a dry run and explain see the guard: the same
+// rule on the same counts, with no judgment stored and nothing logged as blind.
+func (g *Guard) Assess(ctx context.Context, target string, now time.Time) (ledger.Target, error) {
+	t, _, err := g.assess(ctx, target, now)
+	if err != nil {
+		return ledger.Target{}, fmt.Errorf("assess target %s: %w", target, err)
+	}
+	return t, nil
+}
+
+// assess returns the stored judgment of target when it is fresh at now (stored true), otherwise
+// the one the rule makes now on the target's counts since the operator's clearance (stored
+// false), carrying that clearance.
+func (g *Guard) assess(ctx context.Context, target string, now time.Time) (t ledger.Target, stored bool, err error) {
+	cur, _, err := g.store.Get(ctx, target)
+	if err != nil {
+		return ledger.Target{}, false, err
+	}
+	if Fresh(&cur, now) {
+		return cur, true, nil
+	}
+	asked, unknown, err := g.store.Count(ctx, target, now.Add(-g.cfg.Window), cur.ClearedAt)
+	if err != nil {
+		return ledger.Target{}, false, err
+	}
+	return ledger.Target{Target: target, Blind: g.cfg.Blind(asked, unknown), JudgedAt: now, Asked: asked, Unknown: unknown,
+		ClearedAt: cur.ClearedAt, ClearedBy: cur.ClearedBy}, false, nil
 }
 
 // Fresh reports whether a judgment read at now still holds.

@@ -43,6 +43,9 @@ type env struct {
 	fake   *cloudrunfake.Server
 	clock  *testenv.Clock
 	engine *workflow.Engine
+	exec   executor.Executor
+	syncer *executionsync.Syncer
+	log    *slog.Logger
 	org    string
 	other  string
 }
@@ -102,6 +105,7 @@ func newEnv(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 	e.engine = workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: log}, wf.Definition(executionsync.CloudRun))
+	e.exec, e.syncer, e.log = exec, syncer, log
 	return e
 }
 

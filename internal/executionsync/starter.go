@@ -28,6 +28,15 @@ type Inline struct {
 
 // Start runs the syncs and returns their results in the order of reqs.
 func (p *Inline) Start(ctx context.Context, reqs []message.Sync) []SyncResult {
+	return startEach(ctx, reqs, p.Concurrency, func(req message.Sync, stop func(error)) SyncResult {
+		return p.Syncer.sync(ctx, req, mode{callFailed: stop})
+	})
+}
+
+// startEach runs sync for each of reqs, concurrency at a time, as Inline describes: the rest are
+// deferred once an executor error stops calls or ctx is done, and a sync whose transaction failed
+// is tried once more after the others.
+func startEach(ctx context.Context, reqs []message.Sync, concurrency int, sync func(req message.Sync, stop func(error)) SyncResult) []SyncResult {
 	results := make([]SyncResult, len(reqs))
 	var stopped atomic.Pointer[string]
 	stop := func(err error) {
@@ -35,7 +44,7 @@ func (p *Inline) Start(ctx context.Context, reqs []message.Sync) []SyncResult {
 			stopped.CompareAndSwap(nil, &why)
 		}
 	}
-	parallel.ForEach(ctx, len(reqs), p.Concurrency, func(i int) bool {
+	parallel.ForEach(ctx, len(reqs), concurrency, func(i int) bool {
 		switch why := stopped.Load(); {
 		case why != nil:
 			results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: *why}
@@ -44,7 +53,7 @@ func (p *Inline) Start(ctx context.Context, reqs []message.Sync) []SyncResult {
 			results[i] = SyncResult{RunnerExecutionUUID: reqs[i].RunnerExecutionUUID, Outcome: SyncDeferred, Why: "budget_spent"}
 			return false
 		}
-		r := p.Syncer.sync(ctx, reqs[i], false, stop)
+		r := sync(reqs[i], stop)
 		results[i] = r
 		// A settling transaction that lost to contention is worth one more try.
 		return r.Outcome == SyncErrored && r.Layer == LayerFirestore

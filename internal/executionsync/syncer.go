@@ -40,6 +40,7 @@ type SyncResult struct {
 	Err                 error  // for errored
 	Layer               string // for errored: "executor", "firestore", or "pubsub"
 	Target              string // for unknown rows held by the blind-executor guard: the target
+	Reason              string // for settled: the settlement's reason (executor_terminal, executor_lost)
 }
 
 // Layers a sync can fail in.
@@ -85,6 +86,9 @@ type Store interface {
 	// ApplyOnce is Apply with a receipt for (run, row) written in the same transaction; a
 	// receipt already there makes it a duplicate that writes nothing.
 	ApplyOnce(ctx context.Context, runUUID, uuid string, reads ledger.Reads, decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error)
+	// Peek reads the row and what reads names as Apply's transaction reads them, and writes
+	// nothing: what a dry run and explain decide on.
+	Peek(ctx context.Context, uuid string, reads ledger.Reads) (ledger.Peeked, error)
 }
 
 // Syncer syncs one row: one executor call, then one transaction.
@@ -101,7 +105,10 @@ type Syncer struct {
 
 // TargetJudge judges whether an executor target is blind; *blindguard.Guard is one.
 type TargetJudge interface {
+	// Judge judges the target and records the judgment.
 	Judge(ctx context.Context, target string, now time.Time) (ledger.Target, error)
+	// Assess is the judgment Judge would make, not recorded: a dry run's.
+	Assess(ctx context.Context, target string, now time.Time) (ledger.Target, error)
 }
 
 // GuardTargets turns on the blind-executor guard: no row is settled lost unless a fresh
@@ -121,7 +128,7 @@ func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, p
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
 // if any, in the result; it never panics on a bad row.
 func (s *Syncer) Sync(ctx context.Context, req message.Sync) SyncResult {
-	return s.sync(ctx, req, false, nil)
+	return s.sync(ctx, req, mode{})
 }
 
 // SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
@@ -131,13 +138,33 @@ func (s *Syncer) Sync(ctx context.Context, req message.Sync) SyncResult {
 // organization, and is still publishing its syncs or started this one; otherwise it ends as
 // SyncRefused having written nothing.
 func (s *Syncer) SyncOnce(ctx context.Context, req message.Sync) SyncResult {
-	return s.sync(ctx, req, true, nil)
+	return s.sync(ctx, req, mode{once: true})
 }
 
-// sync is one sync. callFailed, when not nil, hears of a failed executor call as soon as the
-// call returns, before the error is recorded on the row: a run that stops its executor calls on
-// that error must not keep calling while the row is being written.
-func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFailed func(error)) SyncResult {
+// mode is how a sync runs.
+type mode struct {
+	// once: the request may be delivered more than once (SyncOnce).
+	once bool
+	// callFailed, when not nil, hears of a failed executor call as soon as the call returns,
+	// before the error is recorded on the row: a run that stops its executor calls on that error
+	// must not keep calling while the row is being written.
+	callFailed func(error)
+	// dry, when not nil, makes the sync a dry run's (preview.go): the same executor call, trust
+	// rules, guard and decision, on the row and facts read as the settling transaction reads
+	// them but by Store.Peek, and nothing written — no change, no error, no receipt, no judgment.
+	dry *dryRun
+}
+
+// sync is one sync: one executor call, then the decision on what it said.
+func (s *Syncer) sync(ctx context.Context, req message.Sync, m mode) SyncResult {
+	snap, err := s.exec.Observe(ctx, req.ProviderRef)
+	return s.settle(ctx, req, snap, err, m)
+}
+
+// settle decides what the executor said (snap, or the call's error) and applies it: the rest of
+// a sync after its executor call.
+func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Snapshot, err error, m mode) SyncResult {
+	once, callFailed := m.once, m.callFailed
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
 	trust := Trust{
 		Type: s.typ, Provider: s.provider, CheckOptOut: !req.IncludeDisabled, CheckRun: once,
@@ -151,6 +178,9 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFail
 		reads.Run = req.WorkflowRunUUID
 	}
 	target := s.exec.Target(req.ProviderRef)
+	// assessed is, in a dry run, the judgment of the target the dry run made in place of the
+	// one a real sync would have recorded and then read.
+	var assessed *ledger.Target
 	// Every write goes through the trust rules first, on what the transaction read, and records
 	// the target that answered.
 	apply := func(decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
@@ -164,6 +194,10 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFail
 			}
 			return ch
 		}
+		if m.dry != nil {
+			ch, err := s.peek(ctx, req.RunnerExecutionUUID, reads, assessed, checked)
+			return ch, false, err
+		}
 		if once {
 			return s.store.ApplyOnce(ctx, req.WorkflowRunUUID, req.RunnerExecutionUUID, reads, checked)
 		}
@@ -172,9 +206,11 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFail
 	}
 	log := s.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
 		"runner_execution_uuid", req.RunnerExecutionUUID)
+	if m.dry != nil {
+		log = log.With("dry_run", true)
+	}
 	seen := Seen{ObservedAt: req.ObservedAt, ProviderRef: req.ProviderRef}
 
-	snap, err := s.exec.Observe(ctx, req.ProviderRef)
 	if err != nil {
 		if ctx.Err() != nil {
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
@@ -218,6 +254,15 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFail
 		if err != nil || judged || ch.Kind != ledger.ChangeNone || ch.Why != WhyTargetUnjudged {
 			break
 		}
+		if m.dry != nil {
+			t, jerr := m.dry.assess(ctx, s.judge, target, s.now())
+			if jerr != nil {
+				err = jerr
+				break
+			}
+			assessed = &t
+			continue
+		}
 		if _, jerr := s.judge.Judge(ctx, target, s.now()); jerr != nil {
 			err = jerr
 			break
@@ -239,7 +284,7 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFail
 		res.Outcome, res.Why = SyncDuplicate, "receipt_exists"
 		log.Info("sync already decided by this run; duplicate delivery ignored")
 	case ch.Kind == ledger.ChangeSettle:
-		res.Outcome, res.Settled = SyncSettled, ch.Outcome
+		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
 		log.Info("runner execution settled", "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
 	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed

@@ -59,6 +59,9 @@ type Workflow struct {
 	starter Starter
 	cfg     Config
 	now     func() time.Time
+	// syncer decides a dry run's rows and explain's: the syncer of this workflow's rows, guard
+	// and grace included (PreviewWith; an Inline starter's by default).
+	syncer *Syncer
 }
 
 // New returns the workflow. cfg is completed with its defaults and validated.
@@ -67,7 +70,19 @@ func New(store Store, exec executor.Executor, starter Starter, cfg Config, now f
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Workflow{store: store, exec: exec, starter: starter, cfg: cfg, now: now}, nil
+	w := &Workflow{store: store, exec: exec, starter: starter, cfg: cfg, now: now}
+	if in, ok := starter.(*Inline); ok {
+		w.syncer = in.Syncer
+	}
+	return w, nil
+}
+
+// PreviewWith sets the syncer a dry run and explain decide rows with: the one that syncs this
+// workflow's rows, with its guard and grace. A workflow whose starter publishes its syncs needs
+// it, since a dry run never publishes; with an Inline starter its syncer is the default.
+func (w *Workflow) PreviewWith(s *Syncer) *Workflow {
+	w.syncer = s
+	return w
 }
 
 // Definition returns the workflow as the engine runs it, as kind k.
@@ -153,8 +168,17 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			"runner_execution_uuids", stats.Skipped)
 	}
 
+	starter := w.starter
+	if run.DryRun {
+		if w.syncer == nil {
+			return out, stats, &workflow.StepError{Step: "preview", Layer: "workflow", Reason: "dry_run_unavailable",
+				Err: errors.New("this workflow was built without a syncer to preview with (PreviewWith)")}
+		}
+		starter = &dryStarter{syncer: w.syncer, concurrency: w.cfg.Concurrency, dry: newDryRun()}
+	}
+	results := starter.Start(ctx, reqs)
 	var stopErr error
-	for _, r := range w.starter.Start(ctx, reqs) {
+	for _, r := range results {
 		if r.Started() {
 			out.StartedCount++
 			out.StartedRunnerExecutionUUIDs = append(out.StartedRunnerExecutionUUIDs, r.RunnerExecutionUUID)
@@ -213,6 +237,11 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	c := <-invisible
 	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", c.inv, c.err)
+	if run.DryRun {
+		// Nothing was settled, refreshed or held: the preview says what would have been.
+		stats.Preview = preview(results, stats.Skipped, out.SkippedMissingMetadataCount)
+		stats.Settled, stats.Refreshed, stats.Unknown, stats.Blind, stats.Raced, stats.Refused = map[string]int{}, 0, 0, nil, 0, nil
+	}
 	if stopErr != nil {
 		return out, stats, &workflow.StepError{Step: "sync", Layer: "executor", Reason: "executor_" + stats.StoppedBy, Err: stopErr}
 	}

@@ -32,6 +32,8 @@ type Spy struct {
 	queries []*firestorepb.StructuredQuery
 	commits int
 	billed  int
+	// readWrite and readOnly count the transactions begun, by mode.
+	readWrite, readOnly int
 }
 
 // New returns an empty spy.
@@ -49,6 +51,15 @@ func (s *Spy) unary(ctx context.Context, method string, req, reply any, cc *grpc
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err != nil {
 		return err
+	}
+	if b, ok := req.(*firestorepb.BeginTransactionRequest); ok {
+		s.mu.Lock()
+		if b.GetOptions().GetReadOnly() != nil {
+			s.readOnly++
+		} else {
+			s.readWrite++ // no options, or read-write ones (a retry)
+		}
+		s.mu.Unlock()
 	}
 	if c, ok := req.(*firestorepb.CommitRequest); ok {
 		s.mu.Lock()
@@ -177,11 +188,20 @@ func (s *Spy) Commits() int {
 	return s.commits
 }
 
+// Transactions returns how many transactions were begun, read-write and read-only. A read-only
+// one cannot write, but its end is a Commit without writes, which Commits counts.
+func (s *Spy) Transactions() (readWrite, readOnly int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readWrite, s.readOnly
+}
+
 // Reset forgets everything recorded.
 func (s *Spy) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads, s.writes, s.queries, s.commits, s.billed = nil, nil, nil, 0, 0
+	s.readWrite, s.readOnly = 0, 0
 }
 
 // WritesTouching counts the writes whose update mask includes field (or a path under it).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
@@ -43,5 +45,32 @@ func TestBilledReadsCountWhatFirestoreBills(t *testing.T) {
 		if got := spy.BilledReads(); got != total {
 			t.Fatalf("after %s: %d billed reads, want %d", s.name, got, total)
 		}
+	}
+}
+
+// A read-write transaction and a read-only one are told apart; the read-only one's empty
+// Commit writes nothing.
+func TestTransactionsAreCountedByMode(t *testing.T) {
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	ctx := context.Background()
+	doc := fs.Collection("things").Doc("a")
+	if err := fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		return tx.Set(doc, map[string]any{"n": 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rw, ro := spy.Transactions(); rw != 1 || ro != 0 || len(spy.Writes()) != 1 {
+		t.Fatalf("after a read-write transaction: %d read-write, %d read-only, %d writes; want 1, 0, 1", rw, ro, len(spy.Writes()))
+	}
+	spy.Reset()
+	if err := fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		_, err := tx.Get(doc)
+		return err
+	}, firestore.ReadOnly); err != nil {
+		t.Fatal(err)
+	}
+	if rw, ro := spy.Transactions(); rw != 0 || ro != 1 || len(spy.Writes()) != 0 {
+		t.Fatalf("after a read-only transaction: %d read-write, %d read-only, %d writes; want 0, 1, 0", rw, ro, len(spy.Writes()))
 	}
 }

@@ -334,26 +334,17 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 	ref := s.ref(uuid)
 	// One read of every document the decision needs: the row, then what reads names, then
 	// the receipt.
-	refs := []*firestore.DocumentRef{ref}
-	orgAt, runAt, targetAt, receiptAt := -1, -1, -1, -1
-	add := func(r *firestore.DocumentRef) int { refs = append(refs, r); return len(refs) - 1 }
-	if reads.Organization != "" {
-		orgAt = add(s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
-	}
-	if reads.Run != "" {
-		runAt = add(s.client.Collection(RunsCollection).Doc(reads.Run))
-	}
-	if reads.Target != "" {
-		targetAt = add(s.client.Collection(TargetsCollection).Doc(TargetID(reads.Target)))
-	}
+	rd := s.readsOf(uuid, reads)
+	receiptAt := -1
 	if receipt != nil {
-		receiptAt = add(receipt)
+		receiptAt = len(rd.refs)
+		rd.refs = append(rd.refs, receipt)
 	}
 	var applied ExecutionChange
 	var duplicate bool
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		applied, duplicate = ExecutionChange{}, false
-		snaps, err := tx.GetAll(refs)
+		snaps, err := tx.GetAll(rd.refs)
 		if err != nil {
 			return err
 		}
@@ -369,20 +360,7 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 		if err != nil {
 			return err
 		}
-		var facts Facts
-		if orgAt >= 0 {
-			facts.OrganizationEnabled = SweepsEnabled(snaps[orgAt])
-		}
-		if runAt >= 0 && snaps[runAt].Exists() {
-			facts.Run = runFacts(snaps[runAt])
-		}
-		if targetAt >= 0 && snaps[targetAt].Exists() {
-			var t Target
-			if err := snaps[targetAt].DataTo(&t); err == nil {
-				facts.Target = &t
-			}
-		}
-		applied = decide(row, facts)
+		applied = decide(row, rd.facts(snaps))
 		if applied.Kind == ChangeRefused {
 			return nil
 		}
@@ -400,6 +378,46 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 		return ExecutionChange{}, false, fmt.Errorf("apply change to execution %s: %w", uuid, err)
 	}
 	return applied, duplicate, nil
+}
+
+// rowReads are the documents a settling transaction reads, in order: the row first, then
+// what Reads names.
+type rowReads struct {
+	refs                   []*firestore.DocumentRef
+	orgAt, runAt, targetAt int
+}
+
+func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
+	rd := rowReads{refs: []*firestore.DocumentRef{s.ref(uuid)}, orgAt: -1, runAt: -1, targetAt: -1}
+	add := func(r *firestore.DocumentRef) int { rd.refs = append(rd.refs, r); return len(rd.refs) - 1 }
+	if reads.Organization != "" {
+		rd.orgAt = add(s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
+	}
+	if reads.Run != "" {
+		rd.runAt = add(s.client.Collection(RunsCollection).Doc(reads.Run))
+	}
+	if reads.Target != "" {
+		rd.targetAt = add(s.client.Collection(TargetsCollection).Doc(TargetID(reads.Target)))
+	}
+	return rd
+}
+
+// facts is what snaps, read in the order of rd.refs, say besides the row.
+func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
+	var facts Facts
+	if rd.orgAt >= 0 {
+		facts.OrganizationEnabled = SweepsEnabled(snaps[rd.orgAt])
+	}
+	if rd.runAt >= 0 && snaps[rd.runAt].Exists() {
+		facts.Run = runFacts(snaps[rd.runAt])
+	}
+	if rd.targetAt >= 0 && snaps[rd.targetAt].Exists() {
+		var t Target
+		if err := snaps[rd.targetAt].DataTo(&t); err == nil {
+			facts.Target = &t
+		}
+	}
+	return facts
 }
 
 // runFacts reads the fields of a run record a sync's trust rule needs; a field of the wrong

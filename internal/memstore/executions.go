@@ -256,3 +256,28 @@ func clone(e ledger.Execution) ledger.Execution {
 	e.Sync.LastSnapshot = maps.Clone(e.Sync.LastSnapshot)
 	return e
 }
+
+// Peek is ExecutionStore.Peek: the row and what reads names, read as apply reads them, writing
+// nothing. A memory store keeps no raw document: Raw is nil.
+func (s *Executions) Peek(ctx context.Context, id string, reads ledger.Reads) (ledger.Peeked, error) {
+	if err := ctx.Err(); err != nil {
+		return ledger.Peeked{}, fmt.Errorf("peek execution %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, ok := s.rows[id]
+	if !ok {
+		return ledger.Peeked{}, nil
+	}
+	p := ledger.Peeked{Found: true, Row: clone(row)}
+	if reads.Organization != "" {
+		p.Facts.OrganizationEnabled = s.organizations[reads.Organization]
+	}
+	if f, ok := s.runs[reads.Run]; ok && reads.Run != "" {
+		p.Facts.Run = &f
+	}
+	if t, ok := s.targets[reads.Target]; ok && reads.Target != "" {
+		p.Facts.Target = &t
+	}
+	return p, nil
+}

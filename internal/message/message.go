@@ -47,16 +47,51 @@ func ParseStart(raw []byte) (Start, error) {
 	if err := decodeOne(raw, &s); err != nil {
 		return Start{}, err
 	}
+	return s, s.check()
+}
+
+// check holds a decoded Start to its rules.
+func (s Start) check() error {
 	if s.WorkflowType == "" {
-		return Start{}, contract.Invalid("workflow_type", "required", "is required")
+		return contract.Invalid("workflow_type", "required", "is required")
 	}
 	if !s.WorkflowType.Known() {
-		return Start{}, contract.Invalid("workflow_type", "enum", "unknown workflow type %q", s.WorkflowType)
+		return contract.Invalid("workflow_type", "enum", "unknown workflow type %q", s.WorkflowType)
 	}
 	if t := bytes.TrimSpace(s.InitialData); len(t) > 0 && t[0] != '{' && !bytes.Equal(t, []byte("null")) {
-		return Start{}, contract.Invalid("initial_data", "type", "must be a JSON object")
+		return contract.Invalid("initial_data", "type", "must be a JSON object")
 	}
-	return s, nil
+	return nil
+}
+
+// StartRequest is the body of a manual start request (StartWorkflow): a Start, and whether to
+// run it dry. dry_run sits beside initial_data, not in it, because the seeds' initial_data refuse
+// unknown fields. Only a request may ask for a dry run: the ticks and sweeps topics carry Starts,
+// which refuse dry_run as an unknown field, so no published message previews where a run was
+// meant, or runs where a preview was.
+type StartRequest struct {
+	Start
+	// DryRun previews the run (workflow.Request.DryRun): the same scan and decisions, nothing
+	// written, no run record.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// DecodeStartRequest reads a StartRequest from r, as DecodeStart reads a Start.
+func DecodeStartRequest(r io.Reader) (StartRequest, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
+	if err != nil {
+		return StartRequest{}, fmt.Errorf("read request: %w", err)
+	}
+	return ParseStartRequest(raw)
+}
+
+// ParseStartRequest is DecodeStartRequest on bytes already read.
+func ParseStartRequest(raw []byte) (StartRequest, error) {
+	var s StartRequest
+	if err := decodeOne(raw, &s); err != nil {
+		return StartRequest{}, err
+	}
+	return s, s.check()
 }
 
 // decodeOne decodes raw, at most MaxBodyBytes, into v: exactly one JSON value, no unknown

@@ -103,3 +103,27 @@ func TestParsePubSub(t *testing.T) {
 		}
 	}
 }
+
+// A start request may ask for a dry run beside initial_data; a Start (a topic's message) may not.
+func TestParseStartRequestTakesDryRunAndStartDoesNot(t *testing.T) {
+	body := []byte(`{"workflow_type": "runner.execution-sync-stale-cloud-run", "dry_run": true, "initial_data": {"organization_uuid": "x"}}`)
+	r, err := ParseStartRequest(body)
+	if err != nil || !r.DryRun || r.WorkflowType != contract.ExecutionSyncCloudRun || string(r.InitialData) != `{"organization_uuid": "x"}` {
+		t.Fatalf("ParseStartRequest = %+v, %v", r, err)
+	}
+	if r, err := ParseStartRequest([]byte(`{"workflow_type": "runner.execution-sync-stale-cloud-run"}`)); err != nil || r.DryRun {
+		t.Errorf("without dry_run: %+v, %v", r, err)
+	}
+	if v := violation(t, func() error { _, err := ParseStart(body); return err }()); v.Field != "dry_run" || v.Rule != "additionalProperties" {
+		t.Errorf("ParseStart of a dry run: violation %+v, want dry_run/additionalProperties", v)
+	}
+	for body, field := range map[string]string{
+		`{"workflow_type": "runner.execution-sync-stale-cloud-run", "dry_run": "yes"}`: "dry_run",
+		`{"workflow_type": "nope", "dry_run": true}`:                                   "workflow_type",
+	} {
+		_, err := ParseStartRequest([]byte(body))
+		if v := violation(t, err); v.Field != field {
+			t.Errorf("ParseStartRequest(%s): violation %+v, want one naming %s", body, v, field)
+		}
+	}
+}
