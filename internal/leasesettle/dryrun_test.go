@@ -58,7 +58,7 @@ func (e *env) dryRun(trigger workflow.Trigger, override bool) (workflow.Outcome,
 	var s leasesettle.Stats
 	testenv.Decode(e.t, out.Output, &o)
 	testenv.Decode(e.t, out.Stats, &s)
-	if s.DryRun == nil {
+	if s.Preview == nil {
 		e.t.Fatalf("a dry run's stats say nothing of what it would do: %+v", out.Stats)
 	}
 	return out, o, s
@@ -93,11 +93,11 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 		d.missingStale: "abandon/" + leasesettle.ReasonHolderUnresolvableStale, d.strangerStale: "abandon/" + leasesettle.ReasonHolderUnresolvableStale,
 		d.aliveStale: "keep/" + leasesettle.KeepHolderAlive, d.missingFresh: "keep/" + leasesettle.KeepHeartbeatFresh,
 	}
-	if got := verdicts(s.DryRun); !maps.Equal(got, want) {
+	if got := verdicts(s.Preview); !maps.Equal(got, want) {
 		t.Errorf("the dry run says %v, want %v", got, want)
 	}
-	if s.DryRun.StormGuardWouldStop || s.DryRun.ReadWith != explain.ReadOnlyTransaction {
-		t.Errorf("preview %+v", s.DryRun)
+	if s.Preview.StormGuardWouldStop || s.Preview.ReadWith != explain.ReadOnlyTransaction {
+		t.Errorf("preview %+v", s.Preview)
 	}
 	for id := range want {
 		if l := e.get(id); l.Status != ledger.LeaseActive || l.Settlement != nil {
@@ -140,10 +140,10 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	}
 	e.spy.Reset()
 	out, _, s := e.dryRun(workflow.TriggerLocal, false)
-	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) || !s.DryRun.StormGuardWouldStop {
-		t.Errorf("dry run: %s %v, preview %+v; want failed by the storm guard, as the real run", out.Status, out.Err, s.DryRun)
+	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) || !s.Preview.StormGuardWouldStop {
+		t.Errorf("dry run: %s %v, preview %+v; want failed by the storm guard, as the real run", out.Status, out.Err, s.Preview)
 	}
-	v := verdicts(s.DryRun)
+	v := verdicts(s.Preview)
 	for _, id := range terminal {
 		if v[id] != "abandon/"+leasesettle.ReasonHolderTerminal {
 			t.Errorf("lease %s of a terminated holder: %q, want abandoned despite the guard", id, v[id])

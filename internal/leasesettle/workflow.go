@@ -173,7 +173,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var p *explain.Preview // a dry run's
 	if run.DryRun {
 		p = explain.NewPreview(explain.ReadOnlyTransaction)
-		stats.DryRun = p
+		stats.Preview = p
 	}
 	fail := func(step string, err error) (Output, Stats, error) {
 		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
@@ -386,8 +386,8 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 	})
 	for i, r := range results {
 		l := log.With("lease_uuid", candidates[i].UUID, "workspace_id", candidates[i].WorkspaceID)
-		if stats.DryRun != nil {
-			previewSettle(stats.DryRun, candidates[i].UUID, r.s, r.settled, r.refused, r.err, ctx.Err() != nil)
+		if stats.Preview != nil {
+			previewSettle(stats.Preview, candidates[i].UUID, r.s, r.settled, r.refused, r.err, ctx.Err() != nil)
 			if r.settled {
 				continue // a dry run settles nothing: its output says so
 			}

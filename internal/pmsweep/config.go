@@ -112,5 +112,5 @@ type Stats struct {
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 	// DryRun is, in a dry run, what the sweep would have done row by row (the counts above are
 	// then what it would have done too); nil in a real run.
-	DryRun *explain.Preview `json:"dry_run,omitempty"`
+	Preview *explain.Preview `json:"preview,omitempty"`
 }

@@ -88,12 +88,12 @@ func TestADryRunReportsWhatTheSweepThenReclaimsAndWritesNothing(t *testing.T) {
 	}
 	ob, _ := json.Marshal(o)
 	seedOb, _ := json.Marshal(seedO)
-	pb, _ := json.Marshal(s.DryRun)
-	seedPb, _ := json.Marshal(seedS.DryRun)
+	pb, _ := json.Marshal(s.Preview)
+	seedPb, _ := json.Marshal(seedS.Preview)
 	if string(ob) != string(seedOb) || string(pb) != string(seedPb) {
 		t.Errorf("the engine's dry run and the seed's dry_run differ:\n%s %s\n%s %s", ob, pb, seedOb, seedPb)
 	}
-	p := s.DryRun
+	p := s.Preview
 	if p == nil || p.Counts["reclaim"] != 2 || len(p.Counts) != 1 || p.StormGuardWouldStop || p.ReadWith != explain.ReadOnlyTransaction {
 		t.Fatalf("preview %+v", p)
 	}

@@ -240,7 +240,7 @@ scan:
 	if in.DryRun {
 		p = explain.NewPreview(explain.ReadOnlyTransaction)
 		p.StormGuardWouldStop = verdict.Holds()
-		stats.DryRun = p
+		stats.Preview = p
 		if stats.Malformed != nil {
 			p.Count("skip", "malformed", stats.Malformed.Count)
 		}

@@ -87,5 +87,5 @@ type Stats struct {
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 	// DryRun is, in a dry run, what the run would have done (the counts above are then what it
 	// would have done too); nil in a real run.
-	DryRun *explain.Preview `json:"dry_run,omitempty"`
+	Preview *explain.Preview `json:"preview,omitempty"`
 }

@@ -61,7 +61,7 @@ func (e *env) dryRun(trigger workflow.Trigger, input string, override bool) (wor
 	}
 	var s runssweep.Stats
 	testenv.Decode(e.t, out.Stats, &s)
-	if s.DryRun == nil {
+	if s.Preview == nil {
 		e.t.Fatalf("a dry run's stats say nothing of what it would do: %+v", out.Stats)
 	}
 	return out, s
@@ -95,7 +95,7 @@ func TestADryRunReportsWhatTheSweepThenDoesAndWritesNothing(t *testing.T) {
 	if out.Status != workflow.StateCompleted || out.Output["swept"] != int64(0) {
 		t.Errorf("dry run: %s, output %v; want completed with nothing swept", out.Status, out.Output)
 	}
-	p := s.DryRun
+	p := s.Preview
 	want := []string{f.bg, f.fg, f.lone, f.orphan}
 	slices.Sort(want)
 	if got := rowsDoing(p, "abandon"); !slices.Equal(got, want) {
@@ -143,7 +143,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {
 		t.Errorf("dry run: %s %v, want failed by the storm guard as the real run would be", out.Status, out.Err)
 	}
-	if p := s.DryRun; !p.StormGuardWouldStop || p.Counts["keep"] != 16 || p.Rules["keep/"+storm.Reason] != 16 || p.Counts["abandon"] != 0 {
+	if p := s.Preview; !p.StormGuardWouldStop || p.Counts["keep"] != 16 || p.Rules["keep/"+storm.Reason] != 16 || p.Counts["abandon"] != 0 {
 		t.Errorf("preview %+v, want 16 kept by the storm guard", p)
 	}
 	if s.StormGuard == nil || !s.StormGuard.Tripped || s.StormGuard.Aged != 16 || s.StormGuard.Live != 30 {
@@ -151,8 +151,8 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	}
 
 	out, s = e.dryRun(workflow.TriggerLocal, `{"older_than_ms": 600000}`, true)
-	if out.Status != workflow.StateCompleted || s.DryRun.StormGuardWouldStop || s.DryRun.Counts["abandon"] != 16 || !s.StormGuard.Overridden {
-		t.Errorf("overridden dry run: %s, preview %+v, verdict %+v", out.Status, s.DryRun, s.StormGuard)
+	if out.Status != workflow.StateCompleted || s.Preview.StormGuardWouldStop || s.Preview.Counts["abandon"] != 16 || !s.StormGuard.Overridden {
+		t.Errorf("overridden dry run: %s, preview %+v, verdict %+v", out.Status, s.Preview, s.StormGuard)
 	}
 	if w := e.spy.Writes(); len(w) != 0 {
 		t.Errorf("the dry runs wrote %d documents: %+v", len(w), w)

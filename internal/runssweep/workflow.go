@@ -237,11 +237,11 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 }
 
 // preview is the rest of a dry run once the guard has judged: each idle run re-read and decided
-// by PreviewAbandon as Abandon would, noted in stats.DryRun, nothing written. It fails as the
+// by PreviewAbandon as Abandon would, noted in stats.Preview, nothing written. It fails as the
 // real run would when the guard holds (then every run it would abandon is kept by the guard).
 func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, stats *Stats) error {
 	p := explain.NewPreview(explain.ReadOnlyTransaction)
-	stats.DryRun = p
+	stats.Preview = p
 	p.StormGuardWouldStop = verdict.Holds()
 	if stats.Malformed != nil {
 		p.Count("skip", "malformed", stats.Malformed.Count)
