@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
@@ -240,7 +241,7 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, once bool, callFail
 		log.Info("sync already decided by this run; duplicate delivery ignored")
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled = SyncSettled, ch.Outcome
-		log.Info("runner execution settled", "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
+		log.Info("runner execution settled", alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
 	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed
 		log.Debug("runner execution still running; observed_at refreshed")
