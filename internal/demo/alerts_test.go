@@ -240,7 +240,9 @@ func dispatchIncidents(t *testing.T, log *slog.Logger) {
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
 	defs := workflows{contract.PMSweep: pmsweep.New(nil, pmsweep.Config{}, nil).Definition()}
-	queues := func(_ context.Context, limit int) ([]string, error) { return []string{"builds", "deploys"}[:min(limit, 2)], nil }
+	queues := func(_ context.Context, limit int) ([]string, error) {
+		return []string{"builds", "deploys"}[:min(limit, 2)], nil
+	}
 	tick := pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: []byte(`{"ttl": 600}`), TickID: "tick-" + uuid.NewString()}
 
 	capped := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), publisher{}, pipeline.SweepsDefault, pipeline.DispatchConfig{ListMax: 2}, log, defs)
