@@ -80,7 +80,7 @@ func TestTheDemoAndItsIncidentsLogEveryListedEvent(t *testing.T) {
 
 	lines := logs.lines(t)
 	counted := map[string]int{}
-	settled := map[string]int{}
+	settled, abandoned := map[string]int{}, map[string]int{}
 	for _, line := range lines {
 		event, named := line[alerts.Key]
 		n := 0
@@ -98,8 +98,13 @@ func TestTheDemoAndItsIncidentsLogEveryListedEvent(t *testing.T) {
 		if named && n == 0 {
 			t.Errorf("a line names event %v but no metric counts it (severity %v?): %v", event, line["severity"], line)
 		}
-		if event == string(alerts.RowSettled) && line["workflow_type"] == string(contract.ExecutionSyncCloudRun) {
-			settled[fmt.Sprint(line["outcome"])]++
+		if event == string(alerts.RowSettled) {
+			switch line["workflow_type"] {
+			case string(contract.ExecutionSyncCloudRun):
+				settled[fmt.Sprint(line["outcome"])]++
+			case string(contract.ExtensionRunsSweep):
+				abandoned[fmt.Sprint(line["outcome"])]++
+			}
 		}
 	}
 	for _, m := range alerts.Metrics {
@@ -116,11 +121,14 @@ func TestTheDemoAndItsIncidentsLogEveryListedEvent(t *testing.T) {
 	if len(settled) != len(res.Settled) {
 		t.Errorf("row_settled outcomes %v, the demo settled %v", settled, res.Settled)
 	}
+	if abandoned[ledger.OutcomeAbandoned] != 12 || len(abandoned) != 1 {
+		t.Errorf("the overridden fleet sweep logged row_settled outcomes %v, want abandoned 12", abandoned)
+	}
 	t.Logf("%d lines; counted by metric: %v", len(lines), counted)
 }
 
 // stormGuardTrip stages a fleet whose every running app invocation has been idle an hour: the
-// scheduled sweep trips the storm guard and fails. One running invocation has no last_moved_at:
+// scheduled sweep trips the storm guard and fails; the operator's override abandons them. One running invocation has no last_moved_at:
 // no scan sees it, and the run reports it.
 func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	t.Helper()
@@ -146,6 +154,12 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerSchedule})
 	if err != nil || out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {
 		t.Fatalf("sweep of an idle fleet: %+v %v, want failed by the storm guard", out, err)
+	}
+	// The operator checks, and overrides it from the command: the twelve are abandoned.
+	out, err = engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
+		Trigger: workflow.TriggerLocal, StormOverride: true, Actor: "ops@example.com"})
+	if err != nil || out.Status != workflow.StateCompleted {
+		t.Fatalf("overridden sweep: %+v %v", out, err)
 	}
 }
 
