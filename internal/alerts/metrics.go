@@ -58,7 +58,7 @@ var (
 var Metrics = []Metric{
 	{
 		Name: "rows_settled", Event: RowSettled, MinSeverity: SeverityInfo,
-		Description: "Rows settled by the sweeps, by workflow and outcome.",
+		Description: "Rows settled by the sweeps, by workflow and outcome (succeeded, failed, cancelled, lost; abandoned; reclaimed, poisoned).",
 		Labels:      []Label{{Key: "outcome", Field: "outcome", Description: "how the row was settled"}, workflowType},
 		Chart:       "Rows settled, by outcome",
 	},
@@ -73,10 +73,10 @@ var Metrics = []Metric{
 	},
 	{
 		Name: "storm_guard_trips", Event: StormGuardTripped, MinSeverity: SeverityError,
-		Description: "Runs the storm guard stopped: they would have settled too large a share of their scope, and settled none.",
+		Description: "Runs the storm guard stopped: they would have settled too large a share of their scope on age alone, and settled none of those rows.",
 		Labels:      []Label{workflowType},
 		Chart:       "Storm guard trips, by workflow",
-		Alert: &Alert{Threshold: 0, Window: 5 * time.Minute, Severity: "ERROR", Runbook: "A sweep refused to settle: too large a share of its scope looked dead at once (a writer stopped stamping, a clock jumped, an outage). Nothing was settled. " +
+		Alert: &Alert{Threshold: 0, Window: 5 * time.Minute, Severity: "ERROR", Runbook: "A sweep refused to settle: too large a share of its scope looked dead at once (a writer stopped stamping, a clock jumped, an outage). Nothing it judged on age alone was settled. " +
 			"The run's ERROR line and its record (`sweep_runs/WORKFLOW_RUN_UUID`, `stats.storm_guard`) hold the counts; look at a few of its rows with `stalesweep explain COLLECTION/ID` and at the workers first. Only if they really are gone, run the workflow once with `--override-storm-guard` (docs/operations.md, The storm guard)."},
 	},
 	{
