@@ -50,9 +50,8 @@ type Metric struct {
 	Alert *Alert // nil: charted, never paging
 }
 
-var (
-	workflowType = Label{Key: "workflow_type", Field: "workflow_type", Description: "the workflow type of the run that logged it"}
-)
+// workflowType is the label most metrics are charted and alerted by.
+var workflowType = Label{Key: "workflow_type", Field: "workflow_type", Description: "the workflow type of the run that logged it"}
 
 // Metrics is the list. Order is the dashboard's.
 var Metrics = []Metric{
