@@ -93,7 +93,8 @@ resource "google_project_service" "apis" {
   for_each = var.enable_apis ? toset(concat([
     "artifactregistry.googleapis.com", "cloudbuild.googleapis.com", "cloudfunctions.googleapis.com",
     "cloudscheduler.googleapis.com", "eventarc.googleapis.com", "firestore.googleapis.com",
-    "iam.googleapis.com", "pubsub.googleapis.com", "run.googleapis.com", "storage.googleapis.com",
+    "iam.googleapis.com", "logging.googleapis.com", "monitoring.googleapis.com", "pubsub.googleapis.com",
+    "run.googleapis.com", "storage.googleapis.com",
   ], local.kube_secret ? ["secretmanager.googleapis.com"] : [])) : toset([])
   project            = var.project_id
   service            = each.value

@@ -242,3 +242,9 @@ variable "kube_client_retries" {
   type        = number
   default     = 0
 }
+
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channels (ids: projects/PROJECT/notificationChannels/ID) the alert policies of alerts.tf.json notify. Empty: the policies open incidents in the console and notify no one."
+  type        = list(string)
+  default     = []
+}

@@ -108,6 +108,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 		c.indexesCmd(),
 		c.versionCmd(),
 		c.explainCmd(),
+		c.alertsCmd(),
 	)
 	// The streams are set before cobra's completion command is made: it keeps the one it sees.
 	root.SetIn(c.stdin)

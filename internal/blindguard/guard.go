@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -123,7 +124,7 @@ func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger
 	}
 	if t.Blind {
 		g.log.Error("blind executor: the target answers NotFound for too many of the executions it should know; no row of it is settled lost until an operator clears it (stalesweep executors clear)",
-			"target", target, "unknown", t.Unknown, "asked", t.Asked, "fraction", g.cfg.Fraction, "min_rows", g.cfg.MinRows, "blind_since", t.BlindSince)
+			alerts.BlindExecutor.Attr(), "target", target, "unknown", t.Unknown, "asked", t.Asked, "fraction", g.cfg.Fraction, "min_rows", g.cfg.MinRows, "blind_since", t.BlindSince)
 	}
 	return t, nil
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -156,7 +157,9 @@ type PlanSetting struct {
 //     condition naming Cloud Functions' source bucket);
 //   - auth: StartWorkflow's audience is exactly its two own URLs, its callers exactly the
 //     operators' emails and their service accounts' unique ids;
-//   - indexes: exactly the composite indexes the code's queries need.
+//   - indexes: exactly the composite indexes the code's queries need;
+//   - alerts: a logs-based metric per metric of alerts.Metrics, counting its event's lines of the
+//     module's functions, a policy per alerting one, one dashboard charting them.
 //
 // What a plan cannot show stays with the checks on the HCL (All): which identity holds which
 // grant and on which resource (service account emails and resource ids are known only after
@@ -236,6 +239,7 @@ func CheckPlan(p *Plan, m *Module, root string, s PlanSetting) ([]Finding, error
 	out = append(out, checkPlanRoles(p, m, s)...)
 	out = append(out, checkPlanAuth(p, m, s)...)
 	out = append(out, checkPlanIndexes(p, m)...)
+	out = append(out, checkPlanAlerts(p, m)...)
 	if got := scheduled[contract.ExecutionSyncKubernetes]; got != s.Kubernetes {
 		add(m.locate("", PlannedResource{Type: "google_cloud_scheduler_job", Name: "tick"}, ""), "ticks", "the Kubernetes sync is scheduled: %v; Kubernetes is on: %v", got, s.Kubernetes)
 	}
@@ -503,6 +507,69 @@ func checkPlanIndexes(p *Plan, m *Module) []Finding {
 	}
 	for _, g := range got {
 		out = append(out, Finding{"indexes", "firestore_indexes.tf.json: the plan creates " + g + ", which no query needs"})
+	}
+	return out
+}
+
+// checkPlanAlerts: every metric of alerts.Metrics is planned as a logs-based metric that counts
+// its event's lines of the module's own functions (their gen2 resource type and each planned
+// function's service name) and extracts each of its labels from its field; each alerting one
+// has a policy on that metric; one dashboard charts them all.
+func checkPlanAlerts(p *Plan, m *Module) []Finding {
+	var out []Finding
+	add := func(name, format string, args ...any) {
+		out = append(out, Finding{"alerts", m.locate(strconv.Quote(name)+": {", PlannedResource{}, "") + ": " + fmt.Sprintf(format, args...)})
+	}
+	var fns []string
+	for _, fn := range p.Of("google_cloudfunctions2_function") {
+		fns = append(fns, fn.str("name"))
+	}
+	planned := map[string]PlannedResource{}
+	for _, r := range p.Of("google_logging_metric") {
+		planned[r.Name] = r
+	}
+	policies := map[string]PlannedResource{}
+	for _, r := range p.Of("google_monitoring_alert_policy") {
+		policies[r.Name] = r
+	}
+	dashboards := p.Of("google_monitoring_dashboard")
+	if len(dashboards) != 1 {
+		out = append(out, Finding{"alerts", fmt.Sprintf("alerts.tf.json: the plan creates %d dashboards, want one", len(dashboards))})
+	}
+	for _, metric := range alerts.Metrics {
+		r, ok := planned[metric.Name]
+		if !ok {
+			out = append(out, Finding{"alerts", "alerts.tf.json: the plan creates no google_logging_metric." + metric.Name + " (internal/alerts lists it)"})
+			continue
+		}
+		name, filter := r.str("name"), r.str("filter")
+		if !strings.HasSuffix(name, "/"+metric.Name) {
+			add(metric.Name, "%s: named %q, want PREFIX/%s", r.Address, name, metric.Name)
+		}
+		if !strings.Contains(filter, `resource.type="cloud_run_revision"`) || !strings.Contains(filter, metric.Filter()) {
+			add(metric.Name, "%s: filter %q does not count the gen2 functions' lines of %s (%s)", r.Address, filter, metric.Event, metric.Filter())
+		}
+		for _, fn := range fns {
+			if !strings.Contains(filter, fn+"|") && !strings.Contains(filter, fn+")") {
+				add(metric.Name, "%s: filter %q leaves out function %s", r.Address, filter, fn)
+			}
+		}
+		ex := r.strMap("label_extractors")
+		for _, l := range metric.Labels {
+			if want := "EXTRACT(jsonPayload." + l.Field + ")"; ex[l.Key] != want {
+				add(metric.Name, "%s: label %s is extracted by %q, want %s", r.Address, l.Key, ex[l.Key], want)
+			}
+		}
+		typ := "logging.googleapis.com/user/" + name
+		if metric.Alert != nil {
+			pol, ok := policies[metric.Name]
+			if !ok || !strings.Contains(pol.str("conditions.condition_threshold.filter"), `metric.type="`+typ+`"`) {
+				add(metric.Name, "no alert policy on %s", typ)
+			}
+		}
+		if len(dashboards) == 1 && !strings.Contains(dashboards[0].str("dashboard_json"), typ) {
+			add(metric.Name, "the dashboard does not chart %s", typ)
+		}
 	}
 	return out
 }

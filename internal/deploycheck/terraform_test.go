@@ -394,6 +394,10 @@ func TestThePlanPolicyFailsABrokenModuleNamingFileAndLine(t *testing.T) {
 			at: "functions.tf", mark: "STALESWEEP_ALLOWED_CALLERS", rule: "auth"},
 		{name: "an index the queries need is missing", file: "firestore_indexes.tf.json", old: `"field_path": "observed_at"`, new: `"field_path": "observed"`,
 			mark: `"collection": "runner_executions"`, rule: "indexes"},
+		{name: "a metric counting another event", file: "alerts.tf.json", old: `jsonPayload.event=\"blind_executor\"`, new: `jsonPayload.event=\"blind\"`,
+			mark: `"blind_executor_trips": {`, rule: "alerts"},
+		{name: "a metric that leaves a function out", file: "alerts.tf.json", old: `google_cloudfunctions2_function.fn[k].name])`, new: `google_cloudfunctions2_function.fn[k].name if k != \"dispatch\"])`,
+			mark: `"dispatch_capped": {`, rule: "alerts"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			module := copyTree(t)

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
@@ -285,7 +286,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Info("sync already decided by this run; duplicate delivery ignored")
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
-		log.Info("runner execution settled", "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
+		log.Info("runner execution settled", alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
 	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed
 		log.Debug("runner execution still running; observed_at refreshed")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -291,7 +292,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		}
 		stats.Kept[storm.Reason] += len(candidates) - len(kept)
 		candidates = kept
-		log.Error("storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them",
+		log.Error("storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them", alerts.StormGuardTripped.Attr(),
 			"aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
 	} else if verdict.Overridden {
 		log.Warn("storm guard overridden by the operator: abandoning past it", "aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
@@ -408,7 +409,7 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		case r.settled:
 			out.Settled++
 			out.Settlements = append(out.Settlements, r.s)
-			l.Info("workspace lease abandoned", "reason", r.s.Reason, "holder_runner_instance_uuid", r.s.HolderUUID, "heartbeat_age_seconds", r.s.HeartbeatAgeSeconds)
+			l.Info("workspace lease abandoned", alerts.RowSettled.Attr(), "outcome", ledger.OutcomeAbandoned, "reason", r.s.Reason, "holder_runner_instance_uuid", r.s.HolderUUID, "heartbeat_age_seconds", r.s.HeartbeatAgeSeconds)
 		default:
 			stats.Raced++
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stalesweep/stalesweep/internal/alerts"
 )
 
 // Invisible is what a scope holds that no scan can see: active rows whose staleness field is
@@ -186,7 +188,7 @@ func ReportInvisible(log *slog.Logger, collection, field string, v Invisible, er
 		return nil
 	case v.Count > 0:
 		log.Warn("active rows no scan can see: their "+field+" is missing or not a timestamp; a writer must stamp it (docs/data-model.md); they are never settled",
-			"collection", collection, "invisible", v.Count, "sample", v.Sample)
+			alerts.InvisibleRows.Attr(), "collection", collection, "invisible", v.Count, "sample", v.Sample)
 	}
 	return v.Stat()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -229,6 +230,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	if rep.Continued == "" && !rep.OutOfBudget && orgs.save(ctx) {
 		rep.RosterFinished = orgs.finish(ctx)
 	}
+	if rep.Deferred > 0 || (rep.OutOfBudget && rep.Continued == "") {
+		d.log.Warn("dispatch ran out of budget: scopes of the tick were not published; the tick is delivered again", alerts.DispatchDeferred.Attr(),
+			"workflow_type", string(tick.WorkflowType), "tick_id", tick.TickID, "deferred", rep.Deferred, "published", rep.Published, "scopes", rep.Scopes)
+	}
 	if rep.Failed > 0 || rep.Deferred > 0 || (rep.OutOfBudget && rep.Continued == "") {
 		return rep, fmt.Errorf("dispatch %s: %d sweep messages failed to publish, %d deferred, out of budget %t",
 			tick.WorkflowType, rep.Failed, rep.Deferred, rep.OutOfBudget)
@@ -277,7 +282,8 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 			queues, err := d.queues(ctx, d.cfg.ListMax)
 			if len(queues) >= d.cfg.ListMax {
 				rep.Capped = true
-				d.log.Warn("queues listed up to the dispatch's list limit; the rest are not swept this tick", "list_max", d.cfg.ListMax)
+				d.log.Warn("queues listed up to the dispatch's list limit; the rest are not swept this tick", alerts.DispatchCapped.Attr(),
+					"list_max", d.cfg.ListMax, "workflow_type", string(tick.WorkflowType))
 			}
 			return values(queues), "", err
 		}, nil
@@ -305,7 +311,7 @@ func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick, rep
 		}
 		if len(groups) >= d.cfg.ListMax {
 			rep.Capped = true
-			d.log.Warn("runner groups listed up to the dispatch's list limit; the rest are not swept this tick",
+			d.log.Warn("runner groups listed up to the dispatch's list limit; the rest are not swept this tick", alerts.DispatchCapped.Attr(),
 				"organization_uuid", org, "list_max", d.cfg.ListMax, "workflow_type", string(tick.WorkflowType))
 		}
 		for _, g := range groups {

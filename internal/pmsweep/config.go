@@ -16,6 +16,13 @@ const (
 	ReclaimerDefault = "stalesweep"
 )
 
+// Outcomes a reclaimed task's log line names (the row_settled event's outcome field): requeued to
+// new, or failed as poison after too many reclaims.
+const (
+	OutcomeReclaimed = "reclaimed"
+	OutcomePoisoned  = "poisoned"
+)
+
 // Defaults of Config.
 const (
 	MaxReclaimsDefault = 5    // reclaims of one task before it is failed as poison

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -229,7 +230,7 @@ scan:
 	case verdict.Holds() && in.DryRun:
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the storm guard would refuse this sweep: %d of %d working tasks are silent, more than the %d allowed", verdict.Aged, verdict.Live, verdict.Allowed))
 	case verdict.Holds():
-		log.Error("storm guard: silent tasks are too large a share of the working ones; reclaimed none",
+		log.Error("storm guard: silent tasks are too large a share of the working ones; reclaimed none", alerts.StormGuardTripped.Attr(),
 			"silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed, "ttl", in.TTL)
 		return out, stats, verdict.StepError()
 	case verdict.Overridden:
@@ -281,9 +282,9 @@ scan:
 			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
 			if res.Poisoned {
 				stats.Poisoned++
-				l.Warn("task reclaimed too many times: failed as poison instead of requeued", "max_reclaims", w.cfg.MaxReclaims)
+				l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "outcome", OutcomePoisoned, "max_reclaims", w.cfg.MaxReclaims)
 			} else {
-				l.Info("zombie task reclaimed", "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
+				l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
 			}
 		default:
 			out.Raced = append(out.Raced, Raced{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -173,7 +174,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	}
 	switch {
 	case verdict.Holds():
-		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none",
+		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none", alerts.StormGuardTripped.Attr(),
 			"idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed, "older_than_ms", in.OlderThanMs)
 		return out, stats, verdict.StepError()
 	case verdict.Overridden:
@@ -222,7 +223,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 				l.Warn("abandoned a background run whose interlock is held by another run; the interlock was left alone",
 					"interlock_holder_run_id", res.InterlockHolder)
 			}
-			l.Info("app invocation abandoned", "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
+			l.Info("app invocation abandoned", alerts.RowSettled.Attr(), "outcome", ledger.OutcomeAbandoned, "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
 		case res.Why == ledger.LeftNotIdle:
 			stats.NotIdle++
 		default:

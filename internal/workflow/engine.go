@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
@@ -480,7 +481,9 @@ func (e *Engine) summarize(log *slog.Logger, out Outcome) {
 		attrs = append(attrs, "stats", out.Stats)
 	}
 	if out.Err != nil {
-		log.Error("workflow run failed", append(attrs, "error", out.Err.Error())...)
+		// failure_reason is the record's: the metric's label and the run's record agree.
+		reason := failure(out.Err, State{}).Reason
+		log.Error("workflow run failed", append(attrs, alerts.RunFailed.Attr(), "failure_reason", reason, "error", out.Err.Error())...)
 		return
 	}
 	log.Info("workflow run completed", attrs...)
