@@ -85,6 +85,7 @@ func TestMatches(t *testing.T) {
 		{`{"event": "row_settled", "severity": "INFO", "outcome": "lost"}`, true, 1},
 		{`{"event": "row_settled", "severity": "INFO", "outcome": "lost", "workflow_type": ""}`, true, 1},
 		{`{"event": "row_settled", "severity": "INFO", "outcome": "failed", "workflow_type": "w"}`, false, 0},
+		{`{"event": "row_settled", "severity": "INFO", "outcome": "lost", "workflow_type": "w", "dry_run": true}`, false, 0},
 		{`{"event": "row_settled", "severity": "DEBUG", "outcome": "lost", "workflow_type": "w"}`, false, 0},
 		{`{"event": "run_failed", "severity": "ERROR", "outcome": "lost", "workflow_type": "w"}`, false, 0},
 		{`{"message": "runner execution settled", "severity": "INFO", "outcome": "lost", "workflow_type": "w"}`, false, 0},
@@ -94,7 +95,7 @@ func TestMatches(t *testing.T) {
 			t.Errorf("%s: counted %t missing %v, want %t and %d missing", c.line, counted, missing, c.counted, c.missing)
 		}
 	}
-	if got := lost.Filter(); got != `jsonPayload.event="row_settled" AND severity>=INFO AND jsonPayload.outcome="lost"` {
+	if got := lost.Filter(); got != `jsonPayload.event="row_settled" AND severity>=INFO AND NOT jsonPayload.dry_run=true AND jsonPayload.outcome="lost"` {
 		t.Errorf("filter = %s", got)
 	}
 }

@@ -121,11 +121,13 @@ var Metrics = []Metric{
 }
 
 // Filter is the metric's logs filter on a line's fields, after the resource: the event, the
-// severity floor and the Where fields.
+// severity floor and the Where fields. A dry run's lines (dry_run: true, which the engine puts on
+// every line of one) are never counted: a preview settles, trips and fails nothing.
 func (m Metric) Filter() string {
 	parts := []string{
 		fmt.Sprintf("jsonPayload.%s=%q", Key, m.Event),
 		"severity>=" + m.MinSeverity,
+		"NOT jsonPayload.dry_run=true",
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Where)) {
 		parts = append(parts, fmt.Sprintf("jsonPayload.%s=%q", k, m.Where[k]))
@@ -137,7 +139,7 @@ func (m Metric) Filter() string {
 // counted by m, and, if it is, which of the fields m extracts it lacks (absent, or not a
 // non-empty string).
 func (m Metric) Matches(line map[string]any) (counted bool, missing []string) {
-	if line[Key] != string(m.Event) {
+	if line[Key] != string(m.Event) || line["dry_run"] == true {
 		return false, nil
 	}
 	sev, _ := line["severity"].(string)
