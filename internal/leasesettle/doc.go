@@ -20,4 +20,9 @@
 // One transaction per lease re-reads the lease (still active, same holder, same heartbeat) and
 // its holder (still terminal, or still unresolvable) and decides again before abandoning. A
 // second run abandons nothing; concurrent runs abandon each lease once.
+//
+// A dry run (the engine's) is the same run up to the first write: the same scan, decisions and
+// storm guard judgment, then each candidate re-read in a read-only transaction that reads what
+// the abandoning one reads (LeaseStore.PreviewAbandonLease). It writes nothing; stats.dry_run
+// says lease by lease what it would do. Explain judges one lease the same way.
 package leasesettle

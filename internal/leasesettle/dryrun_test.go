@@ -199,7 +199,7 @@ func TestExplainSaysWhatTheNextRunDoes(t *testing.T) {
 			t.Errorf("lease %s: explain said %s/%s, want %s", id, x.Verdict, x.Rule, want)
 		}
 	}
-	if said[d.released].Visible || said[invisible].Visible || !said[d.terminated].Visible {
+	if said[d.released].Visible || said[invisible].Visible || !said[d.terminated].Visible || !said[invisible].Checks[0].OK {
 		t.Error("visibility: a released lease and one without a timestamp heartbeat are not scanned; an active one is")
 	}
 	x, err := e.wf.Explain(context.Background(), e.store, d.terminated, explain.Options{})

@@ -30,9 +30,10 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 	}
 	e.Row = row.Fields
 	l := row.Value
-	if row.Malformed != "" { // the scope, as far as the fields say it
+	if row.Malformed != "" { // the scope and status, as far as the fields say them
 		l.OrganizationUUID, _ = row.Fields["organization_uuid"].(string)
 		l.RunnerGroupUUID, _ = row.Fields["runner_group_uuid"].(string)
+		l.Status, _ = row.Fields["status"].(string)
 	}
 	e.Scope = l.OrganizationUUID + "/" + l.RunnerGroupUUID
 	now, err := w.clock(ctx)

@@ -21,4 +21,9 @@
 // Beyond the seed: reclaim_count on the task, and a cap — a task reclaimed more than
 // MaxReclaims times is failed with a reason instead of requeued, so a poison task cannot cycle
 // forever.
+//
+// A dry run — the seed's dry_run and the engine's are one path — is the same sweep up to the
+// first write: each stale task is re-read in a read-only transaction and decided by the reclaim's
+// rule (TaskStore.PreviewReclaim), and nothing is written; the output is the seed's, and
+// stats.dry_run says task by task what it would do. Explain judges one task the same way.
 package pmsweep

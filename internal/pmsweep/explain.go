@@ -42,7 +42,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 	}
 	stale := stamped && Stale(t, now, ttl)
 	e.Checks = []explain.Check{
-		{Name: "status working", OK: t.Status == ledger.TaskWorking, Detail: fmt.Sprintf("status %q; the scan reads working tasks only", t.Status)},
+		{Name: "status working", OK: row.Fields["status"] == ledger.TaskWorking, Detail: fmt.Sprintf("status %q; the scan reads working tasks only", row.Fields["status"])},
 		{Name: "last_activity_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_activity_at"])},
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "silent past ttl", OK: stale, Detail: fmt.Sprintf("silent %s against ttl %ds (the seed's default)", silent, TTLDefault)},

@@ -22,4 +22,8 @@
 //   - The output is exactly the seed's Result: {older_than_ms, swept, runs[{run_id,
 //     extension_id, tenant_id, job_name, background, idle_ms}]}; what the sweep did not do is in
 //     the run record's stats.
+//   - A dry run (the engine's) is the same sweep up to the first write: each idle invocation is
+//     re-read with its interlock in a read-only transaction and decided by Abandonable
+//     (ExtensionRunStore.PreviewAbandon); nothing is written, the output sweeps nothing, and
+//     stats.dry_run says run by run what it would do. Explain judges one invocation the same way.
 package runssweep

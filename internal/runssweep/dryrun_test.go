@@ -192,7 +192,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 			t.Errorf("run %s: explain said %s (%s, visible %t), the sweep swept it: %t", id, x.Verdict, x.Rule, x.Visible, swept[id])
 		}
 	}
-	if x := verdict[invisible]; x.Verdict != "skip" || x.Rule != "invisible" || x.Visible {
+	if x := verdict[invisible]; x.Verdict != "skip" || x.Rule != "invisible" || x.Visible || !x.Checks[0].OK {
 		t.Errorf("a run no scan sees: %+v", x)
 	}
 	if x := verdict[f.bg]; x.Rule != runssweep.ReasonIdle || x.Outcome != ledger.OutcomeAbandoned || !strings.Contains(x.Detail, "interlock released") {

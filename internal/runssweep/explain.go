@@ -36,7 +36,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 	deadline := Deadline(now, w.cfg.ScheduledFloorMs)
 	stamped := row.HasTimestamp("last_moved_at")
 	e.Checks = []explain.Check{
-		{Name: "status running", OK: r.Status == ledger.ExtensionRunning, Detail: fmt.Sprintf("status %q; the scan reads running invocations only", r.Status)},
+		{Name: "status running", OK: row.Fields["status"] == ledger.ExtensionRunning, Detail: fmt.Sprintf("status %q; the scan reads running invocations only", row.Fields["status"])},
 		{Name: "last_moved_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_moved_at"])},
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "idle past threshold", OK: stamped && r.LastMovedAt.Before(deadline), Detail: fmt.Sprintf(
