@@ -156,6 +156,9 @@ type run struct {
 	left  int // deletions left in the limit
 	res   *Result
 	first error // the first per-document failure
+	// counted holds what a dry run counted as deleted: the receipts it counts in their own pass
+	// are listed again under their run, still there.
+	counted map[string]bool
 }
 
 // RunOnce deletes the documents expired at now, within the config's bounds. It returns an error
@@ -165,7 +168,7 @@ func (c *Collector) RunOnce(ctx context.Context, now time.Time) (Result, error) 
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Budget)
 	defer cancel()
 	res := Result{DryRun: c.cfg.DryRun, Now: now.UTC().Format(time.RFC3339Nano)}
-	r := &run{Collector: c, now: now, left: c.cfg.Limit, res: &res}
+	r := &run{Collector: c, now: now, left: c.cfg.Limit, res: &res, counted: map[string]bool{}}
 	for _, e := range ledger.ExpiringCollections() {
 		if len(c.cfg.Collections) > 0 && !slices.Contains(c.cfg.Collections, e.Collection) {
 			continue
@@ -294,9 +297,13 @@ func (r *run) deleteRun(ctx context.Context, snap *firestore.DocumentSnapshot) {
 // delete deletes one document if it has not been written since it was read, and reports
 // whether it did (in a dry run: would).
 func (r *run) delete(ctx context.Context, coll string, snap *firestore.DocumentSnapshot) bool {
+	if r.cfg.DryRun && r.counted[snap.Ref.Path] {
+		return true
+	}
 	c := r.count(coll)
 	r.left--
 	if r.cfg.DryRun {
+		r.counted[snap.Ref.Path] = true
 		c.Deleted++
 		return true
 	}
