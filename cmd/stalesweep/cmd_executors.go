@@ -53,7 +53,7 @@ func cmdExecutors(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitFailed
 	}
 	defer fsc.Close()
-	store := ledger.NewTargetStore(fsc)
+	store := ledger.NewTargetStore(fsc).WithRetention(cfg.Retention)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if verb == "list" {
