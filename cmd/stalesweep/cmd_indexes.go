@@ -11,8 +11,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// cmdIndexes writes (or, with --check, checks) the two files generated from ledger.Indexes:
-// firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module).
+// cmdIndexes writes (or, with --check, checks) the files generated from ledger.Indexes:
+// firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module), and
+// from ledger.ExpiringCollections: terraform/firestore_ttl.tf.json (the TTL policies).
 // With --gcloud it prints instead the gcloud commands that create the indexes in a project.
 func cmdIndexes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("indexes", flag.ContinueOnError)
@@ -41,6 +42,7 @@ func cmdIndexes(args []string, stdout, stderr io.Writer) int {
 	}{
 		{"firestore.indexes.json", ledger.FirebaseIndexesJSON},
 		{filepath.Join("terraform", "firestore_indexes.tf.json"), ledger.TerraformIndexesJSON},
+		{filepath.Join("terraform", "firestore_ttl.tf.json"), ledger.TerraformTTLJSON},
 	}
 	code := exitOK
 	for _, f := range files {
