@@ -394,6 +394,10 @@ func TestThePlanPolicyFailsABrokenModuleNamingFileAndLine(t *testing.T) {
 			at: "functions.tf", mark: "STALESWEEP_ALLOWED_CALLERS", rule: "auth"},
 		{name: "an index the queries need is missing", file: "firestore_indexes.tf.json", old: `"field_path": "observed_at"`, new: `"field_path": "observed"`,
 			mark: `"collection": "runner_executions"`, rule: "indexes"},
+		{name: "the receipts' expiry indexed for one collection only", file: "firestore_ttl.tf.json", old: `"query_scope": "COLLECTION_GROUP"`, new: `"query_scope": "COLLECTION"`,
+			mark: `"syncs_expire_at": {`, rule: "ttl"},
+		{name: "a TTL policy on the runners' rows", file: "firestore_ttl.tf.json", old: `"collection": "sweep_targets"`, new: `"collection": "runner_executions"`,
+			mark: `"sweep_targets_expire_at": {`, rule: "ttl"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			module := copyTree(t)
