@@ -406,8 +406,19 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 					runExpiry, _ = v.(time.Time)
 				}
 			}
+			at := cmp.Or(applied.At, s.now())
+			if applied.Kind == ChangeSettle && applied.Outcome == OutcomeLost && runAt >= 0 && snaps[runAt].Exists() {
+				// The run settled a row lost after it may have finished (the pipeline's syncs): its
+				// record is kept for the notable retention, once (RunNotable).
+				if v, _ := snaps[runAt].DataAt(RunNotable); v != true {
+					runExpiry = ExpiryAt(at, s.keep, true)
+					if err := tx.Update(refs[runAt], []firestore.Update{{Path: RunNotable, Value: true}, {Path: ExpireField, Value: runExpiry}}); err != nil {
+						return err
+					}
+				}
+			}
 			r := applied.receipt(uuid)
-			r.ExpireAt = receiptExpiry(cmp.Or(applied.At, s.now()), s.keep, runExpiry)
+			r.ExpireAt = receiptExpiry(at, s.keep, runExpiry)
 			return tx.Create(receipt, r)
 		}
 		return nil

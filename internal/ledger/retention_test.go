@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
@@ -71,5 +73,69 @@ func TestRetentionValidationNamesTheSettingAndTheRule(t *testing.T) {
 	}
 	if got := ledger.ExpiryAt(t0, ledger.Retention{}, true); !got.Equal(t0.Add(ledger.RetentionNotableDefault)) {
 		t.Errorf("notable expiry by default %v", got)
+	}
+}
+
+// On the pipeline path a run's syncs settle rows after the run may have finished: the first
+// that settles one lost marks the record notable and moves its expiry, and the finish keeps the
+// notable retention for it.
+func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := testenv.Firestore(t)
+	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}).WithRetention(keep)
+	runs := ledger.NewRunStore(fs)
+	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: "run", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
+		t.Fatal(err)
+	}
+	// It finishes first, ordinary as far as it knows.
+	if err := runs.TransitionRun(ctx, "run", []string{"reconciling"}, "completed", t0, ledger.RunUpdate{
+		CompletedAt: t0, ExpireAt: t0.Add(keep.Ordinary), NotableExpireAt: t0.Add(keep.Notable)}); err != nil {
+		t.Fatal(err)
+	}
+	settle := func(row string, at time.Time, outcome string) {
+		t.Helper()
+		if err := store.Put(ctx, ledger.Execution{UUID: row, OrganizationUUID: "org", Provider: ledger.ProviderCloudRun, Active: true, Status: "running",
+			ObservedAt: t0.Add(-time.Hour), ProviderRef: map[string]any{"execution": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := store.ApplyOnce(ctx, "run", row, ledger.Reads{Run: "run"}, func(ledger.Execution, ledger.Facts) ledger.ExecutionChange {
+			return ledger.ExecutionChange{Kind: ledger.ChangeSettle, At: at, Status: "failed", Outcome: outcome, Verdict: "unknown", CompletedAt: at}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expiry := func() time.Time {
+		rec, err := runs.GetRun(ctx, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.ExpireAt
+	}
+	settle("ok", t0.Add(time.Minute), "failed")
+	if got := expiry(); !got.Equal(t0.Add(keep.Ordinary)) {
+		t.Errorf("after a failed settlement the run expires %v, want its ordinary %v", got, t0.Add(keep.Ordinary))
+	}
+	settle("lost-1", t0.Add(2*time.Minute), ledger.OutcomeLost)
+	settle("lost-2", t0.Add(3*time.Minute), ledger.OutcomeLost) // the record is marked: not written again
+	if got, want := expiry(), t0.Add(2*time.Minute).Add(keep.Notable); !got.Equal(want) {
+		t.Errorf("after a lost settlement the run expires %v, want %v", got, want)
+	}
+
+	// A run marked notable before it finishes keeps the notable retention from its finish.
+	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: "run2", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Collection(ledger.RunsCollection).Doc("run2").Update(ctx, []firestore.Update{{Path: ledger.RunNotable, Value: true}}); err != nil {
+		t.Fatal(err)
+	}
+	end := t0.Add(time.Hour)
+	if err := runs.TransitionRun(ctx, "run2", []string{"reconciling"}, "completed", end, ledger.RunUpdate{
+		CompletedAt: end, ExpireAt: end.Add(keep.Ordinary), NotableExpireAt: end.Add(keep.Notable)}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := runs.GetRun(ctx, "run2"); err != nil || !rec.ExpireAt.Equal(end.Add(keep.Notable)) {
+		t.Errorf("a run marked notable finished to expire %v (%v), want %v", rec.ExpireAt, err, end.Add(keep.Notable))
 	}
 }

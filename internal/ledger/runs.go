@@ -66,6 +66,11 @@ type StateEntry struct {
 	At    time.Time `firestore:"at"`
 }
 
+// RunNotable is the run record's field a sync sets when it settles a row lost for the run (the
+// pipeline's syncs decide after the run may have finished): the record is then kept for the
+// notable retention, whatever its finish decides (RunUpdate.NotableExpireAt).
+const RunNotable = "notable"
+
 // ErrRunExists is returned by CreateRun when the workflow_run_uuid is taken.
 var ErrRunExists = errors.New("run record exists")
 
@@ -186,8 +191,10 @@ type RunUpdate struct {
 	CompletedAt time.Time
 	FailedAt    time.Time
 	Failure     *Failure
-	// ExpireAt, when set, is the record's new expiry (ExpireField), decided as it finishes.
-	ExpireAt time.Time
+	// ExpireAt, when set, is the record's new expiry (ExpireField), decided as it finishes;
+	// NotableExpireAt replaces it when a sync has marked the record RunNotable.
+	ExpireAt        time.Time
+	NotableExpireAt time.Time
 	// ReleaseGuard, when set, names a guard (a GuardKey) the transition deletes in the same
 	// transaction if this run still holds it.
 	ReleaseGuard string
@@ -238,8 +245,11 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 		if u.Failure != nil {
 			updates = append(updates, firestore.Update{Path: "failure", Value: u.Failure})
 		}
-		if !u.ExpireAt.IsZero() {
-			updates = append(updates, firestore.Update{Path: ExpireField, Value: u.ExpireAt})
+		if exp := u.ExpireAt; !exp.IsZero() {
+			if v, _ := snap.DataAt(RunNotable); v == true && !u.NotableExpireAt.IsZero() {
+				exp = u.NotableExpireAt
+			}
+			updates = append(updates, firestore.Update{Path: ExpireField, Value: exp})
 		}
 		if len(snaps) > 1 && snaps[1].Exists() {
 			if holder, _ := snaps[1].DataAt("workflow_run_uuid"); holder == uuid {

@@ -319,6 +319,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	out.Output = env.merge(output, def.Envelope)
 	upd.Output = out.Output
 	upd.ExpireAt = ledger.ExpiryAt(at, e.keep, Notable(out.Status, stats))
+	upd.NotableExpireAt = ledger.ExpiryAt(at, e.keep, true)
 	from := []string{def.States[state].Name}
 	if out.Status == StateFailed {
 		from = nonTerminal(def.States)
