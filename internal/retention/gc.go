@@ -162,8 +162,9 @@ type run struct {
 }
 
 // RunOnce deletes the documents expired at now, within the config's bounds. It returns an error
-// only when it could not start (a query failed before anything was done); per-document failures
-// are counted, and the first one is in Result.Error.
+// when a query for expired documents fails (the Result then says what was done before);
+// per-document failures are counted and passed over, and the first one is in Result.Error. A
+// spent budget is not an error: Result.OutOfBudget says so.
 func (c *Collector) RunOnce(ctx context.Context, now time.Time) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Budget)
 	defer cancel()
@@ -307,9 +308,9 @@ func (r *run) delete(ctx context.Context, coll string, snap *firestore.DocumentS
 		c.Deleted++
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	call, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	_, err := snap.Ref.Delete(ctx, firestore.LastUpdateTime(snap.UpdateTime))
+	_, err := snap.Ref.Delete(call, firestore.LastUpdateTime(snap.UpdateTime))
 	switch code := status.Code(err); {
 	case err == nil:
 		c.Deleted++
@@ -317,6 +318,8 @@ func (r *run) delete(ctx context.Context, coll string, snap *firestore.DocumentS
 	case code == codes.FailedPrecondition || code == codes.NotFound:
 		// Written since it was read (its expiry may have moved), or deleted by another run.
 		c.Raced++
+	case ctx.Err() != nil:
+		// The budget ran out mid-call: nothing to report but OutOfBudget.
 	default:
 		r.fail(coll, fmt.Errorf("delete %s: %w", snap.Ref.Path, err))
 	}
