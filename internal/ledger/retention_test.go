@@ -139,3 +139,56 @@ func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
 		t.Errorf("a run marked notable finished to expire %v (%v), want %v", rec.ExpireAt, err, end.Add(keep.Notable))
 	}
 }
+
+// The blind-executor judgments and the roster carry their expiry too: a judgment the retention
+// after it was made (notable while blind), a clearance the ordinary one, the roster's documents
+// the ordinary one after they were built.
+func TestJudgmentsAndTheRosterExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := testenv.Firestore(t)
+	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
+	expiry := func(path string) time.Time {
+		t.Helper()
+		snap, err := fs.Doc(path).Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := snap.DataAt(ledger.ExpireField)
+		at, _ := v.(time.Time)
+		return at
+	}
+	targets := ledger.NewTargetStore(fs).WithRetention(keep)
+	const target = "cloud_run:projects/p/locations/l"
+	path := ledger.TargetsCollection + "/" + ledger.TargetID(target)
+	if _, err := targets.Record(ctx, ledger.Target{Target: target, Blind: true, JudgedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := expiry(path); !got.Equal(t0.Add(keep.Notable)) {
+		t.Errorf("a blind judgment expires %v, want %v", got, t0.Add(keep.Notable))
+	}
+	if err := targets.Clear(ctx, target, "ops", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiry(path), t0.Add(time.Hour).Add(keep.Ordinary); !got.Equal(want) {
+		t.Errorf("a clearance expires %v, want %v", got, want)
+	}
+
+	roster := ledger.NewRosterStore(fs).WithRetention(keep, testenv.Fixed(t0))
+	if err := roster.PutShards(ctx, "v1", "", []string{"org-a", "org-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roster.Finish(ctx, ledger.Roster{Version: "v1", BuiltAt: t0.Add(time.Minute), Last: "org-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiry(ledger.RosterCollection+"/current"), t0.Add(time.Minute).Add(keep.Ordinary); !got.Equal(want) {
+		t.Errorf("the roster expires %v, want %v", got, want)
+	}
+	shards, err := fs.Collection(ledger.RosterCollection).Where("shard_of", "==", "v1").Documents(ctx).GetAll()
+	if err != nil || len(shards) != 1 {
+		t.Fatalf("shards: %d, %v", len(shards), err)
+	}
+	if got := expiry(shards[0].Ref.Path[strings.Index(shards[0].Ref.Path, "/documents/")+len("/documents/"):]); !got.Equal(t0.Add(keep.Ordinary)) {
+		t.Errorf("a shard expires %v, want %v", got, t0.Add(keep.Ordinary))
+	}
+}
