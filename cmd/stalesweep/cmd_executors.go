@@ -30,7 +30,7 @@ func (c *cli) executorsCmd() *cobra.Command {
 		if err := checkFormat(*format); err != nil {
 			return c.usageError(cmd, "%v", err)
 		}
-		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client) int {
+		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client, cfg app.Config) int {
 			targets, err := ledger.NewTargetStore(fsc).List(ctx, 1000)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
@@ -63,12 +63,12 @@ TARGET is as list prints it: cloud_run:projects/P/locations/L or kubernetes:CLUS
 	}
 	clear.RunE = func(cmd *cobra.Command, args []string) error {
 		target := args[0]
-		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client) int {
+		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client, cfg app.Config) int {
 			// The clearance is stamped on Firestore's clock, as the rows' unknown spells are
 			// compared with it wherever the functions run.
 			now, err := ledger.ServerClock(fsc)(ctx)
 			if err == nil {
-				err = ledger.NewTargetStore(fsc).Clear(ctx, target, localActor(), now)
+				err = ledger.NewTargetStore(fsc).WithRetention(cfg.Retention).Clear(ctx, target, localActor(), now)
 			}
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
@@ -88,7 +88,7 @@ TARGET is as list prints it: cloud_run:projects/P/locations/L or kubernetes:CLUS
 
 // withFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command
 // that only reads or writes stalesweep's own documents, and runs body under a 30-second budget.
-func (c *cli) withFirestore(name, project string, body func(context.Context, *firestore.Client) int) error {
+func (c *cli) withFirestore(name, project string, body func(context.Context, *firestore.Client, app.Config) int) error {
 	cfg, err := app.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
@@ -105,7 +105,7 @@ func (c *cli) withFirestore(name, project string, body func(context.Context, *fi
 	defer fsc.Close()
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
-	return exit(body(ctx, fsc))
+	return exit(body(ctx, fsc, cfg))
 }
 
 // stamp renders a time for a table: RFC 3339 in UTC, or "-" for none.

@@ -11,15 +11,17 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// indexesCmd writes (or, with --check, checks) the two files generated from ledger.Indexes:
-// firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module).
+// indexesCmd writes (or, with --check, checks) the files generated from ledger.Indexes:
+// firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module), and
+// from ledger.ExpiringCollections: terraform/firestore_ttl.tf.json (the TTL policies).
 // With --gcloud it prints instead the gcloud commands that create the indexes in a project.
 func (c *cli) indexesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "indexes [--check] [--gcloud --project P]",
 		Short: "write or check the index files, or print gcloud commands",
 		Long: `indexes regenerates firestore.indexes.json and terraform/firestore_indexes.tf.json from the
-one index list in code; --check fails (exit 1) when a file differs instead of writing it. With
+one index list in code, and terraform/firestore_ttl.tf.json (the TTL policies) from the list of
+expiring collections; --check fails (exit 1) when a file differs instead of writing it. With
 --gcloud it prints the gcloud commands that create the indexes in a project, one per line.`,
 		Example: `  stalesweep indexes
   stalesweep indexes --check
@@ -44,6 +46,7 @@ one index list in code; --check fails (exit 1) when a file differs instead of wr
 		return exit(c.generate("indexes", *root, *check, []generated{
 			{"firestore.indexes.json", ledger.FirebaseIndexesJSON},
 			{filepath.Join("terraform", "firestore_indexes.tf.json"), ledger.TerraformIndexesJSON},
+			{filepath.Join("terraform", "firestore_ttl.tf.json"), ledger.TerraformTTLJSON},
 		}))
 	}
 	return cmd

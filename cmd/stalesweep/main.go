@@ -109,6 +109,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 		c.versionCmd(),
 		c.explainCmd(),
 		c.alertsCmd(),
+		c.gcCmd(),
 	)
 	// The streams are set before cobra's completion command is made: it keeps the one it sees.
 	root.SetIn(c.stdin)

@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	runClient := cloudrun.NewLazy(cfg.CloudRunEndpoint)
 	a.onClose(runClient.Close)
 
-	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx)
+	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx).WithRetention(cfg.Retention)
 	syncCfg := cfg.Sync
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		executors = append(executors, executionSync{executionsync.Kubernetes, kube})
 	}
 	// No row is settled lost while its executor target is blind (internal/blindguard).
-	blind := blindguard.New(ledger.NewTargetStore(a.Firestore), cfg.Blind, log)
+	blind := blindguard.New(ledger.NewTargetStore(a.Firestore).WithRetention(cfg.Retention), cfg.Blind, log)
 	for _, x := range executors {
 		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
 	}
@@ -171,12 +171,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	}
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	engineOpts := workflow.Options{
-		Runs:     ledger.NewRunStore(a.Firestore),
-		Guards:   ledger.NewGuardStore(a.Firestore),
-		GuardTTL: syncCfg.Budget + 2*time.Minute,
-		Orgs:     orgs,
-		Now:      now,
-		Log:      log,
+		Runs:      ledger.NewRunStore(a.Firestore),
+		Guards:    ledger.NewGuardStore(a.Firestore),
+		GuardTTL:  syncCfg.Budget + 2*time.Minute,
+		Orgs:      orgs,
+		Retention: cfg.Retention,
+		Now:       now,
+		Log:       log,
 	}
 	inline, err := syncDefs(func(s *executionsync.Syncer) executionsync.Starter {
 		return &executionsync.Inline{Syncer: s, Concurrency: syncCfg.Concurrency}
@@ -219,7 +220,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		d.ContinueOn(cfg.Topics.Ticks)
 		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
-			d.RosterWith(ledger.NewRosterStore(a.Firestore), cfg.RosterMaxAge)
+			d.RosterWith(ledger.NewRosterStore(a.Firestore).WithRetention(cfg.Retention, now), cfg.RosterMaxAge)
 		}
 		return &Pipeline{Engine: engine, Dispatcher: d}, nil
 	})

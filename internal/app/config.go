@@ -54,6 +54,8 @@ const (
 	EnvPMMaxReclaims     = "STALESWEEP_PM_MAX_RECLAIMS"
 	EnvStormFraction     = "STALESWEEP_STORM_FRACTION"
 	EnvStormMinRows      = "STALESWEEP_STORM_MIN_ROWS"
+	EnvRetention         = "STALESWEEP_RETENTION"
+	EnvRetentionNotable  = "STALESWEEP_RETENTION_NOTABLE"
 	EnvPlatformTimeout   = "CLOUD_RUN_TIMEOUT_SECONDS" // set by the platform on gen2 functions
 	EnvProjectFallback   = "GCLOUD_PROJECT"
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named
@@ -94,6 +96,9 @@ type Config struct {
 	KubeQPS, KubeBurst, KubeClientRetries int
 	// Blind configures the blind-executor guard of the execution-sync workflows.
 	Blind blindguard.Config
+	// Retention is how long stalesweep's own bookkeeping is kept (ledger.Retention): every run
+	// record, receipt, guard, judgment and roster document written carries its expiry.
+	Retention ledger.Retention
 }
 
 // ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
@@ -207,6 +212,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Blind.Window, err = durationVar(getenv, EnvBlindWindow); err != nil {
 		return Config{}, err
 	}
+	if c.Retention, err = retention(getenv); err != nil {
+		return Config{}, err
+	}
 	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
 	if err != nil {
 		return Config{}, err
@@ -280,6 +288,44 @@ func durationVar(getenv func(string) string, name string) (time.Duration, error)
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 15m", name, v)
+	}
+	return d, nil
+}
+
+// retention reads EnvRetention and EnvRetentionNotable: Go durations ("720h") or whole days
+// ("30d"), validated together (ledger.Retention.Validate) with the defaults filled in.
+func retention(getenv func(string) string) (ledger.Retention, error) {
+	var r ledger.Retention
+	var err error
+	if r.Ordinary, err = daysVar(getenv, EnvRetention); err != nil {
+		return r, err
+	}
+	if r.Notable, err = daysVar(getenv, EnvRetentionNotable); err != nil {
+		return r, err
+	}
+	if r.Notable == 0 && r.Ordinary > ledger.RetentionNotableDefault {
+		return r, fmt.Errorf("%s=%q: longer than %s's default (%s); set %s too, at least as long", EnvRetention, getenv(EnvRetention),
+			EnvRetentionNotable, ledger.RetentionNotableDefault, EnvRetentionNotable)
+	}
+	if err := r.Validate(EnvRetention, EnvRetentionNotable); err != nil {
+		return r, err
+	}
+	return r.WithDefaults(), nil
+}
+
+// daysVar reads a positive duration in Go's syntax or in whole days ("30d").
+func daysVar(getenv func(string) string, name string) (time.Duration, error) {
+	v := getenv(name)
+	if days, ok := strings.CutSuffix(v, "d"); ok && v != "" {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > 100*365 {
+			return 0, fmt.Errorf("%s=%q: want a whole number of days from 1 to 36500, such as 30d, or a duration such as 720h", name, v)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := durationVar(getenv, name)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 720h, or whole days such as 30d", name, v)
 	}
 	return d, nil
 }

@@ -160,6 +160,8 @@ type PlanSetting struct {
 //   - indexes: exactly the composite indexes the code's queries need;
 //   - alerts: a logs-based metric per metric of alerts.Metrics, counting its event's lines of the
 //     module's functions, a policy per alerting one, one dashboard charting them.
+//   - ttl: a TTL policy on expire_at for exactly the collections of stalesweep's bookkeeping
+//     (ledger.ExpiringCollections), each keeping the ascending index gc's query needs.
 //
 // What a plan cannot show stays with the checks on the HCL (All): which identity holds which
 // grant and on which resource (service account emails and resource ids are known only after
@@ -240,6 +242,7 @@ func CheckPlan(p *Plan, m *Module, root string, s PlanSetting) ([]Finding, error
 	out = append(out, checkPlanAuth(p, m, s)...)
 	out = append(out, checkPlanIndexes(p, m)...)
 	out = append(out, checkPlanAlerts(p, m)...)
+	out = append(out, checkPlanTTL(p, m)...)
 	if got := scheduled[contract.ExecutionSyncKubernetes]; got != s.Kubernetes {
 		add(m.locate("", PlannedResource{Type: "google_cloud_scheduler_job", Name: "tick"}, ""), "ticks", "the Kubernetes sync is scheduled: %v; Kubernetes is on: %v", got, s.Kubernetes)
 	}
@@ -569,6 +572,47 @@ func checkPlanAlerts(p *Plan, m *Module) []Finding {
 		}
 		if len(dashboards) == 1 && !strings.Contains(dashboards[0].str("dashboard_json"), typ) {
 			add(metric.Name, "the dashboard does not chart %s", typ)
+		}
+	}
+	return out
+}
+
+// checkPlanTTL holds the plan's google_firestore_field resources to ledger.ExpiringCollections:
+// each collection's expiry field has a TTL policy and the one ascending index gc's query runs
+// on, and no other field has a policy (a TTL on a row the runners own would delete their rows).
+func checkPlanTTL(p *Plan, m *Module) []Finding {
+	var out []Finding
+	want := map[string]string{}
+	for _, e := range ledger.ExpiringCollections() {
+		scope := "COLLECTION"
+		if e.Group {
+			scope = "COLLECTION_GROUP"
+		}
+		want[e.Collection] = scope
+	}
+	seen := map[string]bool{}
+	for _, r := range p.Of("google_firestore_field") {
+		coll, field := r.str("collection"), r.str("field")
+		at := m.locate(strconv.Quote(r.Name)+": {", r, "")
+		scope, ok := want[coll]
+		ttl, _ := r.Values["ttl_config"].([]any)
+		switch {
+		case len(ttl) == 0:
+			continue // an index override, not a TTL policy
+		case !ok || field != ledger.ExpireField:
+			out = append(out, Finding{"ttl", fmt.Sprintf("%s: %s: a TTL policy on %s.%s, which is not stalesweep's bookkeeping (%s of ledger.ExpiringCollections)", at, r.Address, coll, field, ledger.ExpireField)})
+			continue
+		}
+		seen[coll] = true
+		order, _ := r.at("index_config.indexes.order").(string)
+		qs, _ := r.at("index_config.indexes.query_scope").(string)
+		if ixs, _ := r.at("index_config.indexes").([]any); len(ixs) != 1 || order != "ASCENDING" || qs != scope {
+			out = append(out, Finding{"ttl", fmt.Sprintf("%s: %s: index_config must keep exactly the ascending %s index gc queries %s.%s with", at, r.Address, scope, coll, field)})
+		}
+	}
+	for _, e := range ledger.ExpiringCollections() {
+		if !seen[e.Collection] {
+			out = append(out, Finding{"ttl", fmt.Sprintf("firestore_ttl.tf.json: the plan declares no TTL policy on %s.%s (%s)", e.Collection, ledger.ExpireField, e.What)})
 		}
 	}
 	return out

@@ -398,6 +398,10 @@ func TestThePlanPolicyFailsABrokenModuleNamingFileAndLine(t *testing.T) {
 			mark: `"blind_executor_trips": {`, rule: "alerts"},
 		{name: "a metric that leaves a function out", file: "alerts.tf.json", old: `google_cloudfunctions2_function.fn[k].name])`, new: `google_cloudfunctions2_function.fn[k].name if k != \"dispatch\"])`,
 			mark: `"dispatch_capped": {`, rule: "alerts"},
+		{name: "the receipts' expiry indexed for one collection only", file: "firestore_ttl.tf.json", old: `"query_scope": "COLLECTION_GROUP"`, new: `"query_scope": "COLLECTION"`,
+			mark: `"syncs_expire_at": {`, rule: "ttl"},
+		{name: "a TTL policy on the runners' rows", file: "firestore_ttl.tf.json", old: `"collection": "sweep_targets"`, new: `"collection": "runner_executions"`,
+			mark: `"sweep_targets_expire_at": {`, rule: "ttl"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			module := copyTree(t)

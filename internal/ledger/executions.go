@@ -89,6 +89,8 @@ type Settlement struct {
 type ExecutionStore struct {
 	client *firestore.Client
 	cfg    TxConfig
+	keep   Retention        // when receipts expire
+	now    func() time.Time // the clock of a receipt whose change carries none
 }
 
 // Defaults of TxConfig.
@@ -115,7 +117,13 @@ func (c TxConfig) withDefaults() TxConfig {
 
 // NewExecutionStore returns a store on client.
 func NewExecutionStore(client *firestore.Client, cfg TxConfig) *ExecutionStore {
-	return &ExecutionStore{client: client, cfg: cfg.withDefaults()}
+	return &ExecutionStore{client: client, cfg: cfg.withDefaults(), keep: DefaultRetention(), now: time.Now}
+}
+
+// WithRetention sets when the receipts the store writes expire (receiptExpiry).
+func (s *ExecutionStore) WithRetention(r Retention) *ExecutionStore {
+	s.keep = r.WithDefaults()
+	return s
 }
 
 func (s *ExecutionStore) ref(uuid string) *firestore.DocumentRef {
@@ -370,7 +378,26 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 			}
 		}
 		if receipt != nil && applied.Kind != ChangeError {
-			return tx.Create(receipt, applied.receipt(uuid))
+			var runExpiry time.Time
+			if rd.runAt >= 0 && snaps[rd.runAt].Exists() {
+				if v, err := snaps[rd.runAt].DataAt(ExpireField); err == nil {
+					runExpiry, _ = v.(time.Time)
+				}
+			}
+			at := cmp.Or(applied.At, s.now())
+			if applied.Kind == ChangeSettle && applied.Outcome == OutcomeLost && rd.runAt >= 0 && snaps[rd.runAt].Exists() {
+				// The run settled a row lost after it may have finished (the pipeline's syncs): its
+				// record is kept for the notable retention, once (RunNotable).
+				if v, _ := snaps[rd.runAt].DataAt(RunNotable); v != true {
+					runExpiry = ExpiryAt(at, s.keep, true)
+					if err := tx.Update(rd.refs[rd.runAt], []firestore.Update{{Path: RunNotable, Value: true}, {Path: ExpireField, Value: runExpiry}}); err != nil {
+						return err
+					}
+				}
+			}
+			r := applied.receipt(uuid)
+			r.ExpireAt = receiptExpiry(at, s.keep, runExpiry)
+			return tx.Create(receipt, r)
 		}
 		return nil
 	}, firestore.MaxAttempts(s.cfg.MaxAttempts))
@@ -464,6 +491,22 @@ type SyncReceipt struct {
 	Verdict             string    `firestore:"verdict,omitempty"`
 	At                  time.Time `firestore:"at,omitempty"`                // the decision's clock
 	RecordedAt          time.Time `firestore:"recorded_at,serverTimestamp"` // Firestore's clock
+	ExpireAt            time.Time `firestore:"expire_at"`                   // receiptExpiry
+}
+
+// receiptExpiry is when a receipt written at `at` expires: the ordinary retention from then,
+// but never after its run's record as the transaction read it. A receipt only stops a
+// redelivered sync from deciding twice, and once the run's record is gone a sync naming it is
+// refused anyway; so receipts expire with their run or before it, never after (Firestore's TTL
+// deletes a document without its subcollections, so a receipt must carry its own expiry). A
+// run still in flight carries its notable expiry; its receipts then take the ordinary one from
+// their own write, which is before the run's finish plus the retention it gets.
+func receiptExpiry(at time.Time, r Retention, runExpiry time.Time) time.Time {
+	exp := ExpiryAt(at, r, false)
+	if !runExpiry.IsZero() && runExpiry.Before(exp) {
+		return runExpiry.UTC()
+	}
+	return exp
 }
 
 func (c ExecutionChange) receipt(uuid string) SyncReceipt {

@@ -22,6 +22,9 @@ type Guard struct {
 	Scope           string    `firestore:"scope"`
 	AcquiredAt      time.Time `firestore:"acquired_at"`
 	ExpiresAt       time.Time `firestore:"expires_at"`
+	// ExpireAt is when gc or a TTL policy may delete a guard its run never released
+	// (ExpireField); not to be confused with ExpiresAt, when another run may take it over.
+	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 }
 
 // ErrGuardHeld is returned by RunStore.StartRun when another live run holds the scope.

@@ -111,10 +111,20 @@ func Indexes() []Index {
 // any order) and an inequality or order on orderBy, or false when Indexes lists none. A query of
 // equality filters alone (ordered by document id at most: the counts of the storm guard and of
 // the invisible rows) needs no composite index: Firestore serves it by merging its automatic
-// single-field indexes, and IndexFor reports that as a field-less Index.
+// single-field indexes, and IndexFor reports that as a field-less Index. gc's range on the
+// expiry of a collection of ExpiringCollections is served by the single-field index its TTL
+// policy declares.
 func IndexFor(collection string, eq []string, orderBy string) (Index, bool) {
 	if orderBy == "" && len(eq) > 0 {
 		return Index{Collection: collection, Query: "equality filters only: Firestore's automatic single-field indexes, merged"}, true
+	}
+	if orderBy == ExpireField && len(eq) == 0 {
+		for _, e := range ExpiringCollections() {
+			if e.Collection == collection {
+				return Index{Collection: collection, Fields: []IndexField{{ExpireField, Ascending}},
+					Query: "expired bookkeeping, oldest expiry first (gc): the TTL field's own single-field index (TerraformTTLJSON)"}, true
+			}
+		}
 	}
 	for _, ix := range Indexes() {
 		if ix.Collection != collection || len(ix.Fields) != len(eq)+1 {

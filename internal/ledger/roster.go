@@ -45,6 +45,9 @@ type Roster struct {
 	Version string    `firestore:"version"`
 	BuiltAt time.Time `firestore:"built_at"`
 	Last    string    `firestore:"last"` // the greatest id; "" when the roster is empty
+	// ExpireAt is when the document may be deleted (ExpireField), set by Finish: the next tick
+	// rebuilds a roster that is gone.
+	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 }
 
 // rosterShard is one shard document.
@@ -57,10 +60,22 @@ type rosterShard struct {
 }
 
 // RosterStore reads and writes the roster.
-type RosterStore struct{ client *firestore.Client }
+type RosterStore struct {
+	client *firestore.Client
+	keep   Retention
+	now    func() time.Time // the clock shards' expiry is reckoned from
+}
 
 // NewRosterStore returns a store on client.
-func NewRosterStore(client *firestore.Client) *RosterStore { return &RosterStore{client: client} }
+func NewRosterStore(client *firestore.Client) *RosterStore {
+	return &RosterStore{client: client, keep: DefaultRetention(), now: time.Now}
+}
+
+// WithRetention sets when the roster's documents expire, reckoned from now's clock for shards.
+func (s *RosterStore) WithRetention(r Retention, now func() time.Time) *RosterStore {
+	s.keep, s.now = r.WithDefaults(), now
+	return s
+}
 
 func (s *RosterStore) col() *firestore.CollectionRef { return s.client.Collection(RosterCollection) }
 
@@ -120,6 +135,7 @@ func (s *RosterStore) PutShards(ctx context.Context, version, after string, ids 
 		return nil
 	}
 	batch := s.client.Batch()
+	expire := ExpiryAt(s.now(), s.keep, false)
 	for len(ids) > 0 {
 		n, size := 0, 0
 		for n < len(ids) && (n == 0 || size+len(ids[n])+16 <= RosterShardBytes) {
@@ -127,7 +143,7 @@ func (s *RosterStore) PutShards(ctx context.Context, version, after string, ids 
 			n++
 		}
 		batch.Set(s.col().Doc(shardID(version, after)), map[string]any{"shard_of": version, "after": after, "last": ids[n-1],
-			"ids": ids[:n], "written_at": firestore.ServerTimestamp})
+			"ids": ids[:n], "written_at": firestore.ServerTimestamp, ExpireField: expire})
 		after, ids = ids[n-1], ids[n:]
 	}
 	if _, err := batch.Commit(ctx); err != nil {
@@ -166,6 +182,7 @@ func (s *RosterStore) Finish(ctx context.Context, r Roster) (bool, error) {
 			}
 		}
 		made = true
+		r.ExpireAt = ExpiryAt(r.BuiltAt, s.keep, false)
 		return tx.Set(current, r)
 	})
 	if err != nil {

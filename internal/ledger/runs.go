@@ -42,6 +42,10 @@ type RunRecord struct {
 	Failure         *Failure       `firestore:"failure,omitempty"`
 	// History lists the states the run passed through, with when it entered each.
 	History []StateEntry `firestore:"history"`
+	// ExpireAt is when the record (and its receipts) may be deleted (ExpireField): set at the
+	// start to the notable retention, so a run that never finishes still expires, and decided
+	// again when it finishes.
+	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 }
 
 // Failure says why a run failed, in the seeds' field names.
@@ -62,6 +66,11 @@ type StateEntry struct {
 	At    time.Time `firestore:"at"`
 }
 
+// RunNotable is the run record's field a sync sets when it settles a row lost for the run (the
+// pipeline's syncs decide after the run may have finished): the record is then kept for the
+// notable retention, whatever its finish decides (RunUpdate.NotableExpireAt).
+const RunNotable = "notable"
+
 // ErrRunExists is returned by CreateRun when the workflow_run_uuid is taken.
 var ErrRunExists = errors.New("run record exists")
 
@@ -80,8 +89,10 @@ func (s *RunStore) ref(uuid string) *firestore.DocumentRef {
 	return s.client.Collection(RunsCollection).Doc(uuid)
 }
 
-// CreateRun writes a new record; it fails with ErrRunExists if one has the same uuid.
+// CreateRun writes a new record; it fails with ErrRunExists if one has the same uuid. A record
+// without ExpireAt gets the default notable expiry from its start.
 func (s *RunStore) CreateRun(ctx context.Context, r RunRecord) error {
+	r = r.withExpiry()
 	if _, err := s.ref(r.WorkflowRunUUID).Create(ctx, r); err != nil {
 		if status.Code(err) == codes.AlreadyExists {
 			return fmt.Errorf("create run %s: %w", r.WorkflowRunUUID, ErrRunExists)
@@ -107,8 +118,14 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 	if claim == nil {
 		return nil, s.CreateRun(ctx, r)
 	}
+	r = r.withExpiry()
 	g := claim.Guard
 	g.ExpiresAt = g.AcquiredAt.Add(claim.TTL)
+	if g.ExpireAt.IsZero() {
+		g.ExpireAt = r.ExpireAt
+	}
+	// A guard is never deleted as expired before another run could take it over.
+	g.ExpireAt = maxTime(g.ExpireAt, g.ExpiresAt)
 	guardRef := s.client.Collection(GuardsCollection).Doc(claim.Key)
 	runRef := s.ref(r.WorkflowRunUUID)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -138,6 +155,22 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 	return expired, nil
 }
 
+// withExpiry gives a record that has none the default expiry of a run in flight: notable, from
+// its start.
+func (r RunRecord) withExpiry() RunRecord {
+	if r.ExpireAt.IsZero() {
+		r.ExpireAt = ExpiryAt(r.InitiatedAt, DefaultRetention(), true)
+	}
+	return r
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // GetRun reads a record.
 func (s *RunStore) GetRun(ctx context.Context, uuid string) (RunRecord, error) {
 	snap, err := s.ref(uuid).Get(ctx)
@@ -158,6 +191,10 @@ type RunUpdate struct {
 	CompletedAt time.Time
 	FailedAt    time.Time
 	Failure     *Failure
+	// ExpireAt, when set, is the record's new expiry (ExpireField), decided as it finishes;
+	// NotableExpireAt replaces it when a sync has marked the record RunNotable.
+	ExpireAt        time.Time
+	NotableExpireAt time.Time
 	// ReleaseGuard, when set, names a guard (a GuardKey) the transition deletes in the same
 	// transaction if this run still holds it.
 	ReleaseGuard string
@@ -207,6 +244,12 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 		}
 		if u.Failure != nil {
 			updates = append(updates, firestore.Update{Path: "failure", Value: u.Failure})
+		}
+		if exp := u.ExpireAt; !exp.IsZero() {
+			if v, _ := snap.DataAt(RunNotable); v == true && !u.NotableExpireAt.IsZero() {
+				exp = u.NotableExpireAt
+			}
+			updates = append(updates, firestore.Update{Path: ExpireField, Value: exp})
 		}
 		if len(snaps) > 1 && snaps[1].Exists() {
 			if holder, _ := snaps[1].DataAt("workflow_run_uuid"); holder == uuid {

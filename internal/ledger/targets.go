@@ -31,16 +31,31 @@ type Target struct {
 	// are taken as gone, and only later ones count against it.
 	ClearedAt time.Time `firestore:"cleared_at,omitempty"`
 	ClearedBy string    `firestore:"cleared_by,omitempty"`
+	// ExpireAt is when the judgment may be deleted (ExpireField): the retention after the last
+	// judgment or clearance, notable while the target is blind. A target judged again is written
+	// again; one deleted is as if never judged, and its next judgment starts afresh.
+	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 }
 
 // TargetID is a target's document id: the target with "/" escaped.
 func TargetID(target string) string { return url.PathEscape(target) }
 
 // TargetStore reads and writes executor targets' judgments.
-type TargetStore struct{ client *firestore.Client }
+type TargetStore struct {
+	client *firestore.Client
+	keep   Retention
+}
 
 // NewTargetStore returns a store on client.
-func NewTargetStore(client *firestore.Client) *TargetStore { return &TargetStore{client: client} }
+func NewTargetStore(client *firestore.Client) *TargetStore {
+	return &TargetStore{client: client, keep: DefaultRetention()}
+}
+
+// WithRetention sets when the judgments the store writes expire.
+func (s *TargetStore) WithRetention(r Retention) *TargetStore {
+	s.keep = r.WithDefaults()
+	return s
+}
 
 func (s *TargetStore) ref(target string) *firestore.DocumentRef {
 	return s.client.Collection(TargetsCollection).Doc(TargetID(target))
@@ -102,6 +117,7 @@ func (s *TargetStore) Record(ctx context.Context, t Target) (Target, error) {
 				t.BlindSince = t.JudgedAt
 			}
 		}
+		t.ExpireAt = ExpiryAt(t.JudgedAt, s.keep, t.Blind)
 		return tx.Set(ref, t)
 	}, firestore.MaxAttempts(3))
 	if err != nil {
@@ -118,6 +134,7 @@ func (s *TargetStore) Clear(ctx context.Context, target, by string, at time.Time
 		"target": target, "blind": false, "cleared_at": at, "cleared_by": by, "blind_since": firestore.Delete,
 		// A clearance is a judgment: until the next one, the target is not blind.
 		"judged_at": at,
+		ExpireField: ExpiryAt(at, s.keep, false),
 	}, firestore.MergeAll)
 	if err != nil {
 		return fmt.Errorf("clear target %s: %w", target, err)

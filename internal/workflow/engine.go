@@ -153,6 +153,7 @@ type Engine struct {
 	guardTTL time.Duration
 	defs     map[contract.WorkflowType]Definition
 	orgs     Organizations
+	keep     ledger.Retention
 	now      func() time.Time
 	log      *slog.Logger
 }
@@ -177,8 +178,11 @@ type Options struct {
 	// opted out of sweeps (unless the request includes disabled organizations), before
 	// anything is written.
 	Orgs Organizations
-	Now  func() time.Time
-	Log  *slog.Logger
+	// Retention decides when run records and guards expire (ledger.ExpiryAt); zero durations
+	// take the defaults.
+	Retention ledger.Retention
+	Now       func() time.Time
+	Log       *slog.Logger
 }
 
 // ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
@@ -187,7 +191,7 @@ var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
-	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, now: o.Now, log: o.Log}
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), now: o.Now, log: o.Log}
 	if e.guardTTL == 0 {
 		e.guardTTL = 10 * time.Minute
 	}
@@ -277,6 +281,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		InitiatedAt:     initiated,
 		UpdatedAt:       initiated,
 		History:         history,
+		// Until it finishes, a run is kept as if notable: one that never finishes still expires.
+		ExpireAt: ledger.ExpiryAt(initiated, e.keep, true),
 	}
 	if req.DryRun {
 		return e.preview(ctx, def, input, req, rec, log), nil
@@ -313,6 +319,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	env.rec.Status = out.Status
 	out.Output = env.merge(output, def.Envelope)
 	upd.Output = out.Output
+	upd.ExpireAt = ledger.ExpiryAt(at, e.keep, Notable(out.Status, stats))
+	upd.NotableExpireAt = ledger.ExpiryAt(at, e.keep, true)
 	from := []string{def.States[state].Name}
 	if out.Status == StateFailed {
 		from = nonTerminal(def.States)
@@ -388,6 +396,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		held.key = ledger.GuardKey(string(def.Type), scope)
 		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardTTL, Guard: ledger.Guard{
 			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
+			ExpireAt: rec.ExpireAt,
 		}}
 	}
 	var expired *ledger.Guard
@@ -420,7 +429,8 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			ErrorType: "Abandoned",
 		}
 		err := e.record(ctx, func(ctx context.Context) error {
-			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, ledger.RunUpdate{FailedAt: at, Failure: abandoned})
+			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, ledger.RunUpdate{FailedAt: at, Failure: abandoned,
+				ExpireAt: ledger.ExpiryAt(at, e.keep, true)})
 		})
 		switch {
 		case err == nil:

@@ -1,0 +1,164 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ExpireField is the field every document stalesweep writes for its own bookkeeping carries:
+// the Firestore timestamp after which it may be deleted, by Firestore's TTL policies in
+// production (terraform/firestore_ttl.tf.json) or by `stalesweep gc` anywhere (the emulator, a
+// project without the policies). It is set in the same write that creates or updates the
+// document. The rows the runners, workers and apps own never carry it and never expire.
+const ExpireField = "expire_at"
+
+// Retention is how long stalesweep keeps its own bookkeeping after the write that last decided
+// it: Ordinary for the ordinary run and its documents, Notable for the ones an operator may want
+// months later — a run that failed, settled a row lost, or was held back by a guard (the storm
+// guard fails its run; the blind-executor guard holds lost settlements back), a blind target.
+type Retention struct {
+	Ordinary time.Duration
+	Notable  time.Duration
+}
+
+// Retention defaults. Thirty days keeps every run of the last month — an incident's whole
+// review, a monthly report, Pub/Sub's longest redelivery window (7 days) four times over — at
+// a bounded cost: a record per scope per tick is about 43,000 a month per scope at one tick a
+// minute, and they then stop accumulating. Notable runs are kept half a year: the runs that
+// settled rows lost or tripped a guard are the evidence a postmortem asks for long after.
+const (
+	RetentionDefault        = 30 * 24 * time.Hour
+	RetentionNotableDefault = 180 * 24 * time.Hour
+	// RetentionMin is the shortest retention accepted: a run record must outlive any run (a
+	// run is bounded by its function's timeout, at most an hour) and its scope guard with a
+	// wide margin, or a run still in flight could lose its record.
+	RetentionMin = 24 * time.Hour
+)
+
+// DefaultRetention is the retention with both defaults.
+func DefaultRetention() Retention {
+	return Retention{Ordinary: RetentionDefault, Notable: RetentionNotableDefault}
+}
+
+// WithDefaults fills zero durations with the defaults.
+func (r Retention) WithDefaults() Retention {
+	if r.Ordinary == 0 {
+		r.Ordinary = RetentionDefault
+	}
+	if r.Notable == 0 {
+		r.Notable = max(RetentionNotableDefault, r.Ordinary)
+	}
+	return r
+}
+
+// Validate checks a retention with its defaults applied; field names the setting each duration
+// came from (the environment variables), in the order ordinary, notable.
+func (r Retention) Validate(ordinaryName, notableName string) error {
+	r = r.WithDefaults()
+	if r.Ordinary < RetentionMin {
+		return fmt.Errorf("%s=%s: must be at least %s (a run record must outlive its run)", ordinaryName, r.Ordinary, RetentionMin)
+	}
+	if r.Notable < r.Ordinary {
+		return fmt.Errorf("%s=%s: must be at least %s (%s): notable runs are kept at least as long as ordinary ones", notableName, r.Notable, ordinaryName, r.Ordinary)
+	}
+	return nil
+}
+
+// ExpiryAt is when a document written at now expires: now plus the notable retention when the
+// document is notable, else plus the ordinary one (zero durations take the defaults). Every
+// writer of stalesweep's bookkeeping calls it and writes the result in ExpireField, in the
+// same write.
+func ExpiryAt(now time.Time, r Retention, notable bool) time.Time {
+	r = r.WithDefaults()
+	if notable {
+		return now.Add(r.Notable).UTC()
+	}
+	return now.Add(r.Ordinary).UTC()
+}
+
+// Expiring is one collection (or collection group) of stalesweep's bookkeeping whose documents
+// carry ExpireField.
+type Expiring struct {
+	// Collection is the collection id; a collection group when Group is set (the receipts,
+	// sweep_runs/{uuid}/syncs, are one collection per run).
+	Collection string
+	Group      bool
+	// What says what its documents are and when they expire, for the docs and the gc output.
+	What string
+}
+
+// pausesCollection holds the pause documents (being built beside this): named here so that
+// their TTL policy and gc are in place when they land; their own constant should replace it.
+const pausesCollection = "sweep_pauses"
+
+// ExpiringCollections is the one list of what expires: gc ranges over it, and it is the source
+// of the Terraform TTL policies (TerraformTTLJSON). Receipts come before runs: gc deletes a
+// run's receipts before the run. sweep_clock is never written and the rows the runners, workers
+// and apps own (runner_executions, extension_runs, tasks and their chains, leases, ...) never
+// expire.
+func ExpiringCollections() []Expiring {
+	return []Expiring{
+		{Collection: SyncsCollection, Group: true, What: "sync receipts: with their run or before it"},
+		{Collection: RunsCollection, What: "run records: retention after the run finished (notable if it failed, settled lost or was held back by a guard)"},
+		{Collection: GuardsCollection, What: "scope guards left by a run that never released them: notable retention after it was taken"},
+		{Collection: TargetsCollection, What: "blind-executor judgments: retention after the last judgment or clearance (notable while blind)"},
+		{Collection: RosterCollection, What: "the roster and its shards: retention after they were written"},
+		{Collection: pausesCollection, What: "pause documents: retention after they were written"},
+	}
+}
+
+// TerraformTTLJSON renders ExpiringCollections as Terraform JSON: one google_firestore_field
+// per collection group with a TTL policy on ExpireField, for the module in terraform/.
+//
+// The field keeps one single-field index, ascending, in the scope gc queries it (a collection;
+// the receipts' group): gc's query (ExpireField < now, ordered by it) needs it. Google advises
+// leaving a TTL field of monotonically increasing timestamps unindexed, because an index on it
+// caps a collection near 500 writes per second (a hotspot on the index's last range); these
+// collections take a few writes per run, orders of magnitude below that, and a project whose
+// TTL policies work could drop the index, but gc, for projects without them, could then not run.
+func TerraformTTLJSON() ([]byte, error) {
+	type index struct {
+		Order      string `json:"order"`
+		QueryScope string `json:"query_scope"`
+	}
+	type indexConfig struct {
+		Indexes []index `json:"indexes"`
+	}
+	type field struct {
+		Project     string        `json:"project"`
+		Database    string        `json:"database"`
+		Collection  string        `json:"collection"`
+		Field       string        `json:"field"`
+		TTLConfig   []struct{}    `json:"ttl_config"`
+		IndexConfig []indexConfig `json:"index_config"`
+		DependsOn   []string      `json:"depends_on"`
+	}
+	resources := map[string]field{}
+	for _, e := range ExpiringCollections() {
+		scope := "COLLECTION"
+		if e.Group {
+			scope = "COLLECTION_GROUP"
+		}
+		name := strings.ReplaceAll(e.Collection, ".", "_") + "_" + ExpireField
+		if _, taken := resources[name]; taken {
+			return nil, fmt.Errorf("render terraform ttl policies: two are named %s", name)
+		}
+		resources[name] = field{
+			Project: "${var.project_id}", Database: "${var.firestore_database}", Collection: e.Collection, Field: ExpireField,
+			TTLConfig:   []struct{}{{}},
+			IndexConfig: []indexConfig{{Indexes: []index{{Order: "ASCENDING", QueryScope: scope}}}},
+			DependsOn:   []string{"google_project_service.apis"},
+		}
+	}
+	doc := map[string]any{
+		"//":       "Generated by `go run ./cmd/stalesweep indexes` from ledger.ExpiringCollections; do not edit.",
+		"resource": map[string]any{"google_firestore_field": resources},
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render terraform ttl policies: %w", err)
+	}
+	return append(b, '\n'), nil
+}
