@@ -289,6 +289,8 @@ type Reads struct {
 	Organization string // organizations/{id}: whether it has opted out of sweeps
 	Run          string // sweep_runs/{id}: the run a message says the sync belongs to
 	Target       string // sweep_targets/{target}: whether the row's executor target is blind
+	// Pauses are sweep_pauses ids (PauseIDs): whether the workflow is paused on the row's scope.
+	Pauses []string
 }
 
 // Facts is what a settling transaction read besides the row.
@@ -299,6 +301,8 @@ type Facts struct {
 	Run *RunFacts
 	// Target is the judgment of Reads.Target; nil when it was not read or never made.
 	Target *Target
+	// Pauses are the pauses of Reads.Pauses that exist, ended ones included (ActivePause).
+	Pauses []Pause
 }
 
 // RunFacts are the fields of a run record that say which syncs belong to it.
@@ -346,6 +350,10 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 	if reads.Target != "" {
 		targetAt = add(s.client.Collection(TargetsCollection).Doc(TargetID(reads.Target)))
 	}
+	pausesAt := len(refs)
+	for _, id := range reads.Pauses {
+		add(s.client.Collection(PausesCollection).Doc(id))
+	}
 	if receipt != nil {
 		receiptAt = add(receipt)
 	}
@@ -382,6 +390,7 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 				facts.Target = &t
 			}
 		}
+		facts.Pauses = DecodePauses(snaps[pausesAt : pausesAt+len(reads.Pauses)])
 		applied = decide(row, facts)
 		if applied.Kind == ChangeRefused {
 			return nil

@@ -42,6 +42,12 @@ type RunRecord struct {
 	Failure         *Failure       `firestore:"failure,omitempty"`
 	// History lists the states the run passed through, with when it entered each.
 	History []StateEntry `firestore:"history"`
+	// Scope is the scope the run covers, in workflow.ScopeValues.Key form ("fleet" for a
+	// fleet-wide workflow): what the guard and a pause name, and what runs list filters on.
+	Scope string `firestore:"scope"`
+	// OverridePause says the run went ahead though its workflow was paused on its scope: the
+	// operator's command or an HTTP caller asked to (override_pause).
+	OverridePause bool `firestore:"override_pause,omitempty"`
 }
 
 // Failure says why a run failed, in the seeds' field names.
