@@ -16,7 +16,9 @@ import (
 // validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list,
 // platform.extension.runs.sweep, which no request may start, or an organization that opted out
 // of sweeps), method_not_allowed 405 (anything but POST, answered before anything is built),
-// conflict 409 (a run of that workflow on that scope is in progress), internal 500.
+// conflict 409 (a run of that workflow on that scope is in progress, or the workflow is paused on
+// it: details.paused says by whom and why; "override_pause": true beside initial_data runs it
+// anyway), internal 500.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log := logger()
@@ -65,6 +67,8 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		InitialData: start.InitialData,
 		Trigger:     workflow.TriggerManual,
 		Actor:       caller.String(),
+		// A paused scope is refused with conflict unless the caller says override_pause.
+		OverridePause: start.OverridePause,
 	})
 	switch {
 	case err != nil:

@@ -68,6 +68,10 @@ type Run struct {
 	// a guard judgment. Its Result says what it would have done. The engine writes no run record
 	// and takes no guard for it.
 	DryRun bool
+	// OverridePause says the run goes ahead though its workflow is paused on its scope: its
+	// per-row transactions do not refuse a paused scope. Only the command and the HTTP face,
+	// asked to, set it.
+	OverridePause bool
 }
 
 // Result is what a body returns.
@@ -133,6 +137,10 @@ type Request struct {
 	// DryRun previews the run (Run.DryRun): nothing is written, no run record is created, and
 	// no scope guard is taken, so a dry run never conflicts with a real one.
 	DryRun bool
+	// OverridePause runs the workflow though it is paused on the run's scope. Only the stalesweep
+	// command (local) and the HTTP face (manual, its override_pause field) may ask; a scheduled
+	// or Pub/Sub run never can, and is refused with forbidden.
+	OverridePause bool
 }
 
 // Outcome is a finished run.
@@ -143,6 +151,9 @@ type Outcome struct {
 	Stats   map[string]any
 	Err     error // why it failed; nil when completed
 	DryRun  bool  // a preview: nothing was written, and no record of it exists
+	// Paused is the pause that covered the run's scope when it started: a dry run is not
+	// refused by one but reports it, and an overriding run went ahead despite it.
+	Paused *ledger.Pause
 }
 
 // Engine starts workflow runs.
@@ -152,6 +163,7 @@ type Engine struct {
 	guardTTL time.Duration
 	defs     map[contract.WorkflowType]Definition
 	orgs     Organizations
+	pauses   Pauses
 	now      func() time.Time
 	log      *slog.Logger
 }
@@ -160,6 +172,12 @@ type Engine struct {
 // it.
 type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
+}
+
+// Pauses says which pause, if any, covers a run of a workflow type on a scope (a
+// ScopeValues.Key) at now; *ledger.PauseStore has it.
+type Pauses interface {
+	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }
 
 // RecordTimeout bounds each write of a run record.
@@ -176,7 +194,10 @@ type Options struct {
 	// opted out of sweeps (unless the request includes disabled organizations), before
 	// anything is written.
 	Orgs Organizations
-	Now  func() time.Time
+	// Pauses, when set, refuses a run whose workflow is paused on its scope (or fleet-wide),
+	// before anything is written, unless the request overrides the pause.
+	Pauses Pauses
+	Now    func() time.Time
 	Log  *slog.Logger
 }
 
@@ -186,7 +207,7 @@ var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
-	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, now: o.Now, log: o.Log}
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, pauses: o.Pauses, now: o.Now, log: o.Log}
 	if e.guardTTL == 0 {
 		e.guardTTL = 10 * time.Minute
 	}
@@ -227,7 +248,8 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 // writes nothing, when the request is invalid (*contract.ValidationError), when another run holds
 // the scope (a *contract.Error with CodeConflict wrapping ledger.ErrGuardHeld), when the run uuid
 // has already started (CodeConflict wrapping ErrDuplicateRun), or when the record cannot be
-// created. A run that starts and fails returns an Outcome with Status failed and Err set.
+// created, or when its workflow is paused on its scope (a *contract.Error with CodeConflict
+// wrapping a *ledger.PausedError, so errors.Is(err, ledger.ErrPaused)). A run that starts and fails returns an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
 	if err != nil {
@@ -244,7 +266,15 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if req.IncludeDisabled && req.Trigger != TriggerLocal {
 		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may sweep an organization that opted out, not a %s run", req.Trigger)
 	}
+	if req.OverridePause && req.Trigger != TriggerLocal && req.Trigger != TriggerManual {
+		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command and the HTTP face may override a pause, not a %s run", req.Trigger)
+	}
 	if err := e.checkOptOut(ctx, def.Scope, input, req.IncludeDisabled); err != nil {
+		return Outcome{}, err
+	}
+	scope := def.Scope.Key(input)
+	paused, err := e.checkPause(ctx, def.Type, scope, req)
+	if err != nil {
 		return Outcome{}, err
 	}
 	stored, err := ledger.StorableJSON(input)
@@ -276,9 +306,16 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		InitiatedAt:     initiated,
 		UpdatedAt:       initiated,
 		History:         history,
+		Scope:           scope,
+		OverridePause:   paused != nil && req.OverridePause,
+	}
+	if paused != nil {
+		log = log.With("paused", paused.String())
 	}
 	if req.DryRun {
-		return e.preview(ctx, def, input, req, rec, log), nil
+		out := e.preview(ctx, def, input, req, rec, log)
+		out.Paused = paused
+		return out, nil
 	}
 	guard, err := e.start(ctx, def, input, rec, log)
 	if err != nil {
@@ -287,7 +324,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	defer guard.release(ctx)
 
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
-		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled}
+		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: rec.OverridePause}
 	env := envelope{rec: rec}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 
@@ -298,7 +335,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	stats, _ := outputMap(res.Stats)
 	at := e.now().UTC()
 	upd := ledger.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
-	out := Outcome{RunUUID: runUUID, Stats: stats}
+	out := Outcome{RunUUID: runUUID, Stats: stats, Paused: paused}
 	if bodyErr == nil {
 		out.Status = StateCompleted
 		upd.CompletedAt = at
@@ -334,7 +371,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec ledger.RunRecord, log *slog.Logger) Outcome {
 	log = log.With("dry_run", true)
 	run := Run{UUID: rec.WorkflowRunUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
-		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, DryRun: true}
+		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: req.OverridePause, DryRun: true}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 	output, err := outputMap(res.Output)
 	if err != nil && bodyErr == nil {
@@ -453,6 +490,39 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 		}
 	}
 	return nil
+}
+
+// checkPause returns the pause covering a run of typ on scope, if any. It refuses the run — with
+// conflict wrapping a *ledger.PausedError — unless the request is a dry run (which writes
+// nothing, and reports the pause) or overrides it (which is logged and recorded).
+func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*ledger.Pause, error) {
+	if e.pauses == nil {
+		return nil, nil
+	}
+	p, err := e.pauses.Covering(ctx, string(typ), scope, e.now())
+	switch {
+	case err != nil:
+		return nil, &contract.Error{Code: contract.CodeInternal, Message: "could not read whether the workflow is paused", Err: err}
+	case p == nil:
+		return nil, nil
+	case req.DryRun:
+		e.log.Warn("dry run of a paused workflow: not refused, since it writes nothing", "workflow_type", string(typ), "scope", scope, "pause", p.String())
+		return p, nil
+	case req.OverridePause:
+		e.log.Warn("the workflow is paused on this scope; the run goes ahead as asked (override_pause)", "workflow_type", string(typ), "scope", scope, "pause", p.String(), "actor", req.Actor)
+		return p, nil
+	}
+	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
+		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
+	if !p.Until.IsZero() {
+		details["until"] = p.Until.UTC().Format(time.RFC3339)
+	}
+	return nil, &contract.Error{
+		Code:    contract.CodeConflict,
+		Message: fmt.Sprintf("%s is paused on %s (covering %s) by %s: %s", typ, p.ScopeName(), scope, p.PausedBy, p.Reason),
+		Details: map[string]any{"paused": details},
+		Err:     &ledger.PausedError{Pause: *p},
+	}
 }
 
 // runBody runs the body and turns a panic into a failure, so one bad row cannot take the
