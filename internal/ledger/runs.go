@@ -45,8 +45,9 @@ type RunRecord struct {
 	// Scope is the scope the run covers, in workflow.ScopeValues.Key form ("fleet" for a
 	// fleet-wide workflow): what the guard and a pause name, and what runs list filters on.
 	Scope string `firestore:"scope"`
-	// OverridePause says the run went ahead though its workflow was paused on its scope: the
-	// operator's command or an HTTP caller asked to (override_pause).
+	// OverridePause says the run was told to go ahead though its workflow is paused on its
+	// scope, when it started or while it ran: the operator's command or an HTTP caller asked to
+	// (override_pause).
 	OverridePause bool `firestore:"override_pause,omitempty"`
 }
 

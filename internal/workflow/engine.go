@@ -198,7 +198,7 @@ type Options struct {
 	// before anything is written, unless the request overrides the pause.
 	Pauses Pauses
 	Now    func() time.Time
-	Log  *slog.Logger
+	Log    *slog.Logger
 }
 
 // ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
@@ -307,7 +307,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		UpdatedAt:       initiated,
 		History:         history,
 		Scope:           scope,
-		OverridePause:   paused != nil && req.OverridePause,
+		OverridePause:   req.OverridePause,
 	}
 	if paused != nil {
 		log = log.With("paused", paused.String())
