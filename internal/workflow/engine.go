@@ -519,10 +519,26 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 	}
 	return nil, &contract.Error{
 		Code:    contract.CodeConflict,
-		Message: fmt.Sprintf("%s is paused on %s (covering %s) by %s: %s", typ, p.ScopeName(), scope, p.PausedBy, p.Reason),
+		Message: pausedMessage(typ, scope, *p),
 		Details: map[string]any{"paused": details},
 		Err:     &ledger.PausedError{Pause: *p},
 	}
+}
+
+// pausedMessage says why a run was refused, and how to go on.
+func pausedMessage(typ contract.WorkflowType, scope string, p ledger.Pause) string {
+	on := p.ScopeName()
+	if !p.Fleet() && p.Scope != scope {
+		on += " (which covers " + scope + ")"
+	}
+	msg := fmt.Sprintf("%s is paused on %s by %s since %s", typ, on, p.PausedBy, p.PausedAt.UTC().Format(time.RFC3339))
+	if p.Reason != "" {
+		msg += ": " + p.Reason
+	}
+	if !p.Until.IsZero() {
+		msg += "; until " + p.Until.UTC().Format(time.RFC3339)
+	}
+	return msg
 }
 
 // runBody runs the body and turns a panic into a failure, so one bad row cannot take the
