@@ -28,8 +28,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	project := fs.String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT; "+app.EmulatorProjectLocal+" against the emulator)")
 	override := fs.Bool("override-storm-guard", false, "let a run the storm guard stops settle anyway: only after checking that the workers really are gone")
 	includeDisabled := fs.Bool("include-disabled", false, "sweep the organization even if it opted out of sweeps (organizations/ORG sweeps_enabled not true)")
+	overridePause := fs.Bool("override-pause", false, "run even though the workflow is paused on this scope (stalesweep pause)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard] [--include-disabled]\n\nworkflow types:\n")
+		fmt.Fprintf(stderr, "usage: stalesweep run WORKFLOW_TYPE --data JSON [--project P] [--override-storm-guard] [--include-disabled] [--override-pause]\n\nworkflow types:\n")
 		for _, t := range contract.Seeded() {
 			fmt.Fprintf(stderr, "  %s\n", t)
 		}
@@ -84,6 +85,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		ClaimedActor:    os.Getenv(envActor),
 		StormOverride:   *override,
 		IncludeDisabled: *includeDisabled,
+		OverridePause:   *overridePause,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep run: %v\n", err)
@@ -93,6 +95,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		case errors.Is(err, ledger.ErrOrganizationDisabled):
 			fmt.Fprintln(stderr, "stalesweep run: to sweep it anyway, add --include-disabled")
 			return exitInvalid
+		case errors.Is(err, ledger.ErrPaused):
+			fmt.Fprintln(stderr, "stalesweep run: to run it anyway, add --override-pause; to lift the pause, stalesweep resume")
+			return exitPaused
 		}
 		return exitFailed
 	}

@@ -126,6 +126,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 			func(args []string) int { return cmdIndexes(args, c.stdout, c.stderr) }),
 		c.versionCmd(),
 		c.explainCmd(),
+		c.pauseCmd(), c.resumeCmd(), c.pausesCmd(), c.runsCmd(),
 	)
 	return root
 }
