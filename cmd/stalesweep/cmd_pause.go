@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -224,6 +226,25 @@ func checkScope(typ, scope string) (contract.WorkflowType, error) {
 		return "", fmt.Errorf("--scope: %q is not a scope of %s (%s): %v", scope, t, strings.Join(s.Names(), "/"), err)
 	}
 	return t, nil
+}
+
+// checkPaused adds to e the check every scan makes first: whether the row's workflow is paused
+// on its scope, or fleet-wide, now.
+func checkPaused(ctx context.Context, a *app.App, e *explain.Explanation) error {
+	if e.WorkflowType == "" {
+		return nil
+	}
+	p, err := ledger.NewPauseStore(a.Firestore).Covering(ctx, e.WorkflowType, e.Scope, time.Now())
+	if err != nil {
+		return err
+	}
+	check := explain.Check{Name: "not paused", OK: p == nil, Detail: "no pause covers " + e.WorkflowType + " on this scope"}
+	if p != nil {
+		check.Detail = p.String() + "; stalesweep resume lifts it"
+	}
+	e.Checks = append(e.Checks, check)
+	e.Decided()
+	return nil
 }
 
 // completeWorkflowTypes completes a workflow type argument.

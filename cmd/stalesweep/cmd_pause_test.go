@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
@@ -130,11 +133,9 @@ func TestRunsListPagesNewestFirstAndRunsShowSaysWhetherItIsPaused(t *testing.T) 
 	var runs []string
 	for i := range 3 {
 		staleRow(t, fs, fake, org, "row-"+string(rune('a'+i)), cloudrunfake.Succeeded)
-		before := time.Now()
 		if code, _, stderr := invoke(t, "run", syncType, "--data", `{"organization_uuid": "`+org+`"}`); code != exitOK {
 			t.Fatalf("run %d: exit %d %s", i, code, stderr)
 		}
-		_ = before
 	}
 	type page struct {
 		Runs []struct {
@@ -198,5 +199,37 @@ func TestRunsListPagesNewestFirstAndRunsShowSaysWhetherItIsPaused(t *testing.T) 
 	}
 	if code, _, stderr := invoke(t, "runs", "show", "no-such-run"); code != exitNotFound || !strings.Contains(stderr, "no-such-run") {
 		t.Errorf("runs show of a missing run: exit %d %q, want %d", code, stderr, exitNotFound)
+	}
+}
+
+// explain shows the pause among the checks a scan makes, whichever workflow explains the row.
+func TestExplainSaysWhenTheRowsWorkflowIsPausedOnItsScope(t *testing.T) {
+	_, _, _ = cloudRunWorld(t)
+	org := uuid.NewString()
+	explainers["test_rows"] = func(_ context.Context, _ *app.App, id string, _ explain.Options) (explain.Explanation, error) {
+		e := explain.Explanation{Collection: "test_rows", ID: id, WorkflowType: syncType, Scope: org, Verdict: "keep", Rule: "test",
+			Checks: []explain.Check{{Name: "stale", OK: true}}}
+		e.Decided()
+		return e, nil
+	}
+	t.Cleanup(func() { delete(explainers, "test_rows") })
+	visible := func() (bool, string) {
+		t.Helper()
+		code, stdout, stderr := invoke(t, "explain", "test_rows/r1", "-o", "json")
+		var e explain.Explanation
+		if err := json.Unmarshal([]byte(stdout), &e); code != exitOK || err != nil {
+			t.Fatalf("explain: exit %d %v %s %s", code, err, stdout, stderr)
+		}
+		last := e.Checks[len(e.Checks)-1]
+		return e.Visible, last.Name + ": " + last.Detail
+	}
+	if ok, check := visible(); !ok || !strings.HasPrefix(check, "not paused") {
+		t.Errorf("unpaused: visible %t, last check %q", ok, check)
+	}
+	if code, _, _ := invoke(t, "pause", syncType, "--scope", org, "--reason", "INC-9"); code != exitOK {
+		t.Fatal("pause")
+	}
+	if ok, check := visible(); ok || !strings.Contains(check, "INC-9") {
+		t.Errorf("paused: visible %t, last check %q; want not visible, naming the pause", ok, check)
 	}
 }
