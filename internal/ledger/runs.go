@@ -103,12 +103,17 @@ type GuardClaim struct {
 	Key   string // GuardKey of the workflow type and scope
 	Guard Guard  // ExpiresAt is set from TTL
 	TTL   time.Duration
+	// Pauses are sweep_pauses ids (PauseIDs) read in the same transaction: one that holds at
+	// Guard.AcquiredAt refuses the start with a *PausedError, so a pause taken after the
+	// caller's own check still stops the run.
+	Pauses []string
 }
 
 // StartRun creates a new run record and, with a claim, takes the scope's guard in the same
 // transaction: one commit for both, and neither without the other. It fails with a
 // *GuardHeldError when a guard that has not expired is held (checked first),
-// and with ErrRunExists when the uuid is taken. When it takes over an expired guard it returns
+// and with ErrRunExists when the uuid is taken, and with a *PausedError when a pause the claim
+// names holds. When it takes over an expired guard it returns
 // that guard, so the caller can close the run that left it.
 func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
 	if claim == nil {
@@ -118,15 +123,19 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 	g.ExpiresAt = g.AcquiredAt.Add(claim.TTL)
 	guardRef := s.client.Collection(GuardsCollection).Doc(claim.Key)
 	runRef := s.ref(r.WorkflowRunUUID)
+	refs := []*firestore.DocumentRef{guardRef}
+	for _, id := range claim.Pauses {
+		refs = append(refs, s.client.Collection(PausesCollection).Doc(id))
+	}
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(guardRef)
-		if status.Code(err) == codes.NotFound {
-			err = nil
-		}
+		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
-		if expired, err = takeOver(snap, g); err != nil {
+		if p := ActivePause(DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
+			return &PausedError{Pause: *p}
+		}
+		if expired, err = takeOver(snaps[0], g); err != nil {
 			return err
 		}
 		if err := tx.Set(guardRef, g); err != nil {

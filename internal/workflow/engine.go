@@ -317,7 +317,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		out.Paused = paused
 		return out, nil
 	}
-	guard, err := e.start(ctx, def, input, rec, log)
+	guard, err := e.start(ctx, def, input, rec, log, e.pauses != nil && !req.OverridePause)
 	if err != nil {
 		return Outcome{RunUUID: runUUID}, err
 	}
@@ -415,7 +415,10 @@ func (g *heldGuard) release(ctx context.Context) {
 // start creates the run's record and, with guards, takes its scope's guard in the same
 // transaction. It closes the record of a run whose guard expired before it finished (its process
 // died or overran).
-func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger) (*heldGuard, error) {
+//
+// With checkPauses, the transaction reads the pauses covering the scope again, so a pause taken
+// after Start's own check still refuses the run before anything is written.
+func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID}
 	var claim *ledger.GuardClaim
@@ -425,6 +428,9 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardTTL, Guard: ledger.Guard{
 			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
 		}}
+		if checkPauses {
+			claim.Pauses = ledger.PauseIDs(string(def.Type), scope)
+		}
 	}
 	var expired *ledger.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
@@ -433,7 +439,10 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		return err
 	})
 	var busy *ledger.GuardHeldError
+	var paused *ledger.PausedError
 	switch {
+	case errors.As(err, &paused):
+		return nil, pausedError(def.Type, scope, paused.Pause)
 	case errors.As(err, &busy) && busy.Holder.WorkflowRunUUID == runUUID:
 		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " is already in progress", Err: ErrDuplicateRun}
 	case errors.As(err, &busy):
@@ -512,16 +521,22 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 		e.log.Warn("the workflow is paused on this scope; the run goes ahead as asked (override_pause)", "workflow_type", string(typ), "scope", scope, "pause", p.String(), "actor", req.Actor)
 		return p, nil
 	}
+	return nil, pausedError(typ, scope, *p)
+}
+
+// pausedError is the refusal of a run of typ on scope that p covers: conflict, wrapping a
+// *ledger.PausedError, with the pause in its details.
+func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error {
 	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
 		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
 	if !p.Until.IsZero() {
 		details["until"] = p.Until.UTC().Format(time.RFC3339)
 	}
-	return nil, &contract.Error{
+	return &contract.Error{
 		Code:    contract.CodeConflict,
-		Message: pausedMessage(typ, scope, *p),
+		Message: pausedMessage(typ, scope, p),
 		Details: map[string]any{"paused": details},
-		Err:     &ledger.PausedError{Pause: *p},
+		Err:     &ledger.PausedError{Pause: p},
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fsspy"
@@ -21,6 +23,7 @@ const otherOrg = "9a8b7c6d-1111-4222-8333-444455556666"
 // runs and remembers the last run's OverridePause.
 type pausedEngine struct {
 	eng      *workflow.Engine
+	fs       *firestore.Client
 	pauses   *ledger.PauseStore
 	runs     *ledger.RunStore
 	spy      *fsspy.Spy
@@ -33,7 +36,7 @@ func newPausedEngine(t *testing.T) *pausedEngine {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	p := &pausedEngine{pauses: ledger.NewPauseStore(fs), runs: ledger.NewRunStore(fs), spy: spy,
+	p := &pausedEngine{fs: fs, pauses: ledger.NewPauseStore(fs), runs: ledger.NewRunStore(fs), spy: spy,
 		clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
 	p.eng = workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: ledger.NewGuardStore(fs), Pauses: p.pauses, Now: p.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
@@ -170,5 +173,33 @@ func TestADryRunOfAPausedScopeRunsAndReportsThePause(t *testing.T) {
 	}
 	if w := p.spy.Writes(); len(w) != 0 {
 		t.Errorf("a dry run wrote %+v", w)
+	}
+}
+
+// blindPauses is a pause check that never sees a pause: a pause taken just after it looked.
+type blindPauses struct{}
+
+func (blindPauses) Covering(context.Context, string, string, time.Time) (*ledger.Pause, error) {
+	return nil, nil
+}
+
+func TestAPauseTheStartCheckMissedIsCaughtInTheStartTransaction(t *testing.T) {
+	t.Parallel()
+	p := newPausedEngine(t)
+	eng := workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: ledger.NewGuardStore(p.fs), Pauses: blindPauses{}, Now: p.clock.Now, Log: logging.Discard()},
+		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
+			Body: func(context.Context, workflow.Run) (workflow.Result, error) { p.ran++; return workflow.Result{}, nil }})
+	p.pause(t, org, time.Time{})
+	p.spy.Reset()
+	_, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun,
+		InitialData: []byte(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerSchedule})
+	p.refused(t, "a pause the check missed", err)
+	if p.ran != 0 {
+		t.Error("the body ran")
+	}
+	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun,
+		InitialData: []byte(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal, OverridePause: true})
+	if err != nil || out.Status != workflow.StateCompleted {
+		t.Errorf("an overriding run: %+v %v", out, err)
 	}
 }
