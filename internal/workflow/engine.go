@@ -247,9 +247,10 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 // Start runs one workflow run to its end and returns its outcome. It returns an error, and
 // writes nothing, when the request is invalid (*contract.ValidationError), when another run holds
 // the scope (a *contract.Error with CodeConflict wrapping ledger.ErrGuardHeld), when the run uuid
-// has already started (CodeConflict wrapping ErrDuplicateRun), or when the record cannot be
-// created, or when its workflow is paused on its scope (a *contract.Error with CodeConflict
-// wrapping a *ledger.PausedError, so errors.Is(err, ledger.ErrPaused)). A run that starts and fails returns an Outcome with Status failed and Err set.
+// has already started (CodeConflict wrapping ErrDuplicateRun), when its workflow is paused on its
+// scope and the request does not override the pause (CodeConflict wrapping a
+// *ledger.PausedError: match errors.Is(err, ledger.ErrPaused)), or when the record cannot be
+// created. A run that starts and fails returns an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
 	if err != nil {
