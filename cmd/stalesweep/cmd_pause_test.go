@@ -25,6 +25,12 @@ func TestTheNewCommandsHaveHelpWithAnExample(t *testing.T) {
 			t.Errorf("%v --help: exit %d, stdout %q, stderr %q; want 0 and an example", args, code, stdout, stderr)
 		}
 	}
+	for _, args := range [][]string{{"pause", ""}, {"resume", "pm"}, {"runs", "list", "--workflow", ""}, {"pauses", "list", "--workflow", ""}} {
+		code, stdout, _ := invoke(t, append([]string{"__complete"}, args...)...)
+		if code != exitOK || !strings.Contains(stdout, "pm.sweep") {
+			t.Errorf("completing %v: exit %d, %q; want the workflow types", args, code, stdout)
+		}
+	}
 }
 
 func TestThePauseAndRunsCommandsRefuseBadInputNamingTheFlag(t *testing.T) {
