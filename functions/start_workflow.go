@@ -16,7 +16,9 @@ import (
 // validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list,
 // platform.extension.runs.sweep, which no request may start, or an organization that opted out
 // of sweeps), method_not_allowed 405 (anything but POST, answered before anything is built),
-// conflict 409 (a run of that workflow on that scope is in progress), internal 500.
+// conflict 409 (a run of that workflow on that scope is in progress, or the workflow is paused on
+// it: details.paused says by whom and why; "override_pause": true beside initial_data runs it
+// anyway), internal 500.
 // "dry_run": true beside initial_data previews the run: nothing is written, no run record is
 // made, no guard is taken, and the answer adds "dry_run": true and the stats with the preview.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +70,8 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		Trigger:     workflow.TriggerManual,
 		Actor:       caller.String(),
 		DryRun:      start.DryRun,
+		// A paused scope is refused with conflict unless the caller says override_pause.
+		OverridePause: start.OverridePause,
 	})
 	switch {
 	case err != nil:

@@ -62,6 +62,11 @@ func acknowledge(ctx context.Context, log *slog.Logger, out workflow.Outcome, er
 	case errors.Is(err, ledger.ErrOrganizationDisabled):
 		log.WarnContext(ctx, "skipped: the organization opted out of sweeps; acknowledged without a run", "error", err.Error())
 		return nil
+	case errors.Is(err, ledger.ErrPaused):
+		// Acknowledged: redelivering would only meet the pause again, and a tick after the
+		// resume sweeps the scope.
+		log.WarnContext(ctx, "skipped: the workflow is paused on this scope; acknowledged without a run", "workflow_run_uuid", out.RunUUID, "error", err.Error())
+		return nil
 	case errors.Is(err, ledger.ErrGuardHeld):
 		log.InfoContext(ctx, "skipped: another run of this workflow on this scope is in progress", "workflow_run_uuid", out.RunUUID, "error", err.Error())
 		return nil

@@ -77,6 +77,10 @@ on it last. It writes nothing.`,
 			fmt.Fprintf(c.stderr, "stalesweep explain: %v\n", err)
 			return exitCode(exitFailed)
 		}
+		if err := checkPaused(c.ctx, a, &e); err != nil {
+			fmt.Fprintf(c.stderr, "stalesweep explain: %v\n", err)
+			return exitCode(exitFailed)
+		}
 		if *format == formatJSON {
 			return printJSON(c.stdout, e)
 		}

@@ -45,6 +45,7 @@ type runFlags struct {
 	override        bool
 	includeDisabled bool
 	dryRun          bool
+	overridePause   bool
 }
 
 func (f *runFlags) add(cmd *cobra.Command, dryRunHelp string) {
@@ -53,6 +54,7 @@ func (f *runFlags) add(cmd *cobra.Command, dryRunHelp string) {
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{formatOutput, formatRun}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVar(&f.override, "override-storm-guard", false, "let a run the storm guard stops settle anyway: only after checking that the workers really are gone")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, dryRunHelp)
+	cmd.Flags().BoolVar(&f.overridePause, "override-pause", false, "run even though the workflow is paused on this scope (stalesweep pause)")
 }
 
 func (c *cli) runCmd() *cobra.Command {
@@ -69,7 +71,7 @@ not even a run record.
 
 Exit codes: 0 completed; 1 failed (or an error); 2 invalid input, a bad setting, or an
 organization that opted out of sweeps (without --include-disabled); 3 another run of the workflow
-holds the scope (a conflict).
+holds the scope (a conflict); 5 the workflow is paused on the scope (without --override-pause).
 
 Workflow types:
   ` + strings.Join(seededTypes(), "\n  "),
@@ -127,7 +129,7 @@ func (c *cli) startRun(name string, f runFlags, req workflow.Request) int {
 	}
 	req.Trigger = workflow.TriggerLocal
 	req.Actor, req.ClaimedActor = localActor(), os.Getenv(envActor)
-	req.StormOverride, req.IncludeDisabled, req.DryRun = f.override, f.includeDisabled, f.dryRun
+	req.StormOverride, req.IncludeDisabled, req.DryRun, req.OverridePause = f.override, f.includeDisabled, f.dryRun, f.overridePause
 	out, err := a.Engine.Start(c.ctx, req)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
@@ -164,6 +166,9 @@ func startErrorCode(err error, stderr io.Writer, name string) int {
 	case errors.Is(err, ledger.ErrOrganizationDisabled):
 		fmt.Fprintf(stderr, "stalesweep %s: to sweep it anyway, add --include-disabled\n", name)
 		return exitInvalid
+	case errors.Is(err, ledger.ErrPaused):
+		fmt.Fprintf(stderr, "stalesweep %s: to run it anyway, add --override-pause; to lift the pause, stalesweep resume\n", name)
+		return exitPaused
 	case contract.CodeOf(err) == contract.CodeConflict:
 		return exitConflict
 	}

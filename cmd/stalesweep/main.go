@@ -26,6 +26,8 @@ const (
 	exitConflict = 3
 	// exitNotFound: the row or run asked for does not exist.
 	exitNotFound = 4
+	// exitPaused: the workflow is paused on the run's scope (errors.Is(err, ledger.ErrPaused)).
+	exitPaused = 5
 )
 
 func main() {
@@ -110,6 +112,10 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 		c.explainCmd(),
 		c.alertsCmd(),
 		c.gcCmd(),
+		c.pauseCmd(),
+		c.resumeCmd(),
+		c.pausesCmd(),
+		c.runsCmd(),
 	)
 	// The streams are set before cobra's completion command is made: it keeps the one it sees.
 	root.SetIn(c.stdin)

@@ -170,11 +170,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
 	}
 	orgs := ledger.NewOrganizationStore(a.Firestore)
+	pauses := ledger.NewPauseStore(a.Firestore)
 	engineOpts := workflow.Options{
 		Runs:      ledger.NewRunStore(a.Firestore),
 		Guards:    ledger.NewGuardStore(a.Firestore),
 		GuardTTL:  syncCfg.Budget + 2*time.Minute,
 		Orgs:      orgs,
+		Pauses:    pauses,
 		Retention: cfg.Retention,
 		Now:       now,
 		Log:       log,
@@ -215,6 +217,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log, engine)
 		d.ListQueuesWith(tasks.ListQueues)
 		d.ListGroupsWith(leases.ListGroups)
+		// A paused scope costs no sweep; the engine checks the pause again at each run's start.
+		d.PausesWith(pauses)
 		// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
 		d.ProbeWith(ledger.ServerClock(a.Firestore))
 		d.ContinueOn(cfg.Topics.Ticks)

@@ -49,6 +49,7 @@ const (
 	RefuseRunOtherWorkflow  = "run_of_another_workflow"     // the run is not this workflow's
 	RefuseRunOtherScope     = "run_of_another_organization" // the run swept another organization
 	RefuseRunDidNotStart    = "run_did_not_start_it"        // the run finished without starting this sync
+	RefusePaused            = "paused"                      // the workflow is paused on the row's organization, or fleet-wide
 )
 
 // Trust is what a sync's transaction checks before it writes: what the sync request claims,
@@ -60,6 +61,9 @@ type Trust struct {
 	CheckRun        bool                  // the named run must exist and have started this sync
 	Organization    string                // the organization the request names
 	RunnerExecution string                // the row the request names
+	// CheckPause: no pause read in the transaction (ledger.Facts.Pauses) may hold at Now.
+	CheckPause bool
+	Now        time.Time
 }
 
 // refuse says which rule about who may write row the request breaks, on what the transaction
@@ -72,6 +76,8 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 		return RefuseOtherProvider
 	case t.CheckOptOut && !facts.OrganizationEnabled:
 		return RefuseDisabled
+	case t.CheckPause && ledger.ActivePause(facts.Pauses, t.Now) != nil:
+		return RefusePaused
 	}
 	if !t.CheckRun {
 		return ""

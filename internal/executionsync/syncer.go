@@ -170,6 +170,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	trust := Trust{
 		Type: s.typ, Provider: s.provider, CheckOptOut: !req.IncludeDisabled, CheckRun: once,
 		Organization: req.OrganizationUUID, RunnerExecution: req.RunnerExecutionUUID,
+		CheckPause: !req.OverridePause,
 	}
 	var reads ledger.Reads
 	if trust.CheckOptOut {
@@ -177,6 +178,11 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	}
 	if trust.CheckRun {
 		reads.Run = req.WorkflowRunUUID
+	}
+	if trust.CheckPause {
+		// The fleet's pause and the organization's: a pause taken while the run's syncs are in
+		// flight stops the ones not yet written.
+		reads.Pauses = ledger.PauseIDs(string(s.typ), req.OrganizationUUID)
 	}
 	target := s.exec.Target(req.ProviderRef)
 	// assessed is, in a dry run, the judgment of the target the dry run made in place of the
@@ -186,6 +192,8 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	// the target that answered.
 	apply := func(decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
 		checked := func(row ledger.Execution, facts ledger.Facts) ledger.ExecutionChange {
+			trust := trust
+			trust.Now = s.now()
 			if why := refuse(row, facts, trust); why != "" {
 				return ledger.ExecutionChange{Kind: ledger.ChangeRefused, Why: why}
 			}
@@ -308,9 +316,12 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 // its to write.
 func refused(res SyncResult, why string, log *slog.Logger) SyncResult {
 	res.Outcome, res.Why, res.Err = SyncRefused, why, nil
-	if why == RefuseDisabled {
+	switch why {
+	case RefuseDisabled:
 		log.Warn("the organization has opted out of sweeps; nothing written", "refused", why)
-	} else {
+	case RefusePaused:
+		log.Warn("the workflow is paused on this organization; nothing written", "refused", why)
+	default:
 		log.Error("sync refused: the row or the run it names is not this sync's to write; nothing written", "refused", why)
 	}
 	return res

@@ -157,6 +157,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats, log)
 	for i := range reqs {
 		reqs[i].IncludeDisabled = run.IncludeDisabled
+		reqs[i].OverridePause = run.OverridePause
 	}
 	if err != nil {
 		<-invisible

@@ -297,6 +297,8 @@ type Reads struct {
 	Organization string // organizations/{id}: whether it has opted out of sweeps
 	Run          string // sweep_runs/{id}: the run a message says the sync belongs to
 	Target       string // sweep_targets/{target}: whether the row's executor target is blind
+	// Pauses are sweep_pauses ids (PauseIDs): whether the workflow is paused on the row's scope.
+	Pauses []string
 }
 
 // Facts is what a settling transaction read besides the row.
@@ -307,6 +309,8 @@ type Facts struct {
 	Run *RunFacts
 	// Target is the judgment of Reads.Target; nil when it was not read or never made.
 	Target *Target
+	// Pauses are the pauses of Reads.Pauses that exist, ended ones included (ActivePause).
+	Pauses []Pause
 }
 
 // RunFacts are the fields of a run record that say which syncs belong to it.
@@ -412,6 +416,7 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 type rowReads struct {
 	refs                   []*firestore.DocumentRef
 	orgAt, runAt, targetAt int
+	pausesAt, pauses       int // the pause documents: refs[pausesAt:pausesAt+pauses]
 }
 
 func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
@@ -425,6 +430,10 @@ func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
 	}
 	if reads.Target != "" {
 		rd.targetAt = add(s.client.Collection(TargetsCollection).Doc(TargetID(reads.Target)))
+	}
+	rd.pausesAt, rd.pauses = len(rd.refs), len(reads.Pauses)
+	for _, id := range reads.Pauses {
+		add(s.client.Collection(PausesCollection).Doc(id))
 	}
 	return rd
 }
@@ -444,6 +453,7 @@ func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
 			facts.Target = &t
 		}
 	}
+	facts.Pauses = DecodePauses(snaps[rd.pausesAt : rd.pausesAt+rd.pauses])
 	return facts
 }
 

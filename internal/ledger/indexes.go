@@ -104,6 +104,31 @@ func Indexes() []Index {
 				{"created_at", Ascending},
 			},
 		},
+		{
+			Collection: RunsCollection,
+			Query:      "runs list --workflow: one workflow type's runs, newest first",
+			Fields:     []IndexField{{"workflow_type", Ascending}, {"initiated_at", Descending}},
+		},
+		{
+			Collection: RunsCollection,
+			Query:      "runs list --status: runs in one status, newest first",
+			Fields:     []IndexField{{"status", Ascending}, {"initiated_at", Descending}},
+		},
+		{
+			Collection: RunsCollection,
+			Query:      "runs list --workflow --scope: one workflow's runs on one scope, newest first",
+			Fields:     []IndexField{{"workflow_type", Ascending}, {"scope", Ascending}, {"initiated_at", Descending}},
+		},
+		{
+			Collection: RunsCollection,
+			Query:      "runs list --workflow --status: one workflow's runs in one status, newest first",
+			Fields:     []IndexField{{"workflow_type", Ascending}, {"status", Ascending}, {"initiated_at", Descending}},
+		},
+		{
+			Collection: RunsCollection,
+			Query:      "runs list --workflow --scope --status: one workflow's runs on one scope in one status, newest first",
+			Fields:     []IndexField{{"workflow_type", Ascending}, {"scope", Ascending}, {"status", Ascending}, {"initiated_at", Descending}},
+		},
 	}
 }
 
@@ -125,6 +150,11 @@ func IndexFor(collection string, eq []string, orderBy string) (Index, bool) {
 					Query: "expired bookkeeping, oldest expiry first (gc): the TTL field's own single-field index (TerraformTTLJSON)"}, true
 			}
 		}
+	}
+	if orderBy != "" && len(eq) == 0 {
+		// One field ranged or ordered on, either way, and nothing else: its automatic
+		// single-field index (runs list with no filter but --since).
+		return Index{Collection: collection, Query: "one field ordered: Firestore's automatic single-field index"}, true
 	}
 	for _, ix := range Indexes() {
 		if ix.Collection != collection || len(ix.Fields) != len(eq)+1 {

@@ -89,10 +89,6 @@ type Expiring struct {
 	What string
 }
 
-// pausesCollection holds the pause documents (being built beside this): named here so that
-// their TTL policy and gc are in place when they land; their own constant should replace it.
-const pausesCollection = "sweep_pauses"
-
 // ExpiringCollections is the one list of what expires: gc ranges over it, and it is the source
 // of the Terraform TTL policies (TerraformTTLJSON). Receipts come before runs: gc deletes a
 // run's receipts before the run. sweep_clock is never written and the rows the runners, workers
@@ -105,7 +101,7 @@ func ExpiringCollections() []Expiring {
 		{Collection: GuardsCollection, What: "scope guards left by a run that never released them: notable retention after it was taken"},
 		{Collection: TargetsCollection, What: "blind-executor judgments: retention after the last judgment or clearance (notable while blind)"},
 		{Collection: RosterCollection, What: "the roster and its shards: retention after they were written"},
-		{Collection: pausesCollection, What: "pause documents: retention after they were written"},
+		{Collection: PausesCollection, What: "pauses: one with an end (--for) at its end, when it refuses nothing more; an open-ended one never (resume deletes it)"},
 	}
 }
 

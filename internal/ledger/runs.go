@@ -46,6 +46,13 @@ type RunRecord struct {
 	// start to the notable retention, so a run that never finishes still expires, and decided
 	// again when it finishes.
 	ExpireAt time.Time `firestore:"expire_at,omitempty"`
+	// Scope is the scope the run covers, in workflow.ScopeValues.Key form ("fleet" for a
+	// fleet-wide workflow): what the guard and a pause name, and what runs list filters on.
+	Scope string `firestore:"scope"`
+	// OverridePause says the run was told to go ahead though its workflow is paused on its
+	// scope, when it started or while it ran: the operator's command or an HTTP caller asked to
+	// (override_pause).
+	OverridePause bool `firestore:"override_pause,omitempty"`
 }
 
 // Failure says why a run failed, in the seeds' field names.
@@ -107,12 +114,17 @@ type GuardClaim struct {
 	Key   string // GuardKey of the workflow type and scope
 	Guard Guard  // ExpiresAt is set from TTL
 	TTL   time.Duration
+	// Pauses are sweep_pauses ids (PauseIDs) read in the same transaction: one that holds at
+	// Guard.AcquiredAt refuses the start with a *PausedError, so a pause taken after the
+	// caller's own check still stops the run.
+	Pauses []string
 }
 
 // StartRun creates a new run record and, with a claim, takes the scope's guard in the same
 // transaction: one commit for both, and neither without the other. It fails with a
 // *GuardHeldError when a guard that has not expired is held (checked first),
-// and with ErrRunExists when the uuid is taken. When it takes over an expired guard it returns
+// and with ErrRunExists when the uuid is taken, and with a *PausedError when a pause the claim
+// names holds. When it takes over an expired guard it returns
 // that guard, so the caller can close the run that left it.
 func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
 	if claim == nil {
@@ -128,15 +140,19 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 	g.ExpireAt = maxTime(g.ExpireAt, g.ExpiresAt)
 	guardRef := s.client.Collection(GuardsCollection).Doc(claim.Key)
 	runRef := s.ref(r.WorkflowRunUUID)
+	refs := []*firestore.DocumentRef{guardRef}
+	for _, id := range claim.Pauses {
+		refs = append(refs, s.client.Collection(PausesCollection).Doc(id))
+	}
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(guardRef)
-		if status.Code(err) == codes.NotFound {
-			err = nil
-		}
+		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
-		if expired, err = takeOver(snap, g); err != nil {
+		if p := ActivePause(DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
+			return &PausedError{Pause: *p}
+		}
+		if expired, err = takeOver(snaps[0], g); err != nil {
 			return err
 		}
 		if err := tx.Set(guardRef, g); err != nil {

@@ -29,6 +29,10 @@ const MaxBodyBytes = 1 << 20
 type Start struct {
 	WorkflowType contract.WorkflowType `json:"workflow_type"`
 	InitialData  json.RawMessage       `json:"initial_data,omitempty"`
+	// OverridePause asks the HTTP face to run the workflow though it is paused on the scope
+	// (workflow.Request.OverridePause). The Sweep function ignores it: no message overrides a
+	// pause.
+	OverridePause bool `json:"override_pause,omitempty"`
 }
 
 // DecodeStart reads a Start from r, refusing more than MaxBodyBytes, unknown fields, and

@@ -21,6 +21,10 @@ type Sync struct {
 	// IncludeDisabled lets the sync settle a row of an organization that opted out: the
 	// operator's command, told to. Never on the wire: a message cannot ask for it.
 	IncludeDisabled bool `json:"-"`
+	// OverridePause lets the sync write though its workflow is paused on the organization: the
+	// inline syncs of a run the command or the HTTP face was told to override the pause with.
+	// Never on the wire, so no message overrides a pause.
+	OverridePause bool `json:"-"`
 }
 
 // Validate checks a request that came from outside the process (a sync message), naming the

@@ -83,7 +83,10 @@ type Report struct {
 	Failed       int    `json:"failed"`       // sweep messages that failed to publish
 	Deferred     int    `json:"deferred"`     // enumerated but not published before the budget ran out
 	Disabled     int    `json:"disabled"`     // named by the tick, but opted out of sweeps: not published
-	Capped       bool   `json:"capped"`       // a list without a cursor stopped at ListMax
+	Paused       int    `json:"paused"`       // enumerated, but the workflow is paused on them: not published
+	// PausedFleet says the workflow is paused fleet-wide: nothing was enumerated or published.
+	PausedFleet bool `json:"paused_fleet,omitempty"`
+	Capped      bool `json:"capped"` // a list without a cursor stopped at ListMax
 	// Roster is where the organizations came from: "read" (the roster), "build" (listed, and
 	// written as the roster), "list" (listed), "" (not listed: a named scope, queues, the fleet).
 	Roster         string `json:"roster,omitempty"`
@@ -112,7 +115,20 @@ type Dispatcher struct {
 	ticksTopic string       // set: hand the rest of a large tick on (ContinueOn)
 	roster     *ledger.RosterStore
 	rosterAge  time.Duration
+	pauses     PauseLister // set: skip paused scopes (PausesWith)
 }
+
+// PauseLister lists the pauses of a workflow type; *ledger.PauseStore is one.
+type PauseLister interface {
+	List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error)
+}
+
+// PausesWith has each invocation read its workflow's pauses once (at most ledger.PauseListMax)
+// and publish nothing for a paused scope, nor anything at all under a fleet-wide pause. It is
+// the cheap half: the engine checks the pause again when each run starts, and every settling
+// transaction of the execution syncs checks it again, so a pause this read missed (one past
+// the list's bound, one taken after the read, a read that failed) still stops the run.
+func (d *Dispatcher) PausesWith(p PauseLister) { d.pauses = p }
 
 // RosterWith has ticks read the organizations from the roster (ledger.RosterStore) — a few
 // documents for the whole fleet — instead of listing every organizations document, while the
@@ -194,6 +210,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	}
 
 	now, clocked := d.now(ctx, tick)
+	paused := d.paused(ctx, tick, now, clocked)
+	if p := ledger.ActivePause(paused, pauseTime(now, clocked)); p != nil && p.Fleet() {
+		rep.PausedFleet = true
+		d.log.Warn("the workflow is paused fleet-wide; nothing published", "workflow_type", string(tick.WorkflowType), "pause", p.String())
+		return rep, nil
+	}
 	orgs := d.organizations(tick, now, clocked, &rep)
 	next, err := d.pager(tick, kind, defaults, explicit, orgs, &rep)
 	if err != nil {
@@ -207,6 +229,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 			return rep, fmt.Errorf("dispatch %s: %w", tick.WorkflowType, err)
 		}
 		rep.Scopes += len(scopes)
+		scopes = d.unpaused(tick, scopes, paused, &rep)
 		if err := d.publish(ctx, tick, defaults, fields, probe(scopes), &rep); err != nil {
 			return rep, err
 		}
@@ -420,6 +443,65 @@ func (d *Dispatcher) now(ctx context.Context, tick Tick) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return now, true
+}
+
+// paused is the workflow's pauses that hold now, read once per invocation; none when pauses are
+// off or the read failed (each run's start checks again).
+func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clocked bool) []ledger.Pause {
+	if d.pauses == nil {
+		return nil
+	}
+	all, err := d.pauses.List(ctx, string(tick.WorkflowType), ledger.PauseListMax)
+	if err != nil {
+		d.log.Warn("could not read the workflow's pauses; every scope is published, and each run checks its pause when it starts",
+			"workflow_type", string(tick.WorkflowType), "error", err.Error())
+		return nil
+	}
+	if len(all) >= ledger.PauseListMax {
+		d.log.Warn("pauses listed up to their bound; the rest are checked when each run starts", "workflow_type", string(tick.WorkflowType), "list_max", ledger.PauseListMax)
+	}
+	at := pauseTime(now, clocked)
+	var out []ledger.Pause
+	for _, p := range all {
+		if p.Active(at) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pauseTime is the time a pause's end is judged at: the invocation's clock, or this machine's
+// when it could not be read.
+func pauseTime(now time.Time, clocked bool) time.Time {
+	if !clocked {
+		return time.Now()
+	}
+	return now
+}
+
+// unpaused drops the scopes a pause covers, counting them.
+func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused []ledger.Pause, rep *Report) []workflow.ScopeValues {
+	if len(paused) == 0 {
+		return scopes
+	}
+	out := scopes[:0:0]
+	for _, s := range scopes {
+		key := s.Key()
+		covered := false
+		for _, p := range paused {
+			if p.Covers(key) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, s)
+			continue
+		}
+		rep.Paused++
+		d.log.Info("the workflow is paused on this scope; its sweep is not published", "workflow_type", string(tick.WorkflowType), "scope", key)
+	}
+	return out
 }
 
 // continueAfter publishes the rest of the tick to the ticks topic; building says the tick goes

@@ -280,10 +280,14 @@ func TestASyncMessageTouchesOnlyItsRowAndItsRunsReceipt(t *testing.T) {
 	reads, writes := docPaths(r.spy.Reads()), writePaths(r.spy.Writes())
 	after := mustDump(t, r)
 
-	// It reads its row, the organization's opt-out, the run and the receipt, and writes only the
-	// row and the receipt.
+	// It reads its row, the organization's opt-out, the run, the workflow's pauses of the fleet
+	// and of the organization, and the receipt, and writes only the row and the receipt.
 	only := func(p string) bool { return p == row.doc || p == receipt }
-	readable := func(p string) bool { return only(p) || p == run || p == organization }
+	pauses := []string{
+		ledger.PausesCollection + "/" + ledger.PauseID(string(contract.ExecutionSyncCloudRun), ""),
+		ledger.PausesCollection + "/" + ledger.PauseID(string(contract.ExecutionSyncCloudRun), req.OrganizationUUID),
+	}
+	readable := func(p string) bool { return only(p) || p == run || p == organization || slices.Contains(pauses, p) }
 	for _, p := range append(strayDocs("read", reads, readable), strayDocs("wrote", writes, only)...) {
 		t.Error(p)
 	}

@@ -172,9 +172,9 @@ func scopedBy(lq loggedQuery, parent, collection string, fields map[string]strin
 }
 
 // bookkeeping reports stalesweep's own documents: run records and their receipts, guards, the
-// clock document.
+// clock document, pauses.
 func bookkeeping(path string) bool {
-	for _, c := range []string{ledger.RunsCollection, ledger.GuardsCollection, ledger.ClockCollection, ledger.TargetsCollection} {
+	for _, c := range []string{ledger.RunsCollection, ledger.GuardsCollection, ledger.ClockCollection, ledger.TargetsCollection, ledger.PausesCollection} {
 		if strings.HasPrefix(path, c+"/") {
 			return true
 		}

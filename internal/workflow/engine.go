@@ -69,6 +69,10 @@ type Run struct {
 	// a guard judgment. Its Result says what it would have done. The engine writes no run record
 	// and takes no guard for it.
 	DryRun bool
+	// OverridePause says the run goes ahead though its workflow is paused on its scope: its
+	// per-row transactions do not refuse a paused scope. Only the command and the HTTP face,
+	// asked to, set it.
+	OverridePause bool
 }
 
 // Result is what a body returns.
@@ -134,6 +138,10 @@ type Request struct {
 	// DryRun previews the run (Run.DryRun): nothing is written, no run record is created, and
 	// no scope guard is taken, so a dry run never conflicts with a real one.
 	DryRun bool
+	// OverridePause runs the workflow though it is paused on the run's scope. Only the stalesweep
+	// command (local) and the HTTP face (manual, its override_pause field) may ask; a scheduled
+	// or Pub/Sub run never can, and is refused with forbidden.
+	OverridePause bool
 }
 
 // Outcome is a finished run.
@@ -144,6 +152,9 @@ type Outcome struct {
 	Stats   map[string]any
 	Err     error // why it failed; nil when completed
 	DryRun  bool  // a preview: nothing was written, and no record of it exists
+	// Paused is the pause that covered the run's scope when it started: a dry run is not
+	// refused by one but reports it, and an overriding run went ahead despite it.
+	Paused *ledger.Pause
 }
 
 // Engine starts workflow runs.
@@ -154,6 +165,7 @@ type Engine struct {
 	defs     map[contract.WorkflowType]Definition
 	orgs     Organizations
 	keep     ledger.Retention
+	pauses   Pauses
 	now      func() time.Time
 	log      *slog.Logger
 }
@@ -162,6 +174,12 @@ type Engine struct {
 // it.
 type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
+}
+
+// Pauses says which pause, if any, covers a run of a workflow type on a scope (a
+// ScopeValues.Key) at now; *ledger.PauseStore has it.
+type Pauses interface {
+	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }
 
 // RecordTimeout bounds each write of a run record.
@@ -181,8 +199,11 @@ type Options struct {
 	// Retention decides when run records and guards expire (ledger.ExpiryAt); zero durations
 	// take the defaults.
 	Retention ledger.Retention
-	Now       func() time.Time
-	Log       *slog.Logger
+	// Pauses, when set, refuses a run whose workflow is paused on its scope (or fleet-wide),
+	// before anything is written, unless the request overrides the pause.
+	Pauses Pauses
+	Now    func() time.Time
+	Log    *slog.Logger
 }
 
 // ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
@@ -191,7 +212,7 @@ var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
-	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), now: o.Now, log: o.Log}
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), pauses: o.Pauses, now: o.Now, log: o.Log}
 	if e.guardTTL == 0 {
 		e.guardTTL = 10 * time.Minute
 	}
@@ -231,7 +252,9 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 // Start runs one workflow run to its end and returns its outcome. It returns an error, and
 // writes nothing, when the request is invalid (*contract.ValidationError), when another run holds
 // the scope (a *contract.Error with CodeConflict wrapping ledger.ErrGuardHeld), when the run uuid
-// has already started (CodeConflict wrapping ErrDuplicateRun), or when the record cannot be
+// has already started (CodeConflict wrapping ErrDuplicateRun), when its workflow is paused on its
+// scope and the request does not override the pause (CodeConflict wrapping a
+// *ledger.PausedError: match errors.Is(err, ledger.ErrPaused)), or when the record cannot be
 // created. A run that starts and fails returns an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
@@ -249,7 +272,15 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if req.IncludeDisabled && req.Trigger != TriggerLocal {
 		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may sweep an organization that opted out, not a %s run", req.Trigger)
 	}
+	if req.OverridePause && req.Trigger != TriggerLocal && req.Trigger != TriggerManual {
+		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command and the HTTP face may override a pause, not a %s run", req.Trigger)
+	}
 	if err := e.checkOptOut(ctx, def.Scope, input, req.IncludeDisabled); err != nil {
+		return Outcome{}, err
+	}
+	scope := def.Scope.Key(input)
+	paused, err := e.checkPause(ctx, def.Type, scope, req)
+	if err != nil {
 		return Outcome{}, err
 	}
 	stored, err := ledger.StorableJSON(input)
@@ -281,20 +312,27 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		InitiatedAt:     initiated,
 		UpdatedAt:       initiated,
 		History:         history,
+		Scope:           scope,
+		OverridePause:   req.OverridePause,
 		// Until it finishes, a run is kept as if notable: one that never finishes still expires.
 		ExpireAt: ledger.ExpiryAt(initiated, e.keep, true),
 	}
-	if req.DryRun {
-		return e.preview(ctx, def, input, req, rec, log), nil
+	if paused != nil {
+		log = log.With("paused", paused.String())
 	}
-	guard, err := e.start(ctx, def, input, rec, log)
+	if req.DryRun {
+		out := e.preview(ctx, def, input, req, rec, log)
+		out.Paused = paused
+		return out, nil
+	}
+	guard, err := e.start(ctx, def, input, rec, log, e.pauses != nil && !req.OverridePause)
 	if err != nil {
 		return Outcome{RunUUID: runUUID}, err
 	}
 	defer guard.release(ctx)
 
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
-		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled}
+		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: rec.OverridePause}
 	env := envelope{rec: rec}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 
@@ -305,7 +343,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	stats, _ := outputMap(res.Stats)
 	at := e.now().UTC()
 	upd := ledger.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
-	out := Outcome{RunUUID: runUUID, Stats: stats}
+	out := Outcome{RunUUID: runUUID, Stats: stats, Paused: paused}
 	if bodyErr == nil {
 		out.Status = StateCompleted
 		upd.CompletedAt = at
@@ -343,7 +381,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec ledger.RunRecord, log *slog.Logger) Outcome {
 	log = log.With("dry_run", true)
 	run := Run{UUID: rec.WorkflowRunUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
-		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, DryRun: true}
+		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: req.OverridePause, DryRun: true}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 	output, err := outputMap(res.Output)
 	if err != nil && bodyErr == nil {
@@ -387,7 +425,10 @@ func (g *heldGuard) release(ctx context.Context) {
 // start creates the run's record and, with guards, takes its scope's guard in the same
 // transaction. It closes the record of a run whose guard expired before it finished (its process
 // died or overran).
-func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger) (*heldGuard, error) {
+//
+// With checkPauses, the transaction reads the pauses covering the scope again, so a pause taken
+// after Start's own check still refuses the run before anything is written.
+func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID}
 	var claim *ledger.GuardClaim
@@ -398,6 +439,9 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
 			ExpireAt: rec.ExpireAt,
 		}}
+		if checkPauses {
+			claim.Pauses = ledger.PauseIDs(string(def.Type), scope)
+		}
 	}
 	var expired *ledger.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
@@ -406,7 +450,10 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		return err
 	})
 	var busy *ledger.GuardHeldError
+	var paused *ledger.PausedError
 	switch {
+	case errors.As(err, &paused):
+		return nil, pausedError(def.Type, scope, paused.Pause)
 	case errors.As(err, &busy) && busy.Holder.WorkflowRunUUID == runUUID:
 		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " is already in progress", Err: ErrDuplicateRun}
 	case errors.As(err, &busy):
@@ -464,6 +511,61 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 		}
 	}
 	return nil
+}
+
+// checkPause returns the pause covering a run of typ on scope, if any. It refuses the run — with
+// conflict wrapping a *ledger.PausedError — unless the request is a dry run (which writes
+// nothing, and reports the pause) or overrides it (which is logged and recorded).
+func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*ledger.Pause, error) {
+	if e.pauses == nil {
+		return nil, nil
+	}
+	p, err := e.pauses.Covering(ctx, string(typ), scope, e.now())
+	switch {
+	case err != nil:
+		return nil, &contract.Error{Code: contract.CodeInternal, Message: "could not read whether the workflow is paused", Err: err}
+	case p == nil:
+		return nil, nil
+	case req.DryRun:
+		e.log.Warn("dry run of a paused workflow: not refused, since it writes nothing", "workflow_type", string(typ), "scope", scope, "pause", p.String())
+		return p, nil
+	case req.OverridePause:
+		e.log.Warn("the workflow is paused on this scope; the run goes ahead as asked (override_pause)", "workflow_type", string(typ), "scope", scope, "pause", p.String(), "actor", req.Actor)
+		return p, nil
+	}
+	return nil, pausedError(typ, scope, *p)
+}
+
+// pausedError is the refusal of a run of typ on scope that p covers: conflict, wrapping a
+// *ledger.PausedError, with the pause in its details.
+func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error {
+	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
+		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
+	if !p.Until.IsZero() {
+		details["until"] = p.Until.UTC().Format(time.RFC3339)
+	}
+	return &contract.Error{
+		Code:    contract.CodeConflict,
+		Message: pausedMessage(typ, scope, p),
+		Details: map[string]any{"paused": details},
+		Err:     &ledger.PausedError{Pause: p},
+	}
+}
+
+// pausedMessage says why a run was refused, and how to go on.
+func pausedMessage(typ contract.WorkflowType, scope string, p ledger.Pause) string {
+	on := p.ScopeName()
+	if !p.Fleet() && p.Scope != scope {
+		on += " (which covers " + scope + ")"
+	}
+	msg := fmt.Sprintf("%s is paused on %s by %s since %s", typ, on, p.PausedBy, p.PausedAt.UTC().Format(time.RFC3339))
+	if p.Reason != "" {
+		msg += ": " + p.Reason
+	}
+	if !p.Until.IsZero() {
+		msg += "; until " + p.Until.UTC().Format(time.RFC3339)
+	}
+	return msg
 }
 
 // runBody runs the body and turns a panic into a failure, so one bad row cannot take the

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// runStatuses are the states a run record can be in, across every workflow's machine.
+var runStatuses = []string{"initiated", workflow.StateReconciling, "pending", workflow.StateCompleted, workflow.StateFailed}
+
+func (c *cli) runsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "look back on workflow runs: list them, show one",
+		Example: `  stalesweep runs list --workflow pm.sweep --since 24h
+  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(c.stderr)
+			_ = cmd.Usage()
+			return exitCode(exitInvalid)
+		},
+	}
+	cmd.AddCommand(c.runsListCmd(), c.runsShowCmd())
+	return cmd
+}
+
+func (c *cli) runsListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list [--workflow T] [--scope S] [--status S] [--since DURATION|TIME] [--limit N] [--page-token T]",
+		Short: "list runs, newest first, a page at a time",
+		Long: `list prints the run records (sweep_runs) newest first, at most --limit of them (default 20, at
+most 500). When there are more, it ends with the page token that lists the next page: pass it
+back with --page-token and the same filters. --scope needs --workflow.`,
+		Example: `  stalesweep runs list
+  stalesweep runs list --workflow runner.execution-sync-stale-cloud-run --scope 0f8fad5b-d9cb-469f-a165-70867728950e --status failed
+  stalesweep runs list --since 2026-12-01T00:00:00Z --limit 100 -o json`,
+		Args: cobra.NoArgs,
+	}
+	format := outputFlag(cmd)
+	project := cmd.Flags().String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	typ := cmd.Flags().String("workflow", "", "only this workflow type's runs")
+	scope := cmd.Flags().String("scope", "", "only runs on this scope (its key: an organization uuid, org/group, a queue; \"fleet\"); needs --workflow")
+	st := cmd.Flags().String("status", "", "only runs in this status: "+strings.Join(runStatuses, ", "))
+	since := cmd.Flags().String("since", "", "only runs initiated since: a duration back from now (24h) or a time (RFC 3339)")
+	limit := cmd.Flags().Int("limit", ledger.RunListLimitDefault, fmt.Sprintf("runs per page, 1 to %d", ledger.RunListLimitMax))
+	token := cmd.Flags().String("page-token", "", "the token the previous page ended with")
+	_ = cmd.RegisterFlagCompletionFunc("workflow", completeWorkflowTypes)
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkFormat(*format); err != nil {
+			return c.usageError(cmd, "%v", err)
+		}
+		q := ledger.RunQuery{Scope: *scope, Status: *st, Limit: *limit, PageToken: *token}
+		if *typ != "" {
+			t, err := checkWorkflowType("--workflow", *typ)
+			if err != nil {
+				return c.usageError(cmd, "%v", err)
+			}
+			q.WorkflowType = string(t)
+		}
+		switch {
+		case *scope != "" && *typ == "":
+			return c.usageError(cmd, "--scope: needs --workflow, since a scope key's form is its workflow's")
+		case *st != "" && !slices.Contains(runStatuses, *st):
+			return c.usageError(cmd, "--status: want one of %s, got %q", strings.Join(runStatuses, ", "), *st)
+		case *limit < 1 || *limit > ledger.RunListLimitMax:
+			return c.usageError(cmd, "--limit: between 1 and %d, got %d", ledger.RunListLimitMax, *limit)
+		}
+		if *since != "" {
+			at, err := parseSince(*since, time.Now())
+			if err != nil {
+				return c.usageError(cmd, "--since: %v", err)
+			}
+			q.Since = at
+		}
+		if err := q.Check(); err != nil {
+			return c.usageError(cmd, "--%s", strings.Replace(err.Error(), "_", "-", 1))
+		}
+		a, code := c.openApp(*project)
+		if a == nil {
+			return exitCode(code)
+		}
+		defer a.Close()
+		page, err := ledger.NewRunStore(a.Firestore).ListRuns(c.ctx, q)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "stalesweep runs list: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		if *format == formatJSON {
+			views := make([]runView, 0, len(page.Runs))
+			for _, r := range page.Runs {
+				views = append(views, viewOf(r))
+			}
+			return printJSON(c.stdout, map[string]any{"runs": views, "next_page_token": page.Next})
+		}
+		rows := make([][]string, 0, len(page.Runs))
+		for _, r := range page.Runs {
+			rows = append(rows, []string{r.WorkflowRunUUID, r.WorkflowType, scopeOf(r), r.Status, r.Trigger, stamp(r.InitiatedAt), took(r)})
+		}
+		if err := printTable(c.stdout, []string{"WORKFLOW_RUN_UUID", "WORKFLOW_TYPE", "SCOPE", "STATUS", "TRIGGER", "INITIATED_AT", "TOOK"}, rows); err != nil {
+			return err
+		}
+		if page.Next != "" {
+			fmt.Fprintf(c.stdout, "\nmore runs: add --page-token %s\n", page.Next)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func (c *cli) runsShowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show WORKFLOW_RUN_UUID [-o table|json]",
+		Short: "show one run: its states, output, stats, failure, and whether its scope is paused now",
+		Example: `  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64
+  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64 -o json`,
+		Args: cobra.ExactArgs(1),
+	}
+	format := outputFlag(cmd)
+	project := cmd.Flags().String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkFormat(*format); err != nil {
+			return c.usageError(cmd, "%v", err)
+		}
+		if err := ledger.CheckDocID(args[0]); err != nil {
+			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v", args[0], err)
+		}
+		a, code := c.openApp(*project)
+		if a == nil {
+			return exitCode(code)
+		}
+		defer a.Close()
+		rec, err := ledger.NewRunStore(a.Firestore).GetRun(c.ctx, args[0])
+		switch {
+		case status.Code(err) == codes.NotFound:
+			fmt.Fprintf(c.stderr, "stalesweep runs show: no run %s\n", args[0])
+			return exitCode(exitNotFound)
+		case err != nil:
+			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		v := viewOf(rec)
+		paused, err := ledger.NewPauseStore(a.Firestore).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
+		if err != nil {
+			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		v.PausedNow = paused
+		if *format == formatJSON {
+			return printJSON(c.stdout, v)
+		}
+		return v.write(c.stdout)
+	}
+	return cmd
+}
+
+// runView is a run record as the runs commands print it, in the record's field names.
+type runView struct {
+	WorkflowRunUUID string          `json:"workflow_run_uuid"`
+	WorkflowType    string          `json:"workflow_type"`
+	Scope           string          `json:"scope"`
+	Status          string          `json:"status"`
+	Trigger         string          `json:"trigger"`
+	Actor           string          `json:"actor,omitempty"`
+	ClaimedActor    string          `json:"claimed_actor,omitempty"`
+	IncludeDisabled bool            `json:"include_disabled,omitempty"`
+	OverridePause   bool            `json:"override_pause,omitempty"`
+	InitialData     map[string]any  `json:"initial_data"`
+	Output          map[string]any  `json:"output,omitempty"`
+	Stats           map[string]any  `json:"stats,omitempty"`
+	InitiatedAt     time.Time       `json:"initiated_at"`
+	UpdatedAt       time.Time       `json:"updated_at,omitzero"`
+	CompletedAt     time.Time       `json:"completed_at,omitzero"`
+	FailedAt        time.Time       `json:"failed_at,omitzero"`
+	Failure         *ledger.Failure `json:"failure,omitempty"`
+	History         []stateView     `json:"history"`
+	// PausedNow is the pause that covers the run's workflow and scope now (runs show only).
+	PausedNow *ledger.Pause `json:"paused_now,omitempty"`
+}
+
+type stateView struct {
+	State string    `json:"state"`
+	At    time.Time `json:"at"`
+}
+
+func viewOf(r ledger.RunRecord) runView {
+	v := runView{WorkflowRunUUID: r.WorkflowRunUUID, WorkflowType: r.WorkflowType, Scope: scopeOf(r), Status: r.Status,
+		Trigger: r.Trigger, Actor: r.Actor, ClaimedActor: r.ClaimedActor, IncludeDisabled: r.IncludeDisabled,
+		OverridePause: r.OverridePause, InitialData: r.InitialData, Output: r.Output, Stats: r.Stats,
+		InitiatedAt: r.InitiatedAt, UpdatedAt: r.UpdatedAt, CompletedAt: r.CompletedAt, FailedAt: r.FailedAt,
+		Failure: r.Failure, History: make([]stateView, 0, len(r.History))}
+	for _, h := range r.History {
+		v.History = append(v.History, stateView{h.State, h.At})
+	}
+	return v
+}
+
+// write prints the run for a person: its fields, its states, then its output, stats and
+// failure as indented JSON.
+func (v runView) write(w io.Writer) error {
+	rows := [][]string{
+		{"workflow_type", v.WorkflowType}, {"scope", v.Scope}, {"status", v.Status}, {"trigger", v.Trigger},
+		{"actor", v.Actor}, {"initiated_at", stamp(v.InitiatedAt)},
+	}
+	for _, f := range []struct {
+		k  string
+		at time.Time
+	}{{"completed_at", v.CompletedAt}, {"failed_at", v.FailedAt}} {
+		if !f.at.IsZero() {
+			rows = append(rows, []string{f.k, stamp(f.at)})
+		}
+	}
+	if v.ClaimedActor != "" {
+		rows = append(rows, []string{"claimed_actor", v.ClaimedActor})
+	}
+	if v.IncludeDisabled {
+		rows = append(rows, []string{"include_disabled", "true"})
+	}
+	if v.OverridePause {
+		rows = append(rows, []string{"override_pause", "true"})
+	}
+	paused := "no"
+	if v.PausedNow != nil {
+		paused = "yes: " + v.PausedNow.String()
+	}
+	rows = append(rows, []string{"paused_now", paused})
+	if err := printTable(w, []string{"WORKFLOW_RUN_UUID", v.WorkflowRunUUID}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nhistory:")
+	for _, h := range v.History {
+		fmt.Fprintf(w, "  %s  %s\n", stamp(h.At), h.State)
+	}
+	for _, part := range []struct {
+		name string
+		v    any
+		show bool
+	}{{"initial_data", v.InitialData, true}, {"output", v.Output, len(v.Output) > 0}, {"stats", v.Stats, len(v.Stats) > 0}, {"failure", v.Failure, v.Failure != nil}} {
+		if !part.show {
+			continue
+		}
+		b, err := json.MarshalIndent(part.v, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n%s:\n  %s\n", part.name, b)
+	}
+	return nil
+}
+
+// parseSince reads --since: a duration back from now, or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("want a positive duration, got %s", s)
+		}
+		return now.Add(-d), nil
+	}
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want a duration (24h) or an RFC 3339 time (2026-12-01T00:00:00Z), got %q", s)
+	}
+	return at, nil
+}
+
+// took is how long a finished run took, "-" while it runs.
+func took(r ledger.RunRecord) string {
+	end := r.CompletedAt
+	if end.IsZero() {
+		end = r.FailedAt
+	}
+	if end.IsZero() || r.InitiatedAt.IsZero() {
+		return "-"
+	}
+	return end.Sub(r.InitiatedAt).Round(time.Millisecond).String()
+}

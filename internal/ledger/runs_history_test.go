@@ -1,0 +1,107 @@
+package ledger_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+)
+
+func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	spy := fsspy.New()
+	fs := testenv.Firestore(t, spy.DialOptions()...)
+	runs := ledger.NewRunStore(fs)
+	type spec struct {
+		id, typ, scope, status string
+		at                     time.Duration
+	}
+	specs := []spec{
+		{"r1", "pm.sweep", "default", "completed", 1},
+		{"r2", "pm.sweep", "other", "completed", 2},
+		{"r3", "pm.sweep", "default", "failed", 3},
+		{"r4", "runner.workspace-lease-settle", "o/g", "completed", 4},
+		{"r5a", "pm.sweep", "default", "completed", 5}, // r5a and r5b start at the same time:
+		{"r5b", "pm.sweep", "default", "completed", 5}, // the id breaks the tie, descending
+		{"r6", "pm.sweep", "default", "completed", 6},
+	}
+	for _, s := range specs {
+		err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: s.id, WorkflowType: s.typ, Scope: s.scope, Status: s.status,
+			InitiatedAt: t0.Add(s.at * time.Minute), InitialData: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := func(q ledger.RunQuery) []string {
+		t.Helper()
+		var ids []string
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+			page, err := runs.ListRuns(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Limit > 0 && len(page.Runs) > q.Limit {
+				t.Fatalf("a page of %d runs, limit %d", len(page.Runs), q.Limit)
+			}
+			for _, r := range page.Runs {
+				ids = append(ids, r.WorkflowRunUUID)
+			}
+			if page.Next == "" {
+				return ids
+			}
+			q.PageToken = page.Next
+		}
+	}
+	for i, c := range []struct {
+		q    ledger.RunQuery
+		want []string
+	}{
+		{ledger.RunQuery{}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
+		{ledger.RunQuery{Limit: 2}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
+		{ledger.RunQuery{Limit: 1, WorkflowType: "pm.sweep"}, []string{"r6", "r5b", "r5a", "r3", "r2", "r1"}},
+		{ledger.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Limit: 2}, []string{"r6", "r5b", "r5a", "r3", "r1"}},
+		{ledger.RunQuery{Status: "failed"}, []string{"r3"}},
+		{ledger.RunQuery{WorkflowType: "pm.sweep", Status: "completed", Since: t0.Add(2 * time.Minute)}, []string{"r6", "r5b", "r5a", "r2"}},
+		{ledger.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Status: "completed", Limit: 3}, []string{"r6", "r5b", "r5a", "r1"}},
+		{ledger.RunQuery{Since: t0.Add(5 * time.Minute)}, []string{"r6", "r5b", "r5a"}},
+		{ledger.RunQuery{WorkflowType: "runner.workspace-lease-settle", Scope: "o"}, nil},
+	} {
+		spy.Reset()
+		if got := all(c.q); !slices.Equal(got, c.want) {
+			t.Errorf("case %d %+v: got %q, want %q", i, c.q, got, c.want)
+		}
+		for _, q := range spy.Queries() {
+			sh := fsspy.Shape(q)
+			if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+				t.Errorf("case %d: query %+v has no declared index", i, sh)
+			}
+			if lim := q.GetLimit().GetValue(); lim < 1 || lim > ledger.RunListLimitMax+1 {
+				t.Errorf("case %d: query limit %d", i, lim)
+			}
+		}
+	}
+}
+
+func TestListRunsRefusesBadQueriesNamingTheField(t *testing.T) {
+	t.Parallel()
+	runs := ledger.NewRunStore(testenv.Firestore(t))
+	for field, q := range map[string]ledger.RunQuery{
+		"limit":      {Limit: ledger.RunListLimitMax + 1},
+		"scope":      {Scope: "default"},
+		"page_token": {PageToken: "not a token"},
+	} {
+		_, err := runs.ListRuns(context.Background(), q)
+		if err == nil || !strings.Contains(err.Error(), field+":") {
+			t.Errorf("%s: %v, want an error naming %s", field, err, field)
+		}
+	}
+}
