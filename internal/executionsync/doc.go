@@ -30,6 +30,10 @@
 //     better until an operator fixes access.
 //   - A run never outlives its budget: syncs not started when it is spent are deferred; a sync
 //     cut short mid-transaction commits nothing.
+//   - A dry run (workflow.Run.DryRun, preview.go) makes the same scan, executor calls and
+//     decisions and writes nothing: each row is read by a read-only Peek of what its settling
+//     transaction would read, a target the guard must judge is assessed and not recorded, and
+//     nothing is published. Explain (explain.go) is that dry sync for one row.
 //   - Counts add up: candidate_count = started_count + skipped_missing_metadata_count +
 //     failed_start_count. Inline, a sync is "started" once it reached a decision (settled,
 //     refreshed, unknown, or raced); a sync that errored or was deferred is a failed start.

@@ -21,6 +21,7 @@ var ErrNoRow = errors.New("no such runner execution")
 // Names of explain's checks, and the rules a row fails them by.
 const (
 	CheckOrganization = "organization_enabled"
+	CheckProvider     = "provider"
 	CheckActive       = "active"
 	CheckObservedAt   = "observed_at"
 	CheckAge          = "age"
@@ -55,9 +56,14 @@ func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (e
 		org, _ = p.Raw["organization_uuid"].(string)
 	}
 	if org != "" {
+		// The row again with its organization, in one snapshot: what the rest is decided on.
 		if p, err = w.store.Peek(ctx, id, ledger.Reads{Organization: org}); err != nil {
 			return explain.Explanation{}, err
 		}
+		if !p.Found {
+			return explain.Explanation{}, fmt.Errorf("%s/%s: %w", ledger.ExecutionsCollection, id, ErrNoRow)
+		}
+		row = p.Row
 	}
 	now := w.now()
 	e := explain.Explanation{
@@ -79,7 +85,7 @@ func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (e
 		false: fmt.Sprintf("organizations/%s is missing or has sweeps_enabled false: a run of it is refused", org),
 	}[enabled])
 	provider, _ := p.Raw["provider"].(string)
-	check("provider", provider == w.cfg.Provider, RefuseOtherProvider,
+	check(CheckProvider, provider == w.cfg.Provider, RefuseOtherProvider,
 		fmt.Sprintf("provider %q; this workflow syncs %q rows", provider, w.cfg.Provider))
 	active, _ := p.Raw["active"].(bool)
 	check(CheckActive, active, WhyNotActive, fmt.Sprintf("active is %v (status %v): a scan reads active rows only", p.Raw["active"], p.Raw["status"]))

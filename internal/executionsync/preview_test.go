@@ -168,7 +168,8 @@ func TestADryRunDecidesEachRowAsTheRealRunThenDoesAndWritesNothing(t *testing.T)
 // lost, as the real sweep then settles them.
 func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	t.Parallel()
-	f := newBlindFleet(t, 3, &lines{})
+	logs := &lines{}
+	f := newBlindFleet(t, 3, logs)
 	for _, org := range f.orgs {
 		for range 5 {
 			f.row(org, targetA, "blind")
@@ -202,6 +203,11 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 		if _, found, err := targets.Get(context.Background(), tgt); err != nil || found {
 			t.Errorf("the dry runs recorded a judgment of %s (%t, %v)", tgt, found, err)
 		}
+	}
+	// Each held row is logged as a dry run's, never as a real run's line.
+	if dry, real := logs.count("WARNING", "dry run: runner execution unknown to a blind executor target", targetA),
+		logs.count("WARNING", "runner execution unknown to a blind executor target", targetA); dry != 15 || real != 0 {
+		t.Errorf("the dry runs logged %d rows held as a dry run's and %d as a real run's, want 15 and 0", dry, real)
 	}
 	lost := 0
 	for i, s := range f.sweep(false) {

@@ -215,8 +215,12 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	}
 	log := s.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
 		"runner_execution_uuid", req.RunnerExecutionUUID)
+	// A dry run's lines say what would happen, so that no filter on a real run's lines (the
+	// settlements, say) counts them.
+	say := func(msg string) string { return msg }
 	if m.dry != nil {
 		log = log.With("dry_run", true)
+		say = func(msg string) string { return "dry run: " + msg }
 	}
 	seen := Seen{ObservedAt: req.ObservedAt, ProviderRef: req.ProviderRef}
 
@@ -229,7 +233,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 			callFailed(err)
 		}
 		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
-		log.Warn("executor call failed; nothing settled", "error", err.Error(), "code", status.Code(err).String())
+		log.Warn(say("executor call failed; nothing settled"), "error", err.Error(), "code", status.Code(err).String())
 		// Record the failure on the row for operators, if the row is still what the scan saw.
 		ch, _, aerr := apply(func(row ledger.Execution, _ ledger.Facts) ledger.ExecutionChange {
 			if why := moved(row, seen); why != "" {
@@ -294,19 +298,19 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Info("sync already decided by this run; duplicate delivery ignored")
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
-		log.Info("runner execution settled", alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
+		log.Info(say("runner execution settled"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
 	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed
-		log.Debug("runner execution still running; observed_at refreshed")
+		log.Debug(say("runner execution still running; observed_at refreshed"))
 	case ch.Kind == ledger.ChangeUnknown && ch.Why == WhyBlindExecutor:
 		res.Outcome, res.Why, res.Target = SyncUnknown, WhyBlindExecutor, target
-		log.Warn("runner execution unknown to a blind executor target; not settled lost", "target", target, "unknown_since", ch.UnknownSince)
+		log.Warn(say("runner execution unknown to a blind executor target; not settled lost"), "target", target, "unknown_since", ch.UnknownSince)
 	case ch.Kind == ledger.ChangeUnknown:
 		res.Outcome = SyncUnknown
-		log.Info("runner execution unknown to the executor; waiting out the grace", "unknown_since", ch.UnknownSince)
+		log.Info(say("runner execution unknown to the executor; waiting out the grace"), "unknown_since", ch.UnknownSince)
 	default:
 		res.Outcome, res.Why = SyncRaced, ch.Why
-		log.Debug("runner execution changed since the scan; left alone", "why", ch.Why)
+		log.Debug(say("runner execution changed since the scan; left alone"), "why", ch.Why)
 	}
 	return res
 }
