@@ -238,6 +238,10 @@ func checkPaused(ctx context.Context, a *app.App, e *explain.Explanation) error 
 	check := explain.Check{Name: "not paused", OK: p == nil, Detail: "no pause covers " + e.WorkflowType + " on this scope"}
 	if p != nil {
 		check.Detail = p.String() + "; stalesweep resume lifts it"
+		// No run of the scope starts while it is paused: the next one leaves the row alone,
+		// whatever the workflow would decide once resumed (said in the detail).
+		e.Detail = "paused; once resumed: " + e.Verdict + " (" + e.Rule + ")"
+		e.Verdict, e.Outcome, e.Rule = "skip", "", "paused"
 	}
 	e.Checks = append(e.Checks, check)
 	e.Decided()

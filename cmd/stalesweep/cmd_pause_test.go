@@ -227,6 +227,9 @@ func TestExplainSaysWhenTheRowsWorkflowIsPausedOnItsScope(t *testing.T) {
 			t.Fatalf("explain: exit %d %v %s %s", code, err, stdout, stderr)
 		}
 		last := e.Checks[len(e.Checks)-1]
+		if paused := !last.OK; (e.Verdict == "skip" && e.Rule == "paused") != paused {
+			t.Errorf("paused %t: verdict %s (%s)", paused, e.Verdict, e.Rule)
+		}
 		return e.Visible, last.Name + ": " + last.Detail
 	}
 	if ok, check := visible(); !ok || !strings.HasPrefix(check, "not paused") {

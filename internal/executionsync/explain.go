@@ -100,8 +100,6 @@ func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (e
 			fmt.Sprintf("observed %s ago; a run with min_age_seconds %d (the default) takes rows observed at least that long ago",
 				age.Round(time.Second), MinAgeSecondsDefault))
 	}
-	// TODO(pause): the paused check goes here — a paused workflow or scope leaves the row to no
-	// run — as check(CheckPaused, !paused, RulePaused, ...), added with pausing itself.
 	refOK := row.Malformed == "" && w.exec.ValidRef(row.ProviderRef)
 	refDetail := "usable by the executor"
 	switch {

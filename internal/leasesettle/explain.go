@@ -81,7 +81,6 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "runner group usable", OK: groupOK, Detail: groupDetail(group, gerr, l)},
 		{Name: "organization enabled", OK: facts.OrganizationEnabled || !reRead, Detail: enabledDetail(facts, reRead)},
-		// TODO(pause): the "paused" check goes here once pausing lands.
 	}
 	e.Decided()
 	if l.Settlement != nil {

@@ -46,7 +46,6 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 		{Name: "last_activity_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_activity_at"])},
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "silent past ttl", OK: stale, Detail: fmt.Sprintf("silent %s against ttl %ds (the seed's default)", silent, TTLDefault)},
-		// TODO(pause): the "paused" check goes here once pausing lands.
 	}
 	e.Decided()
 	if t.ReclaimCount > 0 || t.FailureReason != "" {

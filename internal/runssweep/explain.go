@@ -41,7 +41,6 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "idle past threshold", OK: stamped && r.LastMovedAt.Before(deadline), Detail: fmt.Sprintf(
 			"idle %s against older_than_ms %d (the scheduled floor; deadline %s)", idle(now, r.LastMovedAt, stamped), w.cfg.ScheduledFloorMs, deadline.Format(time.RFC3339))},
-		// TODO(pause): the "paused" check goes here once pausing lands.
 	}
 	e.Decided()
 	if r.Settlement != nil {
