@@ -57,9 +57,11 @@ func TestAnUnknownCommandSuggestsTheNearest(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want %d suggesting %s", typo, code, stderr, exitInvalid, want)
 		}
 	}
-	code, _, stderr := invoke(t, "executors", "lst")
-	if code != exitInvalid || !strings.Contains(stderr, "list") {
-		t.Errorf("executors lst: exit %d, stderr %q", code, stderr)
+	for _, group := range []string{"executors", "runs", "pauses"} {
+		code, _, stderr := invoke(t, group, "lst")
+		if code != exitInvalid || !strings.Contains(stderr, "Did you mean this?\n\tlist") {
+			t.Errorf("%s lst: exit %d, stderr %q; want %d suggesting list", group, code, stderr, exitInvalid)
+		}
 	}
 }
 
@@ -107,8 +109,11 @@ func TestReadCommandsTakeOutputTableOrJSON(t *testing.T) {
 			continue
 		}
 		args := append(append([]string{}, path...), "-o", "yaml")
-		if len(path) > 0 && path[len(path)-1] == "explain" {
+		switch path[len(path)-1] {
+		case "explain":
 			args = append(args, "runner_executions/x")
+		case "show":
+			args = append(args, "x")
 		}
 		if code, _, stderr := invoke(t, args...); code != exitInvalid || !strings.Contains(stderr, "--output") {
 			t.Errorf("%v: exit %d, stderr %q; want %d naming --output", args, code, stderr, exitInvalid)
@@ -117,7 +122,7 @@ func TestReadCommandsTakeOutputTableOrJSON(t *testing.T) {
 }
 
 // readCommands are the commands that only read; each takes -o table|json.
-var readCommands = [][]string{{"executors", "list"}, {"explain"}}
+var readCommands = [][]string{{"executors", "list"}, {"explain"}, {"runs", "list"}, {"runs", "show"}, {"pauses", "list"}, {"gc"}}
 
 func TestRunGivesScriptsItsUUIDAndStatusAndAConflictExitsThree(t *testing.T) {
 	fake, fs, _ := cloudRunWorld(t)

@@ -110,18 +110,6 @@ fleet-wide pause and a scope's are separate: resume the one "stalesweep pauses l
 }
 
 func (c *cli) pausesCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "pauses",
-		Short: "list the workflows paused with stalesweep pause",
-		Example: `  stalesweep pauses list
-  stalesweep pauses list --workflow pm.sweep -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cmd.SetOut(c.stderr)
-			_ = cmd.Usage()
-			return exitCode(exitInvalid)
-		},
-	}
 	list := &cobra.Command{
 		Use:   "list [--workflow T] [-o table|json]",
 		Short: "list the pauses, ended ones marked",
@@ -177,8 +165,8 @@ func (c *cli) pausesCmd() *cobra.Command {
 		}
 		return printTable(c.stdout, []string{"WORKFLOW_TYPE", "SCOPE", "STATE", "PAUSED_BY", "PAUSED_AT", "UNTIL", "REASON"}, rows)
 	}
-	cmd.AddCommand(list)
-	return cmd
+	return c.group("pauses", "list the workflows paused with stalesweep pause", `  stalesweep pauses list
+  stalesweep pauses list --workflow pm.sweep -o json`, list)
 }
 
 // checkWorkflowType refuses a type this build does not run, naming the argument.

@@ -20,20 +20,8 @@ import (
 var runStatuses = []string{"initiated", workflow.StateReconciling, "pending", workflow.StateCompleted, workflow.StateFailed}
 
 func (c *cli) runsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "look back on workflow runs: list them, show one",
-		Example: `  stalesweep runs list --workflow pm.sweep --since 24h
-  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cmd.SetOut(c.stderr)
-			_ = cmd.Usage()
-			return exitCode(exitInvalid)
-		},
-	}
-	cmd.AddCommand(c.runsListCmd(), c.runsShowCmd())
-	return cmd
+	return c.group("runs", "look back on workflow runs: list them, show one", `  stalesweep runs list --workflow pm.sweep --since 24h
+  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64`, c.runsListCmd(), c.runsShowCmd())
 }
 
 func (c *cli) runsListCmd() *cobra.Command {

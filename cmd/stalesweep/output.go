@@ -59,7 +59,7 @@ func printTable(w io.Writer, header []string, rows [][]string) error {
 
 // usageError is a command's own usage error: said on stderr with the command's usage line, exit 2.
 func (c *cli) usageError(cmd *cobra.Command, format string, args ...any) error {
-	fmt.Fprintf(c.stderr, "stalesweep %s: %s\n", cmd.Name(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(c.stderr, "%s: %s\n", cmd.CommandPath(), fmt.Sprintf(format, args...))
 	fmt.Fprintf(c.stderr, "usage: %s\nRun \"%s --help\" for an example.\n", cmd.UseLine(), cmd.CommandPath())
 	return exitCode(exitInvalid)
 }
