@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/alerts"
@@ -136,6 +137,9 @@ const (
 	RefuseOtherOrganization = "organization_mismatch" // the lease is not the run's organization's
 	RefuseOtherGroup        = "runner_group_mismatch" // nor its runner group's
 	RefuseDisabled          = "organization_disabled" // the organization opted out of sweeps
+	// RefusePaused: the workflow is paused on the run's group, its organization, or fleet-wide
+	// (the ledger checks it, before Refuse, on the pauses the transaction read).
+	RefusePaused = string(ledger.LeftPaused)
 )
 
 // Refuse says which rule about who may write l a run over in breaks, reading facts as its
@@ -343,8 +347,10 @@ func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout t
 }
 
 // settle abandons each candidate in its own transaction, which checks that the run may write
-// the lease (Refuse), decides again on a fresh read of the lease and its holder, and leaves alone
-// a lease whose holder or heartbeat moved.
+// the lease (Refuse) and that the workflow is not paused on the group (unless the run overrides
+// the pause), decides again on a fresh read of the lease and its holder, and leaves alone a lease
+// whose holder or heartbeat moved. The first lease a pause refuses stops the rest: none is
+// tried after it, and each is counted refused "paused".
 func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candidates []ledger.WorkspaceLease, now time.Time, timeout time.Duration, out *Output, stats *Stats, log *slog.Logger) {
 	type result struct {
 		s       Settlement
@@ -356,12 +362,21 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 	if !run.IncludeDisabled {
 		reads.Organization = in.OrganizationUUID
 	}
+	if !run.OverridePause {
+		// The fleet's pause, the organization's and the group's.
+		reads.Pauses = ledger.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
+	}
+	var paused atomic.Bool
 	results := make([]result, len(candidates))
 	abandon := w.store.AbandonLease
 	if run.DryRun {
 		abandon = w.store.PreviewAbandonLease
 	}
 	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
+		if paused.Load() {
+			results[i] = result{refused: RefusePaused}
+			return false
+		}
 		seen := candidates[i]
 		var s Settlement
 		settled, refused, err := abandon(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
@@ -383,6 +398,9 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 			}}, ""
 		})
 		results[i] = result{s: s, settled: settled, refused: refused, err: err}
+		if refused == RefusePaused {
+			paused.Store(true)
+		}
 		return err != nil && ctx.Err() == nil
 	})
 	for i, r := range results {
@@ -403,6 +421,8 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		case r.refused == RefuseDisabled:
 			stats.Refused[r.refused]++
 			l.Warn("the organization opted out of sweeps during the run; lease left as it is")
+		case r.refused == RefusePaused:
+			stats.Refused[r.refused]++
 		case r.refused != "":
 			stats.Refused[r.refused]++
 			l.Error("the lease is not this run's to write; left as it is", "refused", r.refused)
@@ -414,6 +434,9 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 			stats.Raced++
 		}
 	}
+	if n := stats.Refused[RefusePaused]; n > 0 && stats.Preview == nil {
+		log.Warn("the workflow was paused on the runner group while the run settled it: the leases left were not abandoned", "left", n)
+	}
 }
 
 // previewSettle notes in a dry run's preview what the abandoning transaction would do with one
@@ -424,6 +447,8 @@ func previewSettle(p *explain.Preview, id string, s Settlement, settled bool, re
 		p.Add(id, "defer", "out_of_budget", "not re-read: the run's budget ran out")
 	case err != nil:
 		p.Add(id, "error", "read_failed", err.Error())
+	case refused == RefusePaused:
+		p.Add(id, "refuse", refused, "the workflow is paused on the runner group: nothing would be abandoned until it is resumed")
 	case refused != "":
 		p.Add(id, "refuse", refused, "the lease is not this run's to write")
 	case settled:

@@ -46,6 +46,15 @@ func LocalClock(now func() time.Time) Clock {
 	return func(context.Context) (time.Time, error) { return now(), nil }
 }
 
+// now is the time a transaction judges a pause's end at: the stand-in's time in tests that set
+// ServerTime, else the process's clock (a pause's end is an operator's, not a staleness).
+func (c TxConfig) now() time.Time {
+	if c.ServerTime != nil {
+		return c.ServerTime().UTC()
+	}
+	return time.Now().UTC()
+}
+
 // stamp is the value a writer method stores in a staleness field: the server timestamp, or, in
 // tests that set TxConfig.ServerTime, that clock's time standing in for it.
 func (c TxConfig) stamp() any {

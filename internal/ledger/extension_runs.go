@@ -168,8 +168,11 @@ func (s *ExtensionRunStore) CountIdle(ctx context.Context, deadline time.Time) (
 // Abandonment is what the sweep decided about one run.
 type Abandonment struct {
 	Swept bool
-	// Why says, when not swept, why (LeftRunMissing, LeftNotRunning, LeftMoved, LeftNotIdle).
+	// Why says, when not swept, why (LeftRunMissing, LeftNotRunning, LeftMoved, LeftNotIdle,
+	// LeftPaused).
 	Why Left
+	// Pause is, when Why is LeftPaused, the pause the transaction read.
+	Pause *Pause
 	// InterlockReleased is true when the run's interlock was deleted; InterlockHolder names
 	// another run holding it, left alone.
 	InterlockReleased bool
@@ -180,12 +183,14 @@ type Abandonment struct {
 // Abandon marks a run failed/abandoned, with settlement, in one transaction that re-reads the run
 // and asks decide, the sweep's rule, whether it still may (Left says why not); for a background
 // run it deletes the interlock only if the interlock names this run. A missing run is left
-// (LeftRunMissing) without asking decide. Reads come before writes.
-func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, settlement Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
+// (LeftRunMissing) without asking decide. With the run it reads the pause documents pauses names
+// (PauseIDs; none for a run that overrides the pause): one that holds leaves the run
+// (LeftPaused) without asking decide. Reads come before writes.
+func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []string, settlement Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error
-		out, err = s.abandon(tx, runID, &settlement, decide)
+		out, err = s.abandon(tx, runID, pauses, &settlement, decide)
 		return err
 	})
 	if err != nil {
@@ -195,13 +200,14 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, settlemen
 }
 
 // PreviewAbandon is Abandon in a dry run: one read-only transaction reads what Abandon reads
-// (the run, and a background run's interlock), asks decide the same, and writes nothing. Its
-// Abandonment says what Abandon would do now: Swept and InterlockReleased are "would".
-func (s *ExtensionRunStore) PreviewAbandon(ctx context.Context, runID string, decide func(ExtensionRun) Left) (Abandonment, error) {
+// (the run, the pauses, and a background run's interlock), asks decide the same, and writes
+// nothing. Its Abandonment says what Abandon would do now: Swept and InterlockReleased are
+// "would".
+func (s *ExtensionRunStore) PreviewAbandon(ctx context.Context, runID string, pauses []string, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	err := readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error
-		out, err = s.abandon(tx, runID, nil, decide)
+		out, err = s.abandon(tx, runID, pauses, nil, decide)
 		return err
 	})
 	if err != nil {
@@ -211,22 +217,26 @@ func (s *ExtensionRunStore) PreviewAbandon(ctx context.Context, runID string, de
 }
 
 // abandon is the body of Abandon's transaction; with a nil settlement it reads and decides only.
-func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, settlement *Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
+func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pauses []string, settlement *Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
-	snap, err := tx.Get(s.run(runID))
-	if status.Code(err) == codes.NotFound {
-		out.Why = LeftRunMissing
-		return out, nil
-	}
+	snaps, err := tx.GetAll(append([]*firestore.DocumentRef{s.run(runID)}, pauseRefs(s.client, pauses)...))
 	if err != nil {
 		return out, err
 	}
+	if !snaps[0].Exists() {
+		out.Why = LeftRunMissing
+		return out, nil
+	}
 	var r ExtensionRun
-	if err := snap.DataTo(&r); err != nil {
+	if err := snaps[0].DataTo(&r); err != nil {
 		return out, err
 	}
 	r.RunID = runID
 	out.Run = r
+	if out.Pause = ActivePause(DecodePauses(snaps[1:]), s.cfg.now()); out.Pause != nil {
+		out.Why = LeftPaused
+		return out, nil
+	}
 	if out.Why = decide(r); out.Why != "" {
 		return out, nil
 	}

@@ -255,7 +255,8 @@ func ResolveHolder(l WorkspaceLease, in RunnerInstance, found bool) HolderView {
 // of the documents reads names still supports decide's verdict: decide is given the fresh lease,
 // holder and facts, and returns the settlement to write, or nil to keep the lease; a non-empty
 // refusal instead says a rule about who may write the lease is broken (it names the rule), and
-// nothing is written. Reads come before writes; nothing but the lease's status, settlement and
+// nothing is written. A pause of reads.Pauses that holds is refused LeftPaused ("paused")
+// without asking decide. Reads come before writes; nothing but the lease's status, settlement and
 // released-at time is written, and nothing is deleted.
 func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
 	err = s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -294,12 +295,15 @@ func (s *LeaseStore) PreviewAbandonLease(ctx context.Context, leaseID string, re
 }
 
 // planAbandonLease reads the lease, the documents reads names and the lease's holder in tx and
-// asks decide; a missing lease is kept (nil, "") without asking.
+// asks decide; a missing lease is kept (nil, "") and a lease of a paused scope refused
+// LeftPaused, without asking.
 func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (*Settlement, string, error) {
 	refs := []*firestore.DocumentRef{s.lease(leaseID)}
 	if reads.Organization != "" {
 		refs = append(refs, s.client.Collection(OrganizationsCollection).Doc(reads.Organization))
 	}
+	pausesAt := len(refs)
+	refs = append(refs, pauseRefs(s.client, reads.Pauses)...)
 	snaps, err := tx.GetAll(refs)
 	if err != nil {
 		return nil, "", err
@@ -313,8 +317,11 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	}
 	l.UUID = leaseID
 	var facts Facts
-	if len(snaps) > 1 {
+	if reads.Organization != "" {
 		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
+	}
+	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, s.cfg.now()) != nil {
+		return nil, string(LeftPaused), nil
 	}
 	var view HolderView
 	if l.HolderUUID != "" {

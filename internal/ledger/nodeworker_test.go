@@ -331,7 +331,7 @@ func TestTheSweepPreemptsAJavaScriptWorkerAndAnotherReclaimsTheTask(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := store.ReclaimTask(ctx, queue, dead.Task, "sweeper<&>", time.Now(), pmsweep.Reclaimable(seen, 0))
+	rc, err := store.ReclaimTask(ctx, queue, dead.Task, "sweeper<&>", nil, time.Now(), pmsweep.Reclaimable(seen, 0))
 	if err != nil || !rc.Reclaimed {
 		t.Fatalf("ReclaimTask = %+v, %v", rc, err)
 	}

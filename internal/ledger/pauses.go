@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -108,6 +109,16 @@ func PauseIDs(workflowType, scope string) []string {
 	return ids
 }
 
+// pauseRefs are the documents of the pause ids ids (PauseIDs), for a settling transaction to
+// read with its row.
+func pauseRefs(client *firestore.Client, ids []string) []*firestore.DocumentRef {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = client.Collection(PausesCollection).Doc(id)
+	}
+	return refs
+}
+
 // ActivePause returns the first of pauses that holds at now, or nil.
 func ActivePause(pauses []Pause, now time.Time) *Pause {
 	for i := range pauses {
@@ -116,6 +127,33 @@ func ActivePause(pauses []Pause, now time.Time) *Pause {
 		}
 	}
 	return nil
+}
+
+// PauseSeen is the first pause one of a run's settling transactions read and refused on: once
+// one has, the run tries no further row (each would read the same pause). It is safe for
+// concurrent use; the zero value has seen none.
+type PauseSeen struct {
+	mu sync.Mutex
+	p  *Pause
+}
+
+// Note records p, unless it is nil or a pause was noted before.
+func (s *PauseSeen) Note(p *Pause) {
+	if p == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		s.p = p
+	}
+}
+
+// Pause is the pause noted first, or nil.
+func (s *PauseSeen) Pause() *Pause {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
 }
 
 // PauseStore writes and reads pauses.
@@ -186,12 +224,7 @@ func (s *PauseStore) Delete(ctx context.Context, workflowType, scope string) (bo
 // Covering returns the pause that holds at now over a run of workflowType on scope (a
 // ScopeValues.Key), or nil: one read of at most three documents.
 func (s *PauseStore) Covering(ctx context.Context, workflowType, scope string, now time.Time) (*Pause, error) {
-	ids := PauseIDs(workflowType, scope)
-	refs := make([]*firestore.DocumentRef, len(ids))
-	for i, id := range ids {
-		refs[i] = s.client.Collection(PausesCollection).Doc(id)
-	}
-	snaps, err := s.client.GetAll(ctx, refs)
+	snaps, err := s.client.GetAll(ctx, pauseRefs(s.client, PauseIDs(workflowType, scope)))
 	if err != nil {
 		return nil, fmt.Errorf("read pauses of %s on %s: %w", workflowType, scope, err)
 	}

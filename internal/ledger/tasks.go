@@ -312,8 +312,10 @@ type Reclaim struct {
 	// Poisoned is a task reclaimed more than the cap allows: failed instead of requeued.
 	Poisoned bool
 	// Why says, when not reclaimed, why (LeftTaskMissing, LeftNotWorking, LeftHeartbeatMoved,
-	// LeftActivityMoved). Each means a worker was alive after all.
+	// LeftActivityMoved): each means a worker was alive after all; or LeftPaused.
 	Why Left
+	// Pause is, when Why is LeftPaused, the pause the transaction read.
+	Pause *Pause
 }
 
 // ReclaimPlan is what a reclaim's rule says of a task as its transaction re-reads it: leave it
@@ -328,15 +330,17 @@ type ReclaimPlan struct {
 // and asks decide, the sweep's rule, whether it still may: if so it writes a preempt heartbeat
 // chained on the task's heartbeat head (so the old worker's fence fails from then on) and the
 // reclaim status, and requeues the task (or fails it, for a poison task); otherwise it writes
-// nothing. A missing task is left (LeftTaskMissing) without asking decide.
-func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(Task) ReclaimPlan) (Reclaim, error) {
+// nothing. A missing task is left (LeftTaskMissing) without asking decide. With the task it
+// reads the pause documents pauses names (PauseIDs; none for a run that overrides the pause):
+// one that holds leaves the task (LeftPaused) without asking decide.
+func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(Task) ReclaimPlan) (Reclaim, error) {
 	ref := s.task(queue, id)
 	var out Reclaim
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		out = Reclaim{}
-		t, plan, err := s.planReclaim(tx, ref, decide)
+		t, plan, pause, err := s.planReclaim(tx, ref, pauses, decide)
 		if err != nil || plan.Left != "" {
-			out.Why = plan.Left
+			out.Why, out.Pause = plan.Left, pause
 			return err
 		}
 		hb, err := appendEntry(tx, ref, id, ChainHeartbeats, t.HeartbeatTip, now, map[string]any{"preempt": true, "reclaimer": reclaimer})
@@ -373,14 +377,14 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 	return out, nil
 }
 
-// PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task as
-// ReclaimTask does, asks decide the same, and writes nothing. Reclaimed and Poisoned say what
-// ReclaimTask would do now; StatusSHA is empty (no status is appended).
-func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, decide func(Task) ReclaimPlan) (Reclaim, error) {
+// PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task and
+// the pauses as ReclaimTask does, asks decide the same, and writes nothing. Reclaimed and
+// Poisoned say what ReclaimTask would do now; StatusSHA is empty (no status is appended).
+func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, pauses []string, decide func(Task) ReclaimPlan) (Reclaim, error) {
 	var out Reclaim
 	err := readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
-		_, plan, err := s.planReclaim(tx, s.task(queue, id), decide)
-		out = Reclaim{Why: plan.Left, Reclaimed: err == nil && plan.Left == "", Poisoned: err == nil && plan.Left == "" && plan.Poison != ""}
+		_, plan, pause, err := s.planReclaim(tx, s.task(queue, id), pauses, decide)
+		out = Reclaim{Why: plan.Left, Pause: pause, Reclaimed: err == nil && plan.Left == "", Poisoned: err == nil && plan.Left == "" && plan.Poison != ""}
 		return err
 	})
 	if err != nil {
@@ -389,17 +393,26 @@ func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, decide
 	return out, nil
 }
 
-// planReclaim reads the task in tx and asks decide; a missing task is left (LeftTaskMissing)
-// without asking.
-func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, error) {
-	t, err := readTask(tx, ref)
-	if status.Code(err) == codes.NotFound {
-		return t, ReclaimPlan{Left: LeftTaskMissing}, nil
-	}
+// planReclaim reads the task and the pause documents pauses names in tx and asks decide; a
+// missing task is left (LeftTaskMissing), and a task of a paused scope (LeftPaused, with the
+// pause), without asking.
+func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, pauses []string, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, *Pause, error) {
+	snaps, err := tx.GetAll(append([]*firestore.DocumentRef{ref}, pauseRefs(s.client, pauses)...))
 	if err != nil {
-		return t, ReclaimPlan{}, err
+		return Task{}, ReclaimPlan{}, nil, err
 	}
-	return t, decide(t), nil
+	if !snaps[0].Exists() {
+		return Task{}, ReclaimPlan{Left: LeftTaskMissing}, nil, nil
+	}
+	var t Task
+	if err := snaps[0].DataTo(&t); err != nil {
+		return t, ReclaimPlan{}, nil, err
+	}
+	t.ID, t.Queue = ref.ID, ref.Parent.Parent.ID
+	if p := ActivePause(DecodePauses(snaps[1:]), s.cfg.now()); p != nil {
+		return t, ReclaimPlan{Left: LeftPaused}, p, nil
+	}
+	return t, decide(t), nil, nil
 }
 
 // aggregateInt reads an integer aggregation result.

@@ -217,7 +217,7 @@ func TestTheProductsOwnEntriesVerifyWithAReferenceCanonicalizer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.ReclaimTask(ctx, queue, l.TaskID, "ops<&>", tick(), pmsweep.Reclaimable(task, 0)); err != nil {
+		if _, err := store.ReclaimTask(ctx, queue, l.TaskID, "ops<&>", nil, tick(), pmsweep.Reclaimable(task, 0)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,8 +2,14 @@ package ledger
 
 // Left says why a settling transaction wrote nothing: what it found on re-reading the row that
 // no longer supports the decision the scan made. Each means the row's writer was alive after
-// all, or another run got there first; none is an error.
+// all, or another run got there first; none is an error. LeftPaused is the one that is not
+// about the row: the workflow was paused on the run's scope.
 type Left string
+
+// LeftPaused: the transaction read a pause of the workflow that holds on the run's scope (or
+// fleet-wide), and wrote nothing (ActivePause). Abandon, ReclaimTask and AbandonLease (as its
+// refusal) return it.
+const LeftPaused Left = "paused"
 
 // Why a reclaim (TaskStore.ReclaimTask) left a task.
 const (

@@ -69,7 +69,7 @@ func TestReclaimTaskHoldsTheLedgersFence(t *testing.T) {
 					w.put(ledger.Task{Queue: "q", ID: "k", Slug: "s", Status: c.status, WorkerID: "w", CreatedAt: silent,
 						LastActivityAt: c.activity, StatusTip: "st", HeartbeatTip: c.tip, ReclaimCount: c.reclaims})
 				}
-				got, err := w.store.ReclaimTask(context.Background(), "q", "k", "sweeper", t0, pmsweep.Reclaimable(ledger.Task{HeartbeatTip: "hb", LastActivityAt: silent}, c.maxReclaims))
+				got, err := w.store.ReclaimTask(context.Background(), "q", "k", "sweeper", nil, t0, pmsweep.Reclaimable(ledger.Task{HeartbeatTip: "hb", LastActivityAt: silent}, c.maxReclaims))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -139,7 +139,7 @@ func TestAbandonHoldsTheLedgersPreconditions(t *testing.T) {
 				if c.interlock != "" {
 					w.putInterlock("tn", "ext", c.interlock)
 				}
-				got, err := w.store.Abandon(context.Background(), "r", ledger.Settlement{At: t0, Reason: "idle_past_deadline"}, runssweep.Abandonable(ledger.ExtensionRun{LastMovedAt: c.seen}, deadline))
+				got, err := w.store.Abandon(context.Background(), "r", nil, ledger.Settlement{At: t0, Reason: "idle_past_deadline"}, runssweep.Abandonable(ledger.ExtensionRun{LastMovedAt: c.seen}, deadline))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,10 +9,11 @@
 // ledger's transaction does: it re-reads the row and enforces the same preconditions before it
 // writes — the compare-and-swap on what the scan saw (last_moved_at; the heartbeat tip and
 // last_activity_at; a lease's or an execution's fresh read handed to the caller's decide, with
-// the organization, the run record and the target's judgment it names), the status the row must
-// still have, the interlock released only when it names the run, and a sync's receipt per run
-// and row. The conformance tests of this package hold each store to the ledger's own store, case
-// by case, against the emulator in the full tier.
+// the organization, the run record and the target's judgment it names), the pauses the caller
+// names (Pauses: one that holds refuses, ledger.LeftPaused), the status the row must still
+// have, the interlock released only when it names the run, and a sync's receipt per run and
+// row. The conformance tests of this package hold each store to the ledger's own store, case by
+// case, against the emulator in the full tier.
 //
 // Scans order and filter as the ledger's queries do (the staleness field, then the id) and page
 // after a cursor. What Firestore's types do is modelled, not reproduced: a row put with

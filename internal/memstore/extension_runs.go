@@ -13,6 +13,7 @@ import (
 // *ledger.ExtensionRunStore is.
 type ExtensionRuns struct {
 	Hooks
+	Pauses
 
 	mu         sync.Mutex
 	runs       map[string]ledger.ExtensionRun
@@ -146,25 +147,26 @@ func (s *ExtensionRuns) Invisible(ctx context.Context) (ledger.Invisible, error)
 
 // Abandon is ExtensionRunStore.Abandon, with its preconditions: the run must still be running,
 // must not have moved since seen, and must still be idle past deadline; an interlock is deleted
-// only when it names the run, and one held by another run is reported and left alone.
-func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, settlement ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
+// only when it names the run, and one held by another run is reported and left alone; a pause of
+// pauses that holds leaves the run (ledger.LeftPaused).
+func (s *ExtensionRuns) Abandon(ctx context.Context, runID string, pauses []string, settlement ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	if err := s.settling(ctx, "Abandon", runID); err != nil {
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
 	}
-	return s.abandon(runID, &settlement, decide)
+	return s.abandon(runID, pauses, &settlement, decide)
 }
 
 // PreviewAbandon is ExtensionRunStore.PreviewAbandon: Abandon's reads and decision, and no
 // write.
-func (s *ExtensionRuns) PreviewAbandon(ctx context.Context, runID string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
+func (s *ExtensionRuns) PreviewAbandon(ctx context.Context, runID string, pauses []string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	if err := s.enter(ctx, "PreviewAbandon", runID); err != nil {
 		return ledger.Abandonment{}, fmt.Errorf("preview abandoning extension run %s: %w", runID, err)
 	}
-	return s.abandon(runID, nil, decide)
+	return s.abandon(runID, pauses, nil, decide)
 }
 
 // abandon is Abandon's critical section; with a nil settlement it decides and writes nothing.
-func (s *ExtensionRuns) abandon(runID string, settlement *ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
+func (s *ExtensionRuns) abandon(runID string, pauses []string, settlement *ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.runs[runID]
@@ -175,6 +177,10 @@ func (s *ExtensionRuns) abandon(runID string, settlement *ledger.Settlement, dec
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: decode: %s", runID, r.Malformed)
 	}
 	out := ledger.Abandonment{Run: r}
+	if out.Pause = s.holding(pauses); out.Pause != nil {
+		out.Why = ledger.LeftPaused
+		return out, nil
+	}
 	if out.Why = decide(r); out.Why != "" {
 		return out, nil
 	}

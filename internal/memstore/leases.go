@@ -14,6 +14,7 @@ import (
 // organizations' opt-out — : leasesettle.Store, as *ledger.LeaseStore is.
 type Leases struct {
 	Hooks
+	Pauses
 
 	mu            sync.Mutex
 	groups        map[string]ledger.RunnerGroup
@@ -192,9 +193,10 @@ func (s *Leases) Invisible(ctx context.Context, org, group string) (ledger.Invis
 
 // AbandonLease is LeaseStore.AbandonLease: one critical section re-reads the lease, the
 // organization reads names (its sweeps_enabled: a missing organization is not enabled) and the
-// lease's holder (resolved only when it exists in the lease's organization and group), hands
-// them to decide, and writes only what decide returns: a refusal writes nothing, nil keeps the
-// lease, a settlement abandons it. A missing lease is kept; one that does not decode fails.
+// lease's holder (resolved only when it exists in the lease's organization and group), refuses
+// ledger.LeftPaused when a pause of reads.Pauses holds, hands them to decide otherwise, and
+// writes only what decide returns: a refusal writes nothing, nil keeps the lease, a settlement
+// abandons it. A missing lease is kept; one that does not decode fails.
 func (s *Leases) AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error) {
 	if err := s.settling(ctx, "AbandonLease", leaseID); err != nil {
 		return false, "", fmt.Errorf("abandon lease %s: %w", leaseID, err)
@@ -225,6 +227,9 @@ func (s *Leases) abandonLease(leaseID string, reads ledger.Reads, decide func(le
 	var facts ledger.Facts
 	if reads.Organization != "" {
 		facts.OrganizationEnabled = s.organizations[reads.Organization]
+	}
+	if facts.Pauses = s.read(reads.Pauses); s.holding(reads.Pauses) != nil {
+		return false, string(ledger.LeftPaused), nil
 	}
 	var view ledger.HolderView
 	if in, found := s.instances[l.HolderUUID]; found && l.HolderUUID != "" {

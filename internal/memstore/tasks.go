@@ -12,6 +12,7 @@ import (
 // Tasks is the task queues' ledger in memory: pmsweep.Store, as *ledger.TaskStore is.
 type Tasks struct {
 	Hooks
+	Pauses
 
 	mu        sync.Mutex
 	tasks     map[string]map[string]ledger.Task // by queue, then id
@@ -146,24 +147,25 @@ func (s *Tasks) Invisible(ctx context.Context, queue string) (ledger.Invisible, 
 // ReclaimTask is TaskStore.ReclaimTask, with its fence: the task must still be working, with
 // the heartbeat tip and the last activity the sweep saw. It appends the preempt heartbeat and
 // the reclaim status (their ids computed as the ledger computes them) and requeues the task, or
-// fails it as poison past maxReclaims (0: no cap). Last activity becomes now, never earlier.
-func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
+// fails it as poison past maxReclaims (0: no cap). Last activity becomes now, never earlier. A
+// pause of pauses that holds leaves the task (ledger.LeftPaused).
+func (s *Tasks) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
 	if err := s.settling(ctx, "ReclaimTask", id); err != nil {
 		return ledger.Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
-	return s.reclaim(queue, id, reclaimer, now, decide, false)
+	return s.reclaim(queue, id, reclaimer, pauses, now, decide, false)
 }
 
 // PreviewReclaim is TaskStore.PreviewReclaim: ReclaimTask's read and decision, and no write.
-func (s *Tasks) PreviewReclaim(ctx context.Context, queue, id string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
+func (s *Tasks) PreviewReclaim(ctx context.Context, queue, id string, pauses []string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
 	if err := s.enter(ctx, "PreviewReclaim", id); err != nil {
 		return ledger.Reclaim{}, fmt.Errorf("preview reclaiming task %s/%s: %w", queue, id, err)
 	}
-	return s.reclaim(queue, id, "", time.Time{}, decide, true)
+	return s.reclaim(queue, id, "", pauses, time.Time{}, decide, true)
 }
 
 // reclaim is ReclaimTask's critical section; a preview decides and writes nothing.
-func (s *Tasks) reclaim(queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan, preview bool) (ledger.Reclaim, error) {
+func (s *Tasks) reclaim(queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan, preview bool) (ledger.Reclaim, error) {
 	fail := func(err error) (ledger.Reclaim, error) {
 		return ledger.Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
@@ -175,6 +177,9 @@ func (s *Tasks) reclaim(queue, id, reclaimer string, now time.Time, decide func(
 		return ledger.Reclaim{Why: ledger.LeftTaskMissing}, nil
 	case t.Malformed != "":
 		return fail(fmt.Errorf("decode: %s", t.Malformed))
+	}
+	if p := s.holding(pauses); p != nil {
+		return ledger.Reclaim{Why: ledger.LeftPaused, Pause: p}, nil
 	}
 	plan := decide(t)
 	if plan.Left != "" {

@@ -108,13 +108,17 @@ type Stats struct {
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	// Malformed counts the working tasks the scan could not decode, with a sample of paths:
 	// skipped, never reclaimed.
-	Malformed   *ledger.Malformed `json:"malformed,omitempty"`
-	NearTTL     int               `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
-	RacedWhy    map[string]int    `json:"raced_why"` // why each raced task was left
-	Errored     int               `json:"errored"`   // reclaim transaction failed: nothing written
-	Deferred    int               `json:"deferred"`  // stale, not handled: MaxStale or budget
-	Capped      bool              `json:"capped"`    // more stale tasks than MaxStale
-	OutOfBudget bool              `json:"out_of_budget"`
+	Malformed *ledger.Malformed `json:"malformed,omitempty"`
+	NearTTL   int               `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
+	RacedWhy  map[string]int    `json:"raced_why"` // why each raced task was left
+	Errored   int               `json:"errored"`   // reclaim transaction failed: nothing written
+	Deferred  int               `json:"deferred"`  // stale, not handled: MaxStale or budget
+	// Paused counts the stale tasks left because the sweep was paused on the queue (or
+	// fleet-wide) while it ran: the first reclaim that read the pause wrote nothing, and no later
+	// one was tried.
+	Paused      int  `json:"paused"`
+	Capped      bool `json:"capped"` // more stale tasks than MaxStale
+	OutOfBudget bool `json:"out_of_budget"`
 	// StormGuard is the guard's verdict: silent working tasks against working ones.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
 	// DryRun is, in a dry run, what the sweep would have done row by row (the counts above are

@@ -71,7 +71,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 		e.Verdict, e.Rule, e.Detail = "skip", "not_stale", "silent for at most the TTL: its worker may be alive"
 		return e, nil
 	}
-	res, err := w.store.PreviewReclaim(ctx, queue, id, Reclaimable(t, w.cfg.MaxReclaims))
+	res, err := w.store.PreviewReclaim(ctx, queue, id, nil, Reclaimable(t, w.cfg.MaxReclaims))
 	switch {
 	case err != nil:
 		return e, err

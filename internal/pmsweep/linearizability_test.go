@@ -162,7 +162,7 @@ func preemptID(task, prev string, at time.Time, reclaimer string) string {
 type reclaimFunc func(ctx context.Context, e *env, task, seen string, activity, at time.Time, reclaimer string) (bool, error)
 
 func casReclaim(ctx context.Context, e *env, task, seen string, activity, at time.Time, reclaimer string) (bool, error) {
-	r, err := e.tasks.ReclaimTask(ctx, e.queue, task, reclaimer, at, pmsweep.Reclaimable(ledger.Task{HeartbeatTip: seen, LastActivityAt: activity}, 0))
+	r, err := e.tasks.ReclaimTask(ctx, e.queue, task, reclaimer, nil, at, pmsweep.Reclaimable(ledger.Task{HeartbeatTip: seen, LastActivityAt: activity}, 0))
 	return r.Reclaimed, err
 }
 

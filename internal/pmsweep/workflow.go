@@ -22,9 +22,11 @@ type Store interface {
 	CountTasks(ctx context.Context, queue string) (int64, error)
 	CountWorking(ctx context.Context, queue string) (int64, error)
 	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
-	ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
+	// ReclaimTask reads the pause documents pauses names with the task, and leaves it
+	// (ledger.LeftPaused) when one holds.
+	ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
 	// PreviewReclaim is ReclaimTask in a dry run: the same read and decision, nothing written.
-	PreviewReclaim(ctx context.Context, queue, id string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
+	PreviewReclaim(ctx context.Context, queue, id string, pauses []string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
 	Invisible(ctx context.Context, queue string) (ledger.Invisible, error)
 }
 
@@ -92,8 +94,17 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	}
 	// The engine's dry run is the seed's dry_run: one path, one output.
 	in.DryRun = in.DryRun || run.DryRun
-	out, stats, err := w.RunOnce(ctx, in, run.StormOverride, run.Logger)
+	out, stats, err := w.runOnce(ctx, in, run.StormOverride, Pauses(in.Queue, run.OverridePause), run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// Pauses are the pause documents each reclaim reads with its task: the sweep's fleet-wide pause
+// and its queue's, or none for a run told to override the pause.
+func Pauses(queue string, overridePause bool) []string {
+	if overridePause {
+		return nil
+	}
+	return ledger.PauseIDs(string(Declared.Type), queue)
 }
 
 // Reclaimable is the rule a reclaim's transaction applies to the task as it re-reads it, seen
@@ -136,7 +147,16 @@ func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.S
 // seed's: reclaimed lists what would be reclaimed (no status sha), raced what would be left; a
 // storm guard that would refuse the sweep is a warning, not a failure. stats.dry_run says it row
 // by row.
+//
+// Each reclaim reads the sweep's pauses on the queue (Pauses) with its task and writes nothing
+// when one holds; the first it refuses stops the rest: none is tried after it (stats.paused). A
+// pause is never overridden here.
 func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
+	return w.runOnce(ctx, in, override, Pauses(in.Queue, false), log)
+}
+
+// runOnce is RunOnce, its reclaims reading the pause documents pauses names.
+func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	log = log.With("queue", in.Queue)
@@ -249,17 +269,23 @@ scan:
 	}
 	results := make([]ledger.Reclaim, len(stale))
 	errs := make([]error, len(stale))
+	var paused ledger.PauseSeen
 	parallel.ForEach(ctx, len(stale), w.cfg.Concurrency, func(i int) bool {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
 			return false
 		}
+		if p := paused.Pause(); p != nil {
+			results[i], errs[i] = ledger.Reclaim{Why: ledger.LeftPaused, Pause: p}, nil
+			return false
+		}
 		t := stale[i]
 		if in.DryRun {
-			results[i], errs[i] = w.store.PreviewReclaim(ctx, in.Queue, t.ID, Reclaimable(t, w.cfg.MaxReclaims))
+			results[i], errs[i] = w.store.PreviewReclaim(ctx, in.Queue, t.ID, pauses, Reclaimable(t, w.cfg.MaxReclaims))
 		} else {
-			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, now, Reclaimable(t, w.cfg.MaxReclaims))
+			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, pauses, now, Reclaimable(t, w.cfg.MaxReclaims))
 		}
+		paused.Note(results[i].Pause)
 		return errs[i] != nil
 	})
 
@@ -286,11 +312,16 @@ scan:
 			} else {
 				l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
 			}
+		case res.Why == ledger.LeftPaused:
+			stats.Paused++
 		default:
 			out.Raced = append(out.Raced, Raced{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last})
 			stats.RacedWhy[string(res.Why)]++
 			l.Info("task raced: its worker was alive after all", "why", res.Why)
 		}
+	}
+	if p := paused.Pause(); p != nil && !in.DryRun {
+		log.Warn("the sweep was paused on the queue while it ran: the tasks left were not reclaimed", "paused", p.String(), "left", stats.Paused)
 	}
 	return out, stats, nil
 }
@@ -304,6 +335,8 @@ func previewRow(p *explain.Preview, t ledger.Task, res ledger.Reclaim, err error
 		p.Add(t.ID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
 	case err != nil:
 		p.Add(t.ID, "error", "read_failed", err.Error())
+	case res.Why == ledger.LeftPaused:
+		p.Add(t.ID, "keep", string(ledger.LeftPaused), "the sweep is paused on the queue: nothing would be reclaimed until it is resumed")
 	case res.Reclaimed && held:
 		p.Add(t.ID, "keep", storm.Reason, silent+": would be reclaimed, but the storm guard would refuse the sweep")
 	case res.Poisoned:

@@ -172,9 +172,9 @@ type racer struct {
 	before func(id string)
 }
 
-func (r *racer) ReclaimTask(ctx context.Context, queue, id, reclaimer string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
+func (r *racer) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
 	r.before(id)
-	return r.Store.ReclaimTask(ctx, queue, id, reclaimer, now, decide)
+	return r.Store.ReclaimTask(ctx, queue, id, reclaimer, pauses, now, decide)
 }
 
 func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
@@ -643,7 +643,7 @@ func TestATaskNoLongerWorkingIsNotReclaimed(t *testing.T) {
 	if _, err := ref.Update(ctx, []firestore.Update{{Path: "status", Value: ledger.TaskDone}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.tasks.ReclaimTask(ctx, e.queue, l.TaskID, "s", e.clock.Now().Add(time.Hour), pmsweep.Reclaimable(seen, 0))
+	r, err := e.tasks.ReclaimTask(ctx, e.queue, l.TaskID, "s", nil, e.clock.Now().Add(time.Hour), pmsweep.Reclaimable(seen, 0))
 	if err != nil || r.Reclaimed || r.Why != "not_working" {
 		t.Errorf("reclaim of a done task: %+v %v, want not_working", r, err)
 	}

@@ -20,7 +20,7 @@ type splitAbandon struct {
 	fs *firestore.Client
 }
 
-func (s splitAbandon) Abandon(ctx context.Context, runID string, st ledger.Settlement, _ func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
+func (s splitAbandon) Abandon(ctx context.Context, runID string, _ []string, st ledger.Settlement, _ func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	ref := s.fs.Collection(ledger.ExtensionRunsCollection).Doc(runID)
 	snap, err := ref.Get(ctx)
 	if err != nil {

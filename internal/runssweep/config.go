@@ -73,15 +73,18 @@ type Stats struct {
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	// Malformed counts the scanned runs that could not be decoded, with a sample of paths:
 	// skipped, never settled.
-	Malformed             *ledger.Malformed `json:"malformed,omitempty"`
-	Moved                 int               `json:"moved"`    // moved (or finished) after the scan: left alone
-	NotIdle               int               `json:"not_idle"` // no longer past the deadline
-	Errored               int               `json:"errored"`  // transaction failed: nothing written
-	Deferred              int               `json:"deferred"` // not attempted: budget spent
-	InterlocksReleased    int               `json:"interlocks_released"`
-	InterlocksHeldByOther int               `json:"interlocks_held_by_other"` // left alone, logged
-	Deadline              string            `json:"deadline"`
-	OutOfBudget           bool              `json:"out_of_budget"`
+	Malformed *ledger.Malformed `json:"malformed,omitempty"`
+	Moved     int               `json:"moved"`    // moved (or finished) after the scan: left alone
+	NotIdle   int               `json:"not_idle"` // no longer past the deadline
+	Errored   int               `json:"errored"`  // transaction failed: nothing written
+	Deferred  int               `json:"deferred"` // not attempted: budget spent
+	// Paused counts the idle runs left because the sweep was paused fleet-wide while it ran: the
+	// first abandonment that read the pause wrote nothing, and no later one was tried.
+	Paused                int    `json:"paused"`
+	InterlocksReleased    int    `json:"interlocks_released"`
+	InterlocksHeldByOther int    `json:"interlocks_held_by_other"` // left alone, logged
+	Deadline              string `json:"deadline"`
+	OutOfBudget           bool   `json:"out_of_budget"`
 	// StormGuard is the guard's verdict: idle runs (all of them, not only this run's limit)
 	// against running ones.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`

@@ -54,7 +54,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the run does not decode: the sweep skips it (counted in stats.malformed)"
 		return e, nil
 	}
-	res, err := w.store.PreviewAbandon(ctx, runID, Abandonable(r, deadline))
+	res, err := w.store.PreviewAbandon(ctx, runID, nil, Abandonable(r, deadline))
 	if err != nil {
 		return e, err
 	}

@@ -21,9 +21,11 @@ type Store interface {
 	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.RunCursor, limit int) ([]ledger.ExtensionRun, error)
 	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
 	CountRunning(ctx context.Context) (int64, error)
-	Abandon(ctx context.Context, runID string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
+	// Abandon reads the pause documents pauses names with the run, and leaves it
+	// (ledger.LeftPaused) when one holds.
+	Abandon(ctx context.Context, runID string, pauses []string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
 	// PreviewAbandon is Abandon in a dry run: the same reads and decision, nothing written.
-	PreviewAbandon(ctx context.Context, runID string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
+	PreviewAbandon(ctx context.Context, runID string, pauses []string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
 	Invisible(ctx context.Context) (ledger.Invisible, error)
 }
 
@@ -95,8 +97,17 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	if err := json.Unmarshal(run.Input, &in); err != nil {
 		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
 	}
-	out, stats, err := w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, run.Logger)
+	out, stats, err := w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, Pauses(run.OverridePause), run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
+}
+
+// Pauses are the pause documents each abandonment reads with its run: the sweep's fleet-wide
+// pause (its one scope), or none for a run told to override the pause.
+func Pauses(overridePause bool) []string {
+	if overridePause {
+		return nil
+	}
+	return ledger.PauseIDs(string(Declared.Type), workflow.ScopeFleet.Key(nil))
 }
 
 // Abandonable is the rule an abandonment's transaction applies to the run as it re-reads it,
@@ -129,12 +140,15 @@ func Deadline(now time.Time, olderThanMs int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// RunOnce is one sweep. override lets it go ahead where the storm guard would stop it.
+// RunOnce is one sweep. override lets it go ahead where the storm guard would stop it; a pause
+// is never overridden.
 func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
-	return w.runOnce(ctx, runUUID, in, override, false, log)
+	return w.runOnce(ctx, runUUID, in, override, false, Pauses(false), log)
 }
 
-func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, override, dry bool, log *slog.Logger) (Output, Stats, error) {
+// runOnce is one sweep, or its dry run; each abandonment reads the pause documents pauses
+// names. The first one a pause refuses stops the rest: none is tried after it (stats.paused).
+func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, override, dry bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
 	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
@@ -170,7 +184,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	verdict := w.cfg.Storm.Judge(aged, live).Override(override)
 	stats.StormGuard = &verdict
 	if dry {
-		return out, stats, w.preview(ctx, idle, now, deadline, verdict, &stats)
+		return out, stats, w.preview(ctx, idle, now, deadline, verdict, pauses, &stats)
 	}
 	switch {
 	case verdict.Holds():
@@ -183,19 +197,25 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 
 	results := make([]ledger.Abandonment, len(idle))
 	errs := make([]error, len(idle))
+	var paused ledger.PauseSeen
 	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
 			return false
 		}
+		if p := paused.Pause(); p != nil {
+			results[i], errs[i] = ledger.Abandonment{Why: ledger.LeftPaused, Pause: p}, nil
+			return false
+		}
 		r := idle[i]
-		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, ledger.Settlement{
+		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
 			At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
 			Evidence: map[string]any{
 				"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
 				"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
 			},
 		}, Abandonable(r, deadline))
+		paused.Note(results[i].Pause)
 		return errs[i] != nil // contention: worth one more try once the others are done
 	})
 
@@ -224,11 +244,16 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 					"interlock_holder_run_id", res.InterlockHolder)
 			}
 			l.Info("app invocation abandoned", alerts.RowSettled.Attr(), "outcome", ledger.OutcomeAbandoned, "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
+		case res.Why == ledger.LeftPaused:
+			stats.Paused++
 		case res.Why == ledger.LeftNotIdle:
 			stats.NotIdle++
 		default:
 			stats.Moved++
 		}
+	}
+	if p := paused.Pause(); p != nil {
+		log.Warn("the sweep was paused while it ran: the runs left were not abandoned", "paused", p.String(), "left", stats.Paused)
 	}
 	if stats.Errored > 0 && stats.Errored == len(idle) {
 		return out, stats, &workflow.StepError{Step: "abandon", Layer: "firestore", Reason: "abandon_failed",
@@ -240,7 +265,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 // preview is the rest of a dry run once the guard has judged: each idle run re-read and decided
 // by PreviewAbandon as Abandon would, noted in stats.Preview, nothing written. It fails as the
 // real run would when the guard holds (then every run it would abandon is kept by the guard).
-func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, stats *Stats) error {
+func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, pauses []string, stats *Stats) error {
 	p := explain.NewPreview(explain.ReadOnlyTransaction)
 	stats.Preview = p
 	p.StormGuardWouldStop = verdict.Holds()
@@ -249,12 +274,18 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 	}
 	results := make([]ledger.Abandonment, len(idle))
 	errs := make([]error, len(idle))
+	var paused ledger.PauseSeen
 	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
 			return false
 		}
-		results[i], errs[i] = w.store.PreviewAbandon(ctx, idle[i].RunID, Abandonable(idle[i], deadline))
+		if p := paused.Pause(); p != nil {
+			results[i], errs[i] = ledger.Abandonment{Why: ledger.LeftPaused, Pause: p}, nil
+			return false
+		}
+		results[i], errs[i] = w.store.PreviewAbandon(ctx, idle[i].RunID, pauses, Abandonable(idle[i], deadline))
+		paused.Note(results[i].Pause)
 		return errs[i] != nil
 	})
 	for i, r := range idle {
@@ -267,6 +298,9 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 		case err != nil:
 			stats.Errored++
 			p.Add(r.RunID, "error", "read_failed", err.Error())
+		case res.Why == ledger.LeftPaused:
+			stats.Paused++
+			p.Add(r.RunID, "keep", string(ledger.LeftPaused), "the sweep is paused fleet-wide: nothing would be abandoned until it is resumed")
 		case res.Swept && verdict.Holds():
 			p.Add(r.RunID, "keep", storm.Reason, "idle past the deadline, but the storm guard would stop the run before it abandoned anything")
 		case res.Swept:

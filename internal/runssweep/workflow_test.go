@@ -276,11 +276,11 @@ type mover struct {
 	move   func()
 }
 
-func (m *mover) Abandon(ctx context.Context, runID string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
+func (m *mover) Abandon(ctx context.Context, runID string, pauses []string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	if runID == m.target {
 		m.move()
 	}
-	return m.Store.Abandon(ctx, runID, s, decide)
+	return m.Store.Abandon(ctx, runID, pauses, s, decide)
 }
 
 func TestARunThatMovesAfterTheScanIsNotSwept(t *testing.T) {
@@ -577,7 +577,7 @@ func TestAbandonLeavesAnInvocationThatIsNotIdlePastTheDeadline(t *testing.T) {
 	id := e.start("crm", true, 5*time.Minute)
 	seen := e.run(id)
 	for _, deadline := range []time.Time{seen.LastMovedAt, seen.LastMovedAt.Add(-time.Minute)} {
-		a, err := e.store.Abandon(context.Background(), id, ledger.Settlement{At: e.clock.Now(), Reason: runssweep.ReasonIdle}, runssweep.Abandonable(seen, deadline))
+		a, err := e.store.Abandon(context.Background(), id, nil, ledger.Settlement{At: e.clock.Now(), Reason: runssweep.ReasonIdle}, runssweep.Abandonable(seen, deadline))
 		if err != nil || a.Swept || a.Why != "not_idle" {
 			t.Errorf("deadline %v: %+v %v, want left running: not_idle", deadline, a, err)
 		}

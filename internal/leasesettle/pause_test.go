@@ -1,0 +1,139 @@
+package leasesettle_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/leasesettle"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// pauser is the real store, but it has an operator pause the workflow right after the run's
+// first abandonment commits, and counts the abandonments tried.
+type pauser struct {
+	leasesettle.Store
+	mu    sync.Mutex
+	calls int
+	pause func()
+}
+
+func (p *pauser) AbandonLease(ctx context.Context, id string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error) {
+	abandoned, refused, err := p.Store.AbandonLease(ctx, id, reads, decide)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls++; p.calls == 1 {
+		p.pause()
+	}
+	return abandoned, refused, err
+}
+
+// A pause of the runner group, of its organization or fleet-wide, taken while a run is
+// abandoning leases, stops the leases it has not abandoned yet: the next transaction reads the
+// pause with its lease and writes nothing, the run tries no further lease, and its stats count
+// them refused "paused". A run told to override the pause goes on, and another group's pause
+// stops nothing.
+func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		scope    func(e *env) string
+		override bool
+		paused   bool
+	}{
+		{"its group is paused", func(e *env) string { return e.org + "/" + e.group }, false, true},
+		{"its organization is paused", func(e *env) string { return e.org }, false, true},
+		{"it is paused fleet-wide", func(*env) string { return "" }, false, true},
+		{"its group is paused; the run overrides it", func(e *env) string { return e.org + "/" + e.group }, true, false},
+		{"another group of its organization is paused", func(e *env) string { return e.org + "/" + e.group + "-other" }, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var p *pauser
+			// One lease at a time, so that the pause falls between two abandonments.
+			e := newEnv(t, leasesettle.Config{Concurrency: 1}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
+			p.pause = func() {
+				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+					Scope: c.scope(e), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {
+					t.Error(err)
+				}
+			}
+			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
+
+			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
+			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+				Trigger: workflow.TriggerLocal, OverridePause: c.override})
+			if err != nil || out.Status != workflow.StateCompleted {
+				t.Fatalf("run: %v %v", out.Err, err)
+			}
+			var o leasesettle.Output
+			var s leasesettle.Stats
+			testenv.Decode(t, out.Output, &o)
+			testenv.Decode(t, out.Stats, &s)
+			abandoned := 0
+			for _, id := range ids {
+				switch l := e.get(id); {
+				case l.Status == ledger.LeaseAbandoned:
+					abandoned++
+				case l.Status != ledger.LeaseActive || l.Settlement != nil:
+					t.Errorf("lease %s left, but written: %+v", id, l)
+				}
+			}
+			switch {
+			case c.paused && (abandoned != 1 || o.Settled != 1 || s.Refused[leasesettle.RefusePaused] != 2 || s.Raced != 0 || p.calls != 2):
+				t.Errorf("abandoned %d, settled %d, stats %+v, %d transactions; want 1 abandoned before the pause, 2 refused paused, and no transaction after the first refused one",
+					abandoned, o.Settled, s, p.calls)
+			case !c.paused && (abandoned != 3 || o.Settled != 3 || s.Refused[leasesettle.RefusePaused] != 0):
+				t.Errorf("abandoned %d, settled %d, stats %+v; want all 3", abandoned, o.Settled, s)
+			}
+		})
+	}
+}
+
+// A dry run reads the pause as the abandonments would: its preview refuses the paused group's
+// leases "paused", and, told to override the pause, says what the run would abandon. Either way
+// it writes nothing.
+func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
+	t.Parallel()
+	for _, override := range []bool{false, true} {
+		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, leasesettle.Config{}, nil)
+			if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+				Scope: e.org, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
+			e.spy.Reset()
+			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
+			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+				Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
+			if err != nil || !out.DryRun {
+				t.Fatalf("dry run: %+v %v", out, err)
+			}
+			var s leasesettle.Stats
+			testenv.Decode(t, out.Stats, &s)
+			switch p := s.Preview; {
+			case p == nil:
+				t.Fatalf("no preview: %+v", out.Stats)
+			case !override && (p.Rules["refuse/paused"] != 2 || p.Counts["abandon"] != 0):
+				t.Errorf("preview %+v; want both leases refused paused", p)
+			case override && (p.Counts["abandon"] != 2 || s.Refused[leasesettle.RefusePaused] != 0):
+				t.Errorf("preview %+v, refused %v; want both leases abandoned", p, s.Refused)
+			}
+			for _, id := range ids {
+				if l := e.get(id); l.Status != ledger.LeaseActive {
+					t.Errorf("the dry run wrote lease %s: %+v", id, l)
+				}
+			}
+			if w := e.spy.Writes(); len(w) != 0 {
+				t.Errorf("the dry run wrote %+v", w)
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+package pmsweep_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// pauser is the real store, but it has an operator pause the sweep right after the run's first
+// reclaim commits, and counts the reclaims tried.
+type pauser struct {
+	pmsweep.Store
+	mu    sync.Mutex
+	calls int
+	pause func()
+}
+
+func (p *pauser) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
+	r, err := p.Store.ReclaimTask(ctx, queue, id, reclaimer, pauses, now, decide)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls++; p.calls == 1 {
+		p.pause()
+	}
+	return r, err
+}
+
+// A pause of the queue (or fleet-wide) taken while a sweep is reclaiming stops the tasks it has
+// not reclaimed yet: the next transaction reads the pause with its task and writes nothing, the
+// sweep tries no further task, and its stats count them paused. A run told to override the pause
+// goes on, and another queue's pause stops nothing.
+func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		scope    func(queue string) string
+		override bool
+		paused   bool
+	}{
+		{"its queue is paused", func(q string) string { return q }, false, true},
+		{"it is paused fleet-wide", func(string) string { return "" }, false, true},
+		{"its queue is paused; the run overrides it", func(q string) string { return q }, true, false},
+		{"another queue is paused", func(q string) string { return q + "-other" }, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var p *pauser
+			// One task at a time, so that the pause falls between two reclaims.
+			e := newEnv(t, pmsweep.Config{Concurrency: 1}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
+			p.pause = func() {
+				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
+					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
+					t.Error(err)
+				}
+			}
+			leases := e.claimed(3)
+			heartbeats := map[string]int{}
+			for _, l := range leases {
+				heartbeats[l.TaskID] = len(e.chain(l.TaskID, ledger.ChainHeartbeats))
+			}
+			e.clock.Advance(time.Hour)
+
+			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
+			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw,
+				Trigger: workflow.TriggerLocal, OverridePause: c.override})
+			if err != nil || out.Status != workflow.StateCompleted {
+				t.Fatalf("sweep: %v %v", out.Err, err)
+			}
+			var o pmsweep.Output
+			var s pmsweep.Stats
+			testenv.Decode(t, out.Output, &o)
+			testenv.Decode(t, out.Stats, &s)
+			requeued := 0
+			for _, l := range leases {
+				if tk := e.task(l.TaskID); tk.Status == ledger.TaskNew {
+					requeued++
+				} else if n := len(e.chain(l.TaskID, ledger.ChainHeartbeats)); n != heartbeats[l.TaskID] {
+					t.Errorf("task %s was left working, but its heartbeat chain has %d entries, not %d", l.TaskID, n, heartbeats[l.TaskID])
+				}
+			}
+			switch {
+			case c.paused && (requeued != 1 || len(o.Reclaimed) != 1 || len(o.Raced) != 0 || s.Paused != 2 || p.calls != 2):
+				t.Errorf("requeued %d, output %+v, stats %+v, %d transactions; want 1 reclaimed before the pause, 2 paused, and no transaction after the first paused one",
+					requeued, o, s, p.calls)
+			case !c.paused && (requeued != 3 || len(o.Reclaimed) != 3 || s.Paused != 0):
+				t.Errorf("requeued %d, output %+v, stats %+v; want all 3", requeued, o, s)
+			}
+		})
+	}
+}
+
+// A dry run reads the pause as the reclaims would: its preview keeps the paused queue's tasks
+// "paused", and, told to override the pause, says what the sweep would reclaim. Either way it
+// writes nothing.
+func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
+	t.Parallel()
+	for _, override := range []bool{false, true} {
+		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, pmsweep.Config{}, nil)
+			if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
+				Scope: e.queue, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
+				t.Fatal(err)
+			}
+			leases := e.claimed(2)
+			e.clock.Advance(time.Hour)
+			e.spy.Reset()
+			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
+			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw,
+				Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
+			if err != nil || !out.DryRun {
+				t.Fatalf("dry run: %+v %v", out, err)
+			}
+			var s pmsweep.Stats
+			testenv.Decode(t, out.Stats, &s)
+			switch p := s.Preview; {
+			case p == nil:
+				t.Fatalf("no preview: %+v", out.Stats)
+			case !override && (p.Rules["keep/paused"] != 2 || p.Counts["reclaim"] != 0 || s.Paused != 2):
+				t.Errorf("preview %+v, paused %d; want both tasks kept, paused", p, s.Paused)
+			case override && (p.Counts["reclaim"] != 2 || s.Paused != 0):
+				t.Errorf("preview %+v, paused %d; want both tasks reclaimed", p, s.Paused)
+			}
+			for _, l := range leases {
+				if tk := e.task(l.TaskID); tk.Status != ledger.TaskWorking {
+					t.Errorf("the dry run wrote task %s: %+v", l.TaskID, tk)
+				}
+			}
+			if w := e.spy.Writes(); len(w) != 0 {
+				t.Errorf("the dry run wrote %+v", w)
+			}
+		})
+	}
+}
