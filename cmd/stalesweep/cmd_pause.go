@@ -24,8 +24,8 @@ func (c *cli) pauseCmd() *cobra.Command {
 		Short: "stop a workflow, fleet-wide or on one scope, until resumed",
 		Long: `pause stops every scheduled, Pub/Sub and HTTP run of a workflow on one scope — an organization
 uuid, "org/group" for a runner group (an organization's pause covers its groups), a queue — or,
-without --scope, on every scope. Ticks publish no sweep for it, a run refuses to start, and the
-execution syncs already in flight refuse to write. "stalesweep run --override-pause" and an HTTP
+without --scope, on every scope. Ticks publish no sweep for it, a run refuses to start, and a
+run already running writes no further row: each settling transaction reads the pause. "stalesweep run --override-pause" and an HTTP
 start with "override_pause": true still run it. Pausing again replaces the reason and the end.`,
 		Example: `  stalesweep pause runner.execution-sync-stale-cloud-run --scope 0f8fad5b-d9cb-469f-a165-70867728950e --reason "INC-42: Cloud Run API incident"
   stalesweep pause pm.sweep --reason "queue migration" --for 2h`,
