@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -28,43 +26,18 @@ is not what the list generates.`,
   stalesweep alerts --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tf, err := alerts.TerraformJSON()
-			if err != nil {
-				fmt.Fprintf(c.stderr, "stalesweep alerts: %v\n", err)
-				return exitCode(exitFailed)
-			}
-			docPath := filepath.Join(root, alerts.DocFile)
-			doc, err := os.ReadFile(docPath)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "stalesweep alerts: %v\n", err)
-				return exitCode(exitFailed)
-			}
-			if doc, err = alerts.SpliceDoc(doc); err != nil {
-				fmt.Fprintf(c.stderr, "stalesweep alerts: %v\n", err)
-				return exitCode(exitFailed)
-			}
-			code := exitOK
-			for _, f := range []struct {
-				path string
-				want []byte
-			}{{filepath.Join(root, alerts.TerraformFile), tf}, {docPath, doc}} {
-				if check {
-					if got, err := os.ReadFile(f.path); err != nil || !bytes.Equal(got, f.want) {
-						fmt.Fprintf(c.stderr, "stalesweep alerts: %s is not current; run: go run ./cmd/stalesweep alerts\n", f.path)
-						code = exitFailed
-					}
-					continue
+			// The doc's table is spliced into the doc as it is under root.
+			doc := func() ([]byte, error) {
+				b, err := os.ReadFile(filepath.Join(root, alerts.DocFile))
+				if err != nil {
+					return nil, err
 				}
-				if err := os.WriteFile(f.path, f.want, 0o644); err != nil {
-					fmt.Fprintf(c.stderr, "stalesweep alerts: %v\n", err)
-					return exitCode(exitFailed)
-				}
-				fmt.Fprintf(c.stdout, "wrote %s\n", f.path)
+				return alerts.SpliceDoc(b)
 			}
-			if code != exitOK {
-				return exitCode(code)
-			}
-			return nil
+			return exit(c.generate("alerts", root, check, []generated{
+				{alerts.TerraformFile, alerts.TerraformJSON},
+				{alerts.DocFile, doc},
+			}))
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", ".", "the repository root the files are under")

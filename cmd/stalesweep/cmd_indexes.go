@@ -59,25 +59,29 @@ type generated struct {
 }
 
 // generate writes files under root, or with check says which differ from what the code
-// declares (exit 1) and writes nothing.
+// declares (exit 1) and writes nothing. Every file is rendered before any is written: one that
+// cannot be rendered leaves them all as they were.
 func (c *cli) generate(name, root string, check bool, files []generated) int {
-	code := exitOK
-	for _, f := range files {
-		want, err := f.render()
-		if err != nil {
+	want := make([][]byte, len(files))
+	for i, f := range files {
+		var err error
+		if want[i], err = f.render(); err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
 			return exitFailed
 		}
+	}
+	code := exitOK
+	for i, f := range files {
 		path := filepath.Join(root, f.path)
 		if check {
 			got, err := os.ReadFile(path)
-			if err != nil || !bytes.Equal(got, want) {
+			if err != nil || !bytes.Equal(got, want[i]) {
 				fmt.Fprintf(c.stderr, "stalesweep %s: %s is not current; run: go run ./cmd/stalesweep %s\n", name, path, name)
 				code = exitFailed
 			}
 			continue
 		}
-		if err := os.WriteFile(path, want, 0o644); err != nil {
+		if err := os.WriteFile(path, want[i], 0o644); err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
 			return exitFailed
 		}
