@@ -92,13 +92,9 @@ on it last. It writes nothing.`,
 // openApp builds the process's dependencies from the environment, as the run command does;
 // nil and the exit code when it cannot (said on stderr).
 func (c *cli) openApp(project string) (*app.App, int) {
-	cfg, err := app.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "stalesweep: %v\n", err)
+	cfg, ok := c.config("", project)
+	if !ok {
 		return nil, exitInvalid
-	}
-	if project != "" {
-		cfg.Project = project
 	}
 	log := logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel))
 	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{})
@@ -107,4 +103,18 @@ func (c *cli) openApp(project string) (*app.App, int) {
 		return nil, exitFailed
 	}
 	return a, exitOK
+}
+
+// config is the configuration from the environment, with project (when set) in place of
+// $GOOGLE_CLOUD_PROJECT; false when a setting is bad (said on stderr, naming it).
+func (c *cli) config(name, project string) (app.Config, bool) {
+	cfg, err := app.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", strings.TrimSpace("stalesweep "+name), err)
+		return cfg, false
+	}
+	if project != "" {
+		cfg.Project = project
+	}
+	return cfg, true
 }

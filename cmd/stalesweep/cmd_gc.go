@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/retention"
 )
@@ -47,18 +45,9 @@ twice or at once.`,
 		if err := gc.Validate(); err != nil {
 			return c.usageError(cmd, "--%v", err)
 		}
-		cfg, err := app.ConfigFromEnv(os.Getenv)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "stalesweep gc: %v\n", err)
-			return exitCode(exitInvalid)
-		}
-		if *project != "" {
-			cfg.Project = *project
-		}
-		fs, err := ledger.Open(c.ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database})
-		if err != nil {
-			fmt.Fprintf(c.stderr, "stalesweep gc: %v\n", err)
-			return exitCode(exitFailed)
+		fs, _, code := c.openFirestore("gc", *project)
+		if fs == nil {
+			return exitCode(code)
 		}
 		defer fs.Close()
 		// Expiry is judged on Firestore's clock, as its TTL policies judge it.

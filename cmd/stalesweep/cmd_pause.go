@@ -49,17 +49,17 @@ start with "override_pause": true still run it. Pausing again replaces the reaso
 		case *dur < 0 || *dur > PauseForMax:
 			return c.usageError(cmd, "--for: between 1s and %s, got %s", PauseForMax, *dur)
 		}
-		a, code := c.openApp(*project)
-		if a == nil {
+		fsc, _, code := c.openFirestore("pause", *project)
+		if fsc == nil {
 			return exitCode(code)
 		}
-		defer a.Close()
+		defer fsc.Close()
 		now := time.Now().UTC()
 		p := ledger.Pause{WorkflowType: string(typ), Scope: *scope, PausedBy: localActor(), PausedAt: now, Reason: *reason}
 		if *dur > 0 {
 			p.Until = now.Add(*dur)
 		}
-		if err := ledger.NewPauseStore(a.Firestore).Put(c.ctx, p); err != nil {
+		if err := ledger.NewPauseStore(fsc).Put(c.ctx, p); err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep pause: %v\n", err)
 			return exitCode(exitFailed)
 		}
@@ -88,12 +88,12 @@ fleet-wide pause and a scope's are separate: resume the one "stalesweep pauses l
 		if err != nil {
 			return c.usageError(cmd, "%v", err)
 		}
-		a, code := c.openApp(*project)
-		if a == nil {
+		fsc, _, code := c.openFirestore("resume", *project)
+		if fsc == nil {
 			return exitCode(code)
 		}
-		defer a.Close()
-		existed, err := ledger.NewPauseStore(a.Firestore).Delete(c.ctx, string(typ), *scope)
+		defer fsc.Close()
+		existed, err := ledger.NewPauseStore(fsc).Delete(c.ctx, string(typ), *scope)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep resume: %v\n", err)
 			return exitCode(exitFailed)
@@ -130,12 +130,12 @@ func (c *cli) pausesCmd() *cobra.Command {
 				return c.usageError(cmd, "%v", err)
 			}
 		}
-		a, code := c.openApp(*project)
-		if a == nil {
+		fsc, _, code := c.openFirestore("pauses list", *project)
+		if fsc == nil {
 			return exitCode(code)
 		}
-		defer a.Close()
-		pauses, err := ledger.NewPauseStore(a.Firestore).List(c.ctx, *typ, ledger.PauseListMax)
+		defer fsc.Close()
+		pauses, err := ledger.NewPauseStore(fsc).List(c.ctx, *typ, ledger.PauseListMax)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep pauses list: %v\n", err)
 			return exitCode(exitFailed)
