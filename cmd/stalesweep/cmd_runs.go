@@ -76,12 +76,12 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 		if err := q.Check(); err != nil {
 			return c.usageError(cmd, "--%s", strings.Replace(err.Error(), "_", "-", 1))
 		}
-		a, code := c.openApp(*project)
-		if a == nil {
+		fsc, _, code := c.openFirestore("runs list", *project)
+		if fsc == nil {
 			return exitCode(code)
 		}
-		defer a.Close()
-		page, err := ledger.NewRunStore(a.Firestore).ListRuns(c.ctx, q)
+		defer fsc.Close()
+		page, err := ledger.NewRunStore(fsc).ListRuns(c.ctx, q)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs list: %v\n", err)
 			return exitCode(exitFailed)
@@ -125,12 +125,12 @@ func (c *cli) runsShowCmd() *cobra.Command {
 		if err := ledger.CheckDocID(args[0]); err != nil {
 			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v", args[0], err)
 		}
-		a, code := c.openApp(*project)
-		if a == nil {
+		fsc, _, code := c.openFirestore("runs show", *project)
+		if fsc == nil {
 			return exitCode(code)
 		}
-		defer a.Close()
-		rec, err := ledger.NewRunStore(a.Firestore).GetRun(c.ctx, args[0])
+		defer fsc.Close()
+		rec, err := ledger.NewRunStore(fsc).GetRun(c.ctx, args[0])
 		switch {
 		case status.Code(err) == codes.NotFound:
 			fmt.Fprintf(c.stderr, "stalesweep runs show: no run %s\n", args[0])
@@ -140,7 +140,7 @@ func (c *cli) runsShowCmd() *cobra.Command {
 			return exitCode(exitFailed)
 		}
 		v := viewOf(rec)
-		paused, err := ledger.NewPauseStore(a.Firestore).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
+		paused, err := ledger.NewPauseStore(fsc).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
 			return exitCode(exitFailed)
@@ -154,45 +154,16 @@ func (c *cli) runsShowCmd() *cobra.Command {
 	return cmd
 }
 
-// runView is a run record as the runs commands print it, in the record's field names.
+// runView is a run record as the runs commands print it: the record, its scope filled in for a
+// record written before the field existed, and (runs show) the pause covering it now.
 type runView struct {
-	WorkflowRunUUID string          `json:"workflow_run_uuid"`
-	WorkflowType    string          `json:"workflow_type"`
-	Scope           string          `json:"scope"`
-	Status          string          `json:"status"`
-	Trigger         string          `json:"trigger"`
-	Actor           string          `json:"actor,omitempty"`
-	ClaimedActor    string          `json:"claimed_actor,omitempty"`
-	IncludeDisabled bool            `json:"include_disabled,omitempty"`
-	OverridePause   bool            `json:"override_pause,omitempty"`
-	InitialData     map[string]any  `json:"initial_data"`
-	Output          map[string]any  `json:"output,omitempty"`
-	Stats           map[string]any  `json:"stats,omitempty"`
-	InitiatedAt     time.Time       `json:"initiated_at"`
-	UpdatedAt       time.Time       `json:"updated_at,omitzero"`
-	CompletedAt     time.Time       `json:"completed_at,omitzero"`
-	FailedAt        time.Time       `json:"failed_at,omitzero"`
-	Failure         *ledger.Failure `json:"failure,omitempty"`
-	History         []stateView     `json:"history"`
-	// PausedNow is the pause that covers the run's workflow and scope now (runs show only).
+	ledger.RunRecord
 	PausedNow *ledger.Pause `json:"paused_now,omitempty"`
 }
 
-type stateView struct {
-	State string    `json:"state"`
-	At    time.Time `json:"at"`
-}
-
 func viewOf(r ledger.RunRecord) runView {
-	v := runView{WorkflowRunUUID: r.WorkflowRunUUID, WorkflowType: r.WorkflowType, Scope: scopeOf(r), Status: r.Status,
-		Trigger: r.Trigger, Actor: r.Actor, ClaimedActor: r.ClaimedActor, IncludeDisabled: r.IncludeDisabled,
-		OverridePause: r.OverridePause, InitialData: r.InitialData, Output: r.Output, Stats: r.Stats,
-		InitiatedAt: r.InitiatedAt, UpdatedAt: r.UpdatedAt, CompletedAt: r.CompletedAt, FailedAt: r.FailedAt,
-		Failure: r.Failure, History: make([]stateView, 0, len(r.History))}
-	for _, h := range r.History {
-		v.History = append(v.History, stateView{h.State, h.At})
-	}
-	return v
+	r.Scope = scopeOf(r)
+	return runView{RunRecord: r}
 }
 
 // write prints the run for a person: its fields, its states, then its output, stats and

@@ -17,42 +17,42 @@ import (
 // RunsCollection holds one document per workflow run, keyed by its workflow_run_uuid.
 const RunsCollection = "sweep_runs"
 
-// RunRecord is a sweep_runs document.
+// RunRecord is a sweep_runs document; its JSON form (stalesweep runs) has the same field names.
 type RunRecord struct {
-	WorkflowRunUUID string `firestore:"workflow_run_uuid"`
-	WorkflowType    string `firestore:"workflow_type"`
-	Status          string `firestore:"status"`
-	Trigger         string `firestore:"trigger"`
+	WorkflowRunUUID string `firestore:"workflow_run_uuid" json:"workflow_run_uuid"`
+	WorkflowType    string `firestore:"workflow_type" json:"workflow_type"`
+	Status          string `firestore:"status" json:"status"`
+	Trigger         string `firestore:"trigger" json:"trigger"`
 	// Actor is who started the run, from something verified: the caller's verified token on
 	// HTTP, the Pub/Sub subscription a push came through, the local user for the command.
-	Actor string `firestore:"actor,omitempty"`
+	Actor string `firestore:"actor,omitempty" json:"actor,omitempty"`
 	// ClaimedActor is who a message said started it (its actor attribute): kept apart from
 	// Actor, since any publisher to the topic can write it.
-	ClaimedActor string `firestore:"claimed_actor,omitempty"`
+	ClaimedActor string `firestore:"claimed_actor,omitempty" json:"claimed_actor,omitempty"`
 	// IncludeDisabled says the operator's command was told to sweep an organization that has
 	// opted out (--include-disabled).
-	IncludeDisabled bool           `firestore:"include_disabled,omitempty"`
-	InitialData     map[string]any `firestore:"initial_data"`
-	Output          map[string]any `firestore:"output,omitempty"`
-	Stats           map[string]any `firestore:"stats,omitempty"`
-	InitiatedAt     time.Time      `firestore:"initiated_at"`
-	UpdatedAt       time.Time      `firestore:"updated_at"`
-	CompletedAt     time.Time      `firestore:"completed_at,omitempty"`
-	FailedAt        time.Time      `firestore:"failed_at,omitempty"`
-	Failure         *Failure       `firestore:"failure,omitempty"`
+	IncludeDisabled bool           `firestore:"include_disabled,omitempty" json:"include_disabled,omitempty"`
+	InitialData     map[string]any `firestore:"initial_data" json:"initial_data"`
+	Output          map[string]any `firestore:"output,omitempty" json:"output,omitempty"`
+	Stats           map[string]any `firestore:"stats,omitempty" json:"stats,omitempty"`
+	InitiatedAt     time.Time      `firestore:"initiated_at" json:"initiated_at"`
+	UpdatedAt       time.Time      `firestore:"updated_at" json:"updated_at"`
+	CompletedAt     time.Time      `firestore:"completed_at,omitempty" json:"completed_at,omitzero"`
+	FailedAt        time.Time      `firestore:"failed_at,omitempty" json:"failed_at,omitzero"`
+	Failure         *Failure       `firestore:"failure,omitempty" json:"failure,omitempty"`
 	// History lists the states the run passed through, with when it entered each.
-	History []StateEntry `firestore:"history"`
+	History []StateEntry `firestore:"history" json:"history"`
 	// ExpireAt is when the record (and its receipts) may be deleted (ExpireField): set at the
 	// start to the notable retention, so a run that never finishes still expires, and decided
 	// again when it finishes.
-	ExpireAt time.Time `firestore:"expire_at,omitempty"`
+	ExpireAt time.Time `firestore:"expire_at,omitempty" json:"expire_at,omitzero"`
 	// Scope is the scope the run covers, in workflow.ScopeValues.Key form ("fleet" for a
 	// fleet-wide workflow): what the guard and a pause name, and what runs list filters on.
-	Scope string `firestore:"scope"`
+	Scope string `firestore:"scope" json:"scope"`
 	// OverridePause says the run was told to go ahead though its workflow is paused on its
 	// scope, when it started or while it ran: the operator's command or an HTTP caller asked to
 	// (override_pause).
-	OverridePause bool `firestore:"override_pause,omitempty"`
+	OverridePause bool `firestore:"override_pause,omitempty" json:"override_pause,omitempty"`
 }
 
 // Failure says why a run failed, in the seeds' field names.
@@ -69,8 +69,8 @@ type Failure struct {
 
 // StateEntry is one state a run entered.
 type StateEntry struct {
-	State string    `firestore:"state"`
-	At    time.Time `firestore:"at"`
+	State string    `firestore:"state" json:"state"`
+	At    time.Time `firestore:"at" json:"at"`
 }
 
 // RunNotable is the run record's field a sync sets when it settles a row lost for the run (the
