@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -193,10 +194,65 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 		out, err = s.abandon(tx, runID, pauses, &settlement, decide)
 		return err
 	})
+	if err != nil && ambiguous(err) {
+		if settled, ok := s.settledBy(ctx, runID, settlement.WorkflowRunUUID); ok {
+			return settled, nil
+		}
+	}
 	if err != nil {
 		return Abandonment{}, fmt.Errorf("abandon extension run %s: %w", runID, err)
 	}
 	return out, nil
+}
+
+// settledBy resolves an ambiguous Abandon by reading the run back: ok when it carries the
+// settlement of workflow run uuid, which then abandoned it.
+func (s *ExtensionRunStore) settledBy(ctx context.Context, runID, uuid string) (Abandonment, bool) {
+	ctx, cancel := s.cfg.readBack(ctx)
+	defer cancel()
+	r, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return Abandonment{}, false
+	}
+	return AbandonedBy(r, uuid)
+}
+
+// Evidence keys the abandonment of a background run adds, so that a run that reads its own
+// settlement back (an ambiguous commit) knows what it did to the interlock.
+const (
+	EvidenceInterlockReleased = "interlock_released"
+	EvidenceInterlockHolder   = "interlock_holder_run_id"
+)
+
+// AbandonedBy says whether r carries the abandonment of workflow run uuid, and what that
+// abandonment did, as Abandon would have returned it.
+func AbandonedBy(r ExtensionRun, uuid string) (Abandonment, bool) {
+	if uuid == "" || r.Settlement == nil || r.Settlement.WorkflowRunUUID != uuid || r.Outcome != OutcomeAbandoned {
+		return Abandonment{}, false
+	}
+	out := Abandonment{Swept: true, Run: r}
+	out.InterlockReleased, _ = r.Settlement.Evidence[EvidenceInterlockReleased].(bool)
+	out.InterlockHolder, _ = r.Settlement.Evidence[EvidenceInterlockHolder].(string)
+	return out, true
+}
+
+// AbandonSettlement is the settlement written when r is abandoned as out says: s, and for a
+// background run what became of its interlock (EvidenceInterlockReleased, and
+// EvidenceInterlockHolder when another run holds it), in a copy of s's evidence.
+func AbandonSettlement(s Settlement, r ExtensionRun, out Abandonment) Settlement {
+	if !r.Background {
+		return s
+	}
+	ev := maps.Clone(s.Evidence)
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	ev[EvidenceInterlockReleased] = out.InterlockReleased
+	if out.InterlockHolder != "" {
+		ev[EvidenceInterlockHolder] = out.InterlockHolder
+	}
+	s.Evidence = ev
+	return s
 }
 
 // PreviewAbandon is Abandon in a dry run: one read-only transaction reads what Abandon reads
@@ -232,6 +288,11 @@ func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pau
 		return out, err
 	}
 	r.RunID = runID
+	if settlement != nil {
+		if mine, ok := AbandonedBy(r, settlement.WorkflowRunUUID); ok {
+			return mine, nil // this run's earlier try landed: an extra try after an ambiguous commit
+		}
+	}
 	out.Run = r
 	if out.Pause = ActivePause(DecodePauses(snaps[1:]), s.cfg.now()); out.Pause != nil {
 		out.Why = LeftPaused
@@ -260,11 +321,12 @@ func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pau
 	if settlement == nil {
 		return out, nil
 	}
+	written := AbandonSettlement(*settlement, r, out)
 	if err := tx.Update(s.run(runID), []firestore.Update{
 		{Path: "status", Value: ExtensionFailed},
 		{Path: "outcome", Value: OutcomeAbandoned},
 		{Path: "finished_at", Value: settlement.At},
-		{Path: "settlement", Value: *settlement},
+		{Path: "settlement", Value: written},
 	}); err != nil {
 		return out, err
 	}

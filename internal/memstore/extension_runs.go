@@ -176,6 +176,11 @@ func (s *ExtensionRuns) abandon(runID string, pauses []string, settlement *ledge
 	case r.Malformed != "":
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: decode: %s", runID, r.Malformed)
 	}
+	if settlement != nil {
+		if mine, ok := ledger.AbandonedBy(r, settlement.WorkflowRunUUID); ok {
+			return mine, nil
+		}
+	}
 	out := ledger.Abandonment{Run: r}
 	if out.Pause = s.holding(pauses); out.Pause != nil {
 		out.Why = ledger.LeftPaused
@@ -199,7 +204,8 @@ func (s *ExtensionRuns) abandon(runID string, pauses []string, settlement *ledge
 	if out.InterlockReleased {
 		delete(s.interlocks, lock)
 	}
-	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, settlement.At, settlement
+	written := ledger.AbandonSettlement(*settlement, r, out)
+	r.Status, r.Outcome, r.FinishedAt, r.Settlement = ledger.ExtensionFailed, ledger.OutcomeAbandoned, settlement.At, &written
 	s.runs[runID] = r
 	return out, nil
 }
