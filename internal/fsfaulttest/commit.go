@@ -1,6 +1,7 @@
 // Package fsfaulttest makes a Firestore client's commits ambiguous, for tests: a unary client
-// interceptor lets a transaction's first Commit that carries writes reach the server and then
-// answers the client with an error, as a connection lost after the request was sent would. The
+// interceptor lets the first transactional Commit that writes a document reach the server and
+// then answers the client with an error, as a connection lost after the request was sent would;
+// every later commit writing that document goes through. The
 // Go client retries a Commit that failed Unavailable with the same transaction, which the
 // server has closed by then (InvalidArgument "Transaction is invalid or closed"); one failed
 // DeadlineExceeded it returns as it is. Either way the writes have landed and the client was
@@ -27,24 +28,23 @@ import (
 
 // Commits is the fault. The zero value is not usable; use New.
 type Commits struct {
-	code codes.Code
-	mu   sync.Mutex
-	// before runs instead of the Commit when set: the commit never reaches the server.
-	before   func()
-	seen     map[string]bool // transactions whose commit was faulted
-	faulted  int
-	disabled bool
+	code    codes.Code
+	mu      sync.Mutex
+	lost    bool            // the commit never reaches the server
+	before  func()          // runs in a lost commit's place, when set
+	seen    map[string]bool // documents (a commit's first write) whose commit was faulted
+	faulted int
 }
 
-// New returns a fault that answers code to each transaction's first write commit, after the
+// New returns a fault that answers code to the first write commit of each document, after the
 // server applied it.
 func New(code codes.Code) *Commits { return &Commits{code: code, seen: map[string]bool{}} }
 
-// Lost returns a fault that drops each transaction's first write commit before it reaches the
-// server, runs before in its place (another writer, say), and answers code.
+// Lost returns a fault that drops the first write commit of each document before it reaches
+// the server, runs before (when not nil) in its place, and answers code.
 func Lost(code codes.Code, before func()) *Commits {
 	c := New(code)
-	c.before = before
+	c.lost, c.before = true, before
 	return c
 }
 
@@ -60,32 +60,26 @@ func (c *Commits) Faulted() int {
 	return c.faulted
 }
 
-// Disable lets every later commit through untouched.
-func (c *Commits) Disable() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.disabled = true
-}
-
 func (c *Commits) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	commit, ok := req.(*firestorepb.CommitRequest)
 	if !ok || len(commit.GetWrites()) == 0 || len(commit.GetTransaction()) == 0 {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	c.mu.Lock()
-	tx := string(commit.GetTransaction())
-	first := !c.disabled && !c.seen[tx]
-	c.seen[tx] = true
+	doc := commit.GetWrites()[0].GetUpdate().GetName() + commit.GetWrites()[0].GetDelete()
+	first := !c.seen[doc]
+	c.seen[doc] = true
 	if first {
 		c.faulted++
 	}
-	before := c.before
 	c.mu.Unlock()
 	switch {
 	case !first:
 		return invoker(ctx, method, req, reply, cc, opts...)
-	case before != nil:
-		before()
+	case c.lost:
+		if c.before != nil {
+			c.before()
+		}
 	default:
 		if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
 			return err
