@@ -335,9 +335,9 @@ type ReclaimPlan struct {
 // one that holds leaves the task (LeftPaused) without asking decide.
 func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(Task) ReclaimPlan) (Reclaim, error) {
 	ref := s.task(queue, id)
-	var out Reclaim
+	var out, tried Reclaim // tried: what the last attempt would have committed
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		out = Reclaim{}
+		out, tried = Reclaim{}, Reclaim{}
 		t, plan, pause, err := s.planReclaim(tx, ref, pauses, decide)
 		if err != nil || plan.Left != "" {
 			out.Why, out.Pause = plan.Left, pause
@@ -362,6 +362,7 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 			return err
 		}
 		out.Reclaimed, out.StatusSHA = true, st
+		tried = out
 		return tx.Update(ref, append(u,
 			firestore.Update{Path: "status", Value: final},
 			firestore.Update{Path: "worker_id", Value: firestore.Delete},
@@ -371,10 +372,23 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 			firestore.Update{Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)},
 		))
 	})
+	if err != nil && ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
+		return tried, nil
+	}
 	if err != nil {
 		return Reclaim{}, fmt.Errorf("reclaim task %s/%s: %w", queue, id, err)
 	}
 	return out, nil
+}
+
+// statusTipIs resolves an ambiguous ReclaimTask by reading the task back: true when its status
+// head is the reclaim status the transaction appended. That entry's id hashes this run's
+// reclaimer and clock and the head it was chained on, so no other reclaim has it.
+func (s *TaskStore) statusTipIs(ctx context.Context, queue, id, sha string) bool {
+	ctx, cancel := s.cfg.readBack(ctx)
+	defer cancel()
+	t, err := s.GetTask(ctx, queue, id)
+	return err == nil && t.StatusTip == sha
 }
 
 // PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task and

@@ -76,14 +76,19 @@ type Output struct {
 	Stale     int         `json:"stale"`
 	Reclaimed []Reclaimed `json:"reclaimed"`
 	Raced     []Raced     `json:"raced"`
-	DryRun    bool        `json:"dry_run"`
-	TTL       int64       `json:"ttl"`
+	// Poisoned lists the tasks failed as poison (reclaimed more than MaxReclaims times) instead
+	// of requeued, in reclaimed's fields, reclaim_status_sha being the failed status appended
+	// (beyond the seed, like warnings: absent when there is none).
+	Poisoned []Reclaimed `json:"poisoned,omitempty"`
+	DryRun   bool        `json:"dry_run"`
+	TTL      int64       `json:"ttl"`
 	// Warnings says when the queue's observed silences come close to the TTL (beyond the seed;
 	// absent when there is nothing to say).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Reclaimed is one reclaimed (or, in a dry run, reclaimable) task.
+// Reclaimed is one reclaimed (or, in a dry run, reclaimable) task, requeued; or, in poisoned,
+// one failed as poison.
 type Reclaimed struct {
 	Task             string `json:"task"`
 	Slug             string `json:"slug"`

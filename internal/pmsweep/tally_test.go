@@ -23,6 +23,7 @@ type tally struct {
 	reclaimed, raced            []string // task ids, sorted
 	racedWhy                    map[string]int
 	scanned                     int64
+	poisonedIDs                 []string
 	stale, poisoned, nearTTL    int
 	malformed, invis            int
 	errored, deferred           int
@@ -94,7 +95,7 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 				scanned: 23, stale: 3, aged: 3, live: 23},
 		},
 		{
-			name: "a task reclaimed too often is failed as poison, and still listed",
+			name: "a task reclaimed too often is failed as poison, and listed poisoned, not reclaimed",
 			in:   in,
 			cfg:  pmsweep.Config{MaxReclaims: 2},
 			seed: func(s *memstore.Tasks, _ func()) {
@@ -102,7 +103,7 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 				s.Put(ledger.Task{Queue: "q", ID: "ok", Status: ledger.TaskWorking, LastActivityAt: stale, HeartbeatTip: "hb", ReclaimCount: 1})
 				busy(s, 20)
 			},
-			want: tally{reclaimed: []string{"ok", "p"}, scanned: 22, stale: 2, poisoned: 1, aged: 2, live: 22},
+			want: tally{reclaimed: []string{"ok"}, poisonedIDs: []string{"p"}, scanned: 22, stale: 2, poisoned: 1, aged: 2, live: 22},
 		},
 		{
 			name: "a dry run lists what it would reclaim and writes nothing",
@@ -238,6 +239,9 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			for _, r := range out.Raced {
 				got.raced = append(got.raced, r.Task)
 			}
+			for _, r := range out.Poisoned {
+				got.poisonedIDs = append(got.poisonedIDs, r.Task)
+			}
 			slices.Sort(got.reclaimed)
 			slices.Sort(got.raced)
 			if len(stats.RacedWhy) > 0 {
@@ -267,13 +271,15 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			}
 			// What a real sweep lists as reclaimed is what the store holds: requeued (or failed as
 			// poison) by this reclaimer, with the status entry the output names.
-			for _, r := range out.Reclaimed {
-				tk, _ := s.Get("q", r.Task)
-				switch {
-				case c.in.DryRun && tk.Status != ledger.TaskWorking:
-					t.Errorf("a dry run wrote %s: %+v", r.Task, tk)
-				case !c.in.DryRun && (tk.Status == ledger.TaskWorking || tk.StatusTip != r.ReclaimStatusSHA || tk.WorkerID != ""):
-					t.Errorf("listed %s as reclaimed (status sha %s), the store holds %+v", r.Task, r.ReclaimStatusSHA, tk)
+			for status, listed := range map[string][]pmsweep.Reclaimed{ledger.TaskNew: out.Reclaimed, ledger.TaskFailed: out.Poisoned} {
+				for _, r := range listed {
+					tk, _ := s.Get("q", r.Task)
+					switch {
+					case c.in.DryRun && tk.Status != ledger.TaskWorking:
+						t.Errorf("a dry run wrote %s: %+v", r.Task, tk)
+					case !c.in.DryRun && (tk.Status != status || tk.StatusTip != r.ReclaimStatusSHA || tk.WorkerID != ""):
+						t.Errorf("listed %s as %s (status sha %s), the store holds %+v", r.Task, status, r.ReclaimStatusSHA, tk)
+					}
 				}
 			}
 		})

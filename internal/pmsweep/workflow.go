@@ -304,14 +304,13 @@ scan:
 		case err != nil:
 			stats.Errored++
 			l.Warn("reclaim failed; nothing written", "error", err.Error())
+		case res.Reclaimed && res.Poisoned:
+			out.Poisoned = append(out.Poisoned, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
+			stats.Poisoned++
+			l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "outcome", OutcomePoisoned, "max_reclaims", w.cfg.MaxReclaims, "reclaim_status_sha", res.StatusSHA)
 		case res.Reclaimed:
 			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
-			if res.Poisoned {
-				stats.Poisoned++
-				l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "outcome", OutcomePoisoned, "max_reclaims", w.cfg.MaxReclaims)
-			} else {
-				l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
-			}
+			l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
 		case res.Why == ledger.LeftPaused:
 			stats.Paused++
 		default:

@@ -353,10 +353,13 @@ func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		e.clock.Advance(10 * time.Minute)
 		o := e.sweep(pmsweep.Input{})
-		if len(o.Reclaimed) != 1 {
-			t.Fatalf("round %d: %+v", round, o)
-		}
 		task := e.task("task-000")
+		if round < 3 && (len(o.Reclaimed) != 1 || len(o.Poisoned) != 0) {
+			t.Fatalf("round %d: %+v, want it reclaimed", round, o)
+		}
+		if round == 3 && (len(o.Reclaimed) != 0 || len(o.Poisoned) != 1 || o.Poisoned[0].Task != "task-000" || o.Poisoned[0].ReclaimStatusSHA != task.StatusTip) {
+			t.Fatalf("round %d: %+v, want it listed poisoned, with the failed status %s, and not reclaimed", round, o, task.StatusTip)
+		}
 		if round < 3 {
 			if task.Status != ledger.TaskNew {
 				t.Fatalf("round %d: %+v", round, task)
