@@ -259,23 +259,38 @@ func ResolveHolder(l WorkspaceLease, in RunnerInstance, found bool) HolderView {
 // without asking decide. Reads come before writes; nothing but the lease's status, settlement and
 // released-at time is written, and nothing is deleted.
 func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
+	var tried *Settlement // what the last attempt would have committed
 	err = s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		var st *Settlement
+		tried = nil
 		st, refused, err = s.planAbandonLease(tx, leaseID, reads, decide)
 		abandoned = err == nil && refused == "" && st != nil
 		if !abandoned {
 			return err
 		}
+		tried = st
 		return tx.Update(s.lease(leaseID), []firestore.Update{
 			{Path: "status", Value: LeaseAbandoned},
 			{Path: "released_at", Value: st.At},
 			{Path: "settlement", Value: st},
 		})
 	})
+	if err != nil && ambiguous(err) && tried != nil && s.abandonedBy(ctx, leaseID, tried.WorkflowRunUUID) {
+		return true, "", nil
+	}
 	if err != nil {
 		return false, "", fmt.Errorf("abandon lease %s: %w", leaseID, err)
 	}
 	return abandoned, refused, nil
+}
+
+// abandonedBy resolves an ambiguous AbandonLease by reading the lease back: true when it is
+// abandoned with the settlement of workflow run uuid.
+func (s *LeaseStore) abandonedBy(ctx context.Context, leaseID, uuid string) bool {
+	ctx, cancel := s.cfg.readBack(ctx)
+	defer cancel()
+	l, err := s.GetLease(ctx, leaseID)
+	return err == nil && uuid != "" && l.Status == LeaseAbandoned && l.Settlement != nil && l.Settlement.WorkflowRunUUID == uuid
 }
 
 // PreviewAbandonLease is AbandonLease in a dry run: one read-only transaction reads what
