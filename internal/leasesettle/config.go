@@ -57,7 +57,7 @@ type Input struct {
 type Output struct {
 	RunnerGroupUUID         string       `json:"runner_group_uuid"`
 	OrganizationUUID        string       `json:"organization_uuid"`
-	Outcome                 string       `json:"outcome"` // "settled", or "nothing_to_settle"
+	Outcome                 string       `json:"outcome"` // OutcomeSettled, OutcomeNothingToSettle, or in a dry run OutcomeWouldSettle
 	Reason                  string       `json:"reason"`  // the run in a sentence
 	Examined                int          `json:"examined"`
 	Settled                 int          `json:"settled"`
@@ -65,6 +65,13 @@ type Output struct {
 	HeartbeatTimeoutSeconds int64        `json:"heartbeat_timeout_seconds"`
 	MaxSettlements          int          `json:"max_settlements"`
 }
+
+// Outcomes of a run (the output's outcome, a string in seed 004).
+const (
+	OutcomeSettled         = "settled"           // abandoned at least one lease
+	OutcomeNothingToSettle = "nothing_to_settle" // abandoned none (in a dry run: would abandon none)
+	OutcomeWouldSettle     = "would_settle"      // a dry run that would abandon at least one
+)
 
 // Settlement is one abandoned lease.
 type Settlement struct {

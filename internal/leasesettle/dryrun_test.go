@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,10 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 	}
 	if s.Preview.StormGuardWouldStop || s.Preview.ReadWith != explain.ReadOnlyTransaction {
 		t.Errorf("preview %+v", s.Preview)
+	}
+	// Its output says what its preview says: it would abandon four.
+	if s.Preview.Counts["abandon"] != 4 || o.Outcome != leasesettle.OutcomeWouldSettle || !strings.HasPrefix(o.Reason, "dry run: would abandon 4 of 6 ") {
+		t.Errorf("output outcome %q, reason %q; preview %v; want would_settle, \"dry run: would abandon 4 of 6 …\"", o.Outcome, o.Reason, s.Preview.Counts)
 	}
 	for id := range want {
 		if l := e.get(id); l.Status != ledger.LeaseActive || l.Settlement != nil {

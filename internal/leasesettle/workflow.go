@@ -272,7 +272,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	stats.Malformed = malformed.Report()
 
 	if stats.OutOfBudget {
-		out.Outcome, out.Reason = "nothing_to_settle", "the run's budget ran out while it read the group's leases; nothing was written"
+		out.Outcome, out.Reason = OutcomeNothingToSettle, "the run's budget ran out while it read the group's leases; nothing was written"
 		return out, stats, nil
 	}
 	inv, err := w.store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
@@ -306,16 +306,24 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	w.settle(ctx, run, in, candidates, now, timeout, &out, &stats, log)
 
-	if p != nil {
-		out.Outcome = "nothing_to_settle"
+	switch {
+	case p != nil:
+		// A dry run settles nothing (settled 0); its outcome and reason say what the run would
+		// do, as its preview counts it.
+		out.Outcome = OutcomeNothingToSettle
+		if p.Counts["abandon"] > 0 {
+			out.Outcome = OutcomeWouldSettle
+		}
 		out.Reason = fmt.Sprintf("dry run: would abandon %d of %d active leases examined (at most %d per run); nothing was written",
 			p.Counts["abandon"], out.Examined, in.MaxSettlements)
-	} else if out.Settled > 0 {
-		out.Outcome = "settled"
-	} else {
-		out.Outcome = "nothing_to_settle"
+	case out.Settled > 0:
+		out.Outcome = OutcomeSettled
+	default:
+		out.Outcome = OutcomeNothingToSettle
 	}
-	out.Reason = fmt.Sprintf("abandoned %d of %d active leases examined (at most %d per run)", out.Settled, out.Examined, in.MaxSettlements)
+	if p == nil {
+		out.Reason = fmt.Sprintf("abandoned %d of %d active leases examined (at most %d per run)", out.Settled, out.Examined, in.MaxSettlements)
+	}
 	if verdict.Holds() {
 		return out, stats, verdict.StepError()
 	}
