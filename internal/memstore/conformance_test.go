@@ -161,3 +161,40 @@ func TestAbandonHoldsTheLedgersPreconditions(t *testing.T) {
 		})
 	}
 }
+
+// An Abandon tried again by the run that abandoned the row (its extra try after an ambiguous
+// commit) finds it swept by itself, with what became of the interlock; another run finds it not
+// running. Nothing is written again.
+func TestAbandonByTheRunThatAbandonedItIsSweptAgainAndByAnotherIsNot(t *testing.T) {
+	deadline := t0.Add(-time.Minute)
+	idle := t0.Add(-time.Hour)
+	for _, interlock := range []string{"r", "other"} {
+		t.Run("interlock held by "+interlock, func(t *testing.T) {
+			t.Parallel()
+			implementations(t, memoryRuns, ledgerRuns(t), func(t *testing.T, w runsWorld) {
+				w.put(ledger.ExtensionRun{RunID: "r", TenantID: "tn", ExtensionID: "ext", Background: true, Status: ledger.ExtensionRunning, StartedAt: idle, LastMovedAt: idle})
+				w.putInterlock("tn", "ext", interlock)
+				abandon := func(run string, at time.Time) ledger.Abandonment {
+					t.Helper()
+					got, err := w.store.Abandon(context.Background(), "r", nil, ledger.Settlement{At: at, WorkflowRunUUID: run, Reason: "idle_past_deadline"},
+						runssweep.Abandonable(ledger.ExtensionRun{LastMovedAt: idle}, deadline))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return got
+				}
+				first := abandon("run-1", t0)
+				again := abandon("run-1", t0.Add(time.Second))
+				if !again.Swept || again.InterlockReleased != first.InterlockReleased || again.InterlockHolder != first.InterlockHolder || first.InterlockReleased != (interlock == "r") {
+					t.Errorf("first %+v, again %+v; want the same abandonment twice", first, again)
+				}
+				if other := abandon("run-2", t0.Add(time.Second)); other.Swept || other.Why != ledger.LeftNotRunning {
+					t.Errorf("another run: %+v, want left not_running", other)
+				}
+				if r := w.get("r"); r.Settlement == nil || r.Settlement.WorkflowRunUUID != "run-1" || !r.FinishedAt.Equal(t0) {
+					t.Errorf("run after: %+v, want run-1's abandonment, written once", r)
+				}
+			})
+		})
+	}
+}

@@ -35,18 +35,26 @@ func (s splitAbandon) Abandon(ctx context.Context, runID string, _ []string, st 
 	}); err != nil {
 		return ledger.Abandonment{}, err
 	}
-	if _, err := ref.Update(ctx, []firestore.Update{{Path: "settlement", Value: st}}); err != nil {
-		return ledger.Abandonment{}, err
-	}
+	out := ledger.Abandonment{Swept: true}
+	lock := s.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(r.TenantID, r.ExtensionID))
 	if r.Background {
-		lock := s.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(r.TenantID, r.ExtensionID))
-		if l, err := lock.Get(ctx); err == nil && l.Data()["run_id"] == runID {
-			if _, err := lock.Delete(ctx); err != nil {
-				return ledger.Abandonment{}, err
+		if l, err := lock.Get(ctx); err == nil {
+			holder, _ := l.Data()["run_id"].(string)
+			out.InterlockReleased, out.InterlockHolder = holder == runID, holder
+			if holder == runID {
+				out.InterlockHolder = ""
 			}
 		}
 	}
-	return ledger.Abandonment{Swept: true}, nil
+	if _, err := ref.Update(ctx, []firestore.Update{{Path: "settlement", Value: ledger.AbandonSettlement(st, r, out)}}); err != nil {
+		return ledger.Abandonment{}, err
+	}
+	if out.InterlockReleased {
+		if _, err := lock.Delete(ctx); err != nil {
+			return ledger.Abandonment{}, err
+		}
+	}
+	return out, nil
 }
 
 // The crash trials bite: with the abandonment split over several writes, an uncancelled run

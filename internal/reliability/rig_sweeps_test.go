@@ -79,6 +79,12 @@ func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) r
 						d + "settlement.evidence.last_moved_at": moved, d + "settlement.evidence.older_than_ms": olderThanMs,
 						d + "settlement.evidence.deadline": deadline, d + "settlement.evidence.idle_ms": now.Sub(moved).Milliseconds(),
 					}}
+					if background {
+						c.set[d+"settlement.evidence."+ledger.EvidenceInterlockReleased] = releases
+					}
+					if background && !releases && interlockHolder != "" {
+						c.set[d+"settlement.evidence."+ledger.EvidenceInterlockHolder] = interlockHolder
+					}
 					if releases {
 						c.drop = []string{lock + "#"}
 					}

@@ -47,12 +47,14 @@ func TestTheTornRowCheckReportsEveryDoctoredRow(t *testing.T) {
 		er + "#settlement.workflow_run_uuid": run, er + "#settlement.reason": runssweep.ReasonIdle,
 		er + "#settlement.evidence.last_moved_at": moved, er + "#settlement.evidence.older_than_ms": int64(60000),
 		er + "#settlement.evidence.deadline": now.Add(-time.Minute), er + "#settlement.evidence.idle_ms": int64(600000),
+		er + "#settlement.evidence." + ledger.EvidenceInterlockReleased: true,
 	}), lock+"#")
 	erAbandon := &change{set: map[string]any{
 		er + "#status": ledger.ExtensionFailed, er + "#outcome": ledger.OutcomeAbandoned, er + "#finished_at": now, er + "#settlement.at": now,
 		er + "#settlement.workflow_run_uuid": run, er + "#settlement.reason": runssweep.ReasonIdle,
 		er + "#settlement.evidence.last_moved_at": moved, er + "#settlement.evidence.older_than_ms": 60000,
 		er + "#settlement.evidence.deadline": runssweep.Deadline(now, 60000), er + "#settlement.evidence.idle_ms": now.Sub(moved).Milliseconds(),
+		er + "#settlement.evidence." + ledger.EvidenceInterlockReleased: true,
 	}, drop: []string{lock + "#"}}
 
 	// A silent task, reclaimed: the chains as ledger.TaskStore.ReclaimTask appends them.
