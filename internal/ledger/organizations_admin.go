@@ -85,3 +85,23 @@ func (s *OrganizationStore) List(ctx context.Context, after string, limit int) (
 	}
 	return out, next, nil
 }
+
+// ListDisabled returns up to limit ids of organizations whose sweeps_enabled is the boolean
+// false, in id order, after the id `after`. An organization with no document, or with a
+// sweeps_enabled of another type, is not swept either, but cannot be found by a query.
+func (s *OrganizationStore) ListDisabled(ctx context.Context, after string, limit int) ([]string, error) {
+	col := s.client.Collection(OrganizationsCollection)
+	q := col.Where("sweeps_enabled", "==", false).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(col.Doc(after))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list disabled organizations: %w", err)
+	}
+	ids := make([]string, len(snaps))
+	for i, snap := range snaps {
+		ids[i] = snap.Ref.ID
+	}
+	return ids, nil
+}
