@@ -95,7 +95,7 @@ func (c *cli) orgsListCmd() *cobra.Command {
 		Short: "list the organizations, enabled and disabled, with their last runs and oldest stale rows",
 		Long: fmt.Sprintf(`list prints the organizations documents in id order, at most --limit of them (default %d, at
 most %d), each with whether sweeps are enabled, who changed that last, when and why, the newest
-run of each organization-scoped workflow on it, and its oldest active row not observed for
+run on it of each workflow scoped to an organization or its runner groups, and its oldest active row not observed for
 --min-age, per provider. When there are more it ends with the page token of the next page. An
 organization without a document is not listed: it is not swept either.`, ledger.OrganizationListDefault, ledger.OrganizationListMax),
 		Example: `  stalesweep orgs list
@@ -178,6 +178,9 @@ func lastRuns(runs []fleet.LastRun) string {
 	var parts []string
 	for _, r := range runs {
 		p := r.WorkflowType + " " + r.Status + " " + stamp(r.InitiatedAt)
+		if strings.Contains(r.Scope, "/") { // a runner group's
+			p += " on " + r.Scope
+		}
 		if r.FailureReason != "" {
 			p += " (" + r.FailureReason + ")"
 		}

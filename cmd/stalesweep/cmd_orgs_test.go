@@ -58,6 +58,13 @@ func TestOrgsEnableDisableAndListThroughTheLedgerTheSweepsRead(t *testing.T) {
 	if code, _, stderr := invoke(t, "run", syncType, "--data", data); code != exitOK {
 		t.Fatalf("a run of an enabled organization: exit %d, %s", code, stderr)
 	}
+	group := "00000000-0000-4000-8000-0000000000c1"
+	if _, err := fs.Collection(ledger.RunnerGroupsCollection).Doc(group).Set(t.Context(), map[string]any{"organization_uuid": a, "heartbeat_timeout_seconds": 60}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := invoke(t, "run", "runner.workspace-lease-settle", "--data", `{"organization_uuid": "`+a+`", "runner_group_uuid": "`+group+`"}`); code != exitOK {
+		t.Fatalf("a lease settle of an enabled organization: exit %d, %s", code, stderr)
+	}
 	if code, out, _ := invoke(t, "orgs", "disable", b, "--reason", "INC-7"); code != exitOK || out != "disabled: "+b+"\n" {
 		t.Errorf("disable: exit %d, %q", code, out)
 	}
@@ -80,8 +87,13 @@ func TestOrgsEnableDisableAndListThroughTheLedgerTheSweepsRead(t *testing.T) {
 	if ob.UUID != b || ob.SweepsEnabled || ob.SweepsReason != "INC-7" {
 		t.Errorf("organization b: %+v", ob)
 	}
-	if len(oa.LastRuns) != 1 || oa.LastRuns[0].WorkflowType != syncType || oa.LastRuns[0].Status != "completed" {
-		t.Errorf("a's last runs: %+v", oa.LastRuns)
+	byType := map[string]fleet.LastRun{}
+	for _, r := range oa.LastRuns {
+		byType[r.WorkflowType] = r
+	}
+	if len(oa.LastRuns) != 2 || byType[syncType].Status != "completed" || byType[syncType].Scope != a ||
+		byType["runner.workspace-lease-settle"].Scope != a+"/"+group {
+		t.Errorf("a's last runs: %+v, want the sync's on %s and the lease settle's on its group", oa.LastRuns, a)
 	}
 	// The row is still running on Cloud Run, so the run refreshed it: not stale any more.
 	if len(oa.OldestStale) != 0 || len(ob.LastRuns) != 0 {

@@ -24,6 +24,7 @@ const concurrency = 16
 type LastRun struct {
 	WorkflowType    string    `json:"workflow_type"`
 	WorkflowRunUUID string    `json:"workflow_run_uuid"`
+	Scope           string    `json:"scope"`
 	Status          string    `json:"status"`
 	InitiatedAt     time.Time `json:"initiated_at"`
 	FailureReason   string    `json:"failure_reason,omitempty"`
@@ -78,7 +79,7 @@ func (r Reader) Organizations(ctx context.Context, after string, limit int, now 
 	}
 	var types []contract.WorkflowType
 	for _, t := range r.Workflows.Types() {
-		if r.Workflows[t].Scope.Kind == contract.ScopeOrganization {
+		if k := r.Workflows[t].Scope.Kind; k == contract.ScopeOrganization || k == contract.ScopeRunnerGroup {
 			types = append(types, t)
 		}
 	}
@@ -95,7 +96,7 @@ func (r Reader) Organizations(ctx context.Context, after string, limit int, now 
 	parallel.ForEach(ctx, len(orgs), concurrency, func(i int) bool {
 		v := OrgView{Organization: orgs[i], LastRuns: []LastRun{}, OldestStale: []StaleRow{}}
 		for _, t := range types {
-			run, ok, err := r.LastRun(ctx, t, orgs[i].UUID)
+			run, ok, err := r.lastOfOrganization(ctx, t, orgs[i].UUID)
 			if err != nil {
 				fail(err)
 				return false
@@ -126,18 +127,34 @@ func (r Reader) Organizations(ctx context.Context, after string, limit int, now 
 	return page, nil
 }
 
-// LastRun is the newest run of workflow t on scope (one query of one document).
+// LastRun is the newest run of workflow t on scope, "" for any (one query of one document).
 func (r Reader) LastRun(ctx context.Context, t contract.WorkflowType, scope string) (LastRun, bool, error) {
 	p, err := r.Runs.ListRuns(ctx, ledger.RunQuery{WorkflowType: string(t), Scope: scope, Limit: 1})
 	if err != nil || len(p.Runs) == 0 {
 		return LastRun{}, false, err
 	}
-	rec := p.Runs[0]
-	out := LastRun{WorkflowType: rec.WorkflowType, WorkflowRunUUID: rec.WorkflowRunUUID, Status: rec.Status, InitiatedAt: rec.InitiatedAt}
+	return lastRun(p.Runs[0]), true, nil
+}
+
+// lastOfOrganization is the newest run of workflow t on org, or on any of its runner groups
+// when t is scoped to a runner group (one query of one document).
+func (r Reader) lastOfOrganization(ctx context.Context, t contract.WorkflowType, org string) (LastRun, bool, error) {
+	if r.Workflows[t].Scope.Kind == contract.ScopeOrganization {
+		return r.LastRun(ctx, t, org)
+	}
+	rec, ok, err := r.Runs.LatestOfOrganization(ctx, string(t), org)
+	if err != nil || !ok {
+		return LastRun{}, false, err
+	}
+	return lastRun(rec), true, nil
+}
+
+func lastRun(rec ledger.RunRecord) LastRun {
+	out := LastRun{WorkflowType: rec.WorkflowType, WorkflowRunUUID: rec.WorkflowRunUUID, Scope: rec.Scope, Status: rec.Status, InitiatedAt: rec.InitiatedAt}
 	if rec.Failure != nil {
 		out.FailureReason = rec.Failure.Reason
 	}
-	return out, true, nil
+	return out
 }
 
 // OldestStale is the oldest active row of org and provider not observed since now minus minAge
