@@ -11,6 +11,14 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
+// The response headers that name the run a StartWorkflow answer reports on: its
+// workflow_run_uuid (what "stalesweep runs show" takes) and the status its record ended in. They
+// are headers because the body is the seed's output, which allows no other property.
+const (
+	HeaderWorkflowRunUUID   = "Stalesweep-Workflow-Run-Uuid"
+	HeaderWorkflowRunStatus = "Stalesweep-Workflow-Run-Status"
+)
+
 // StartWorkflow runs one workflow run on one scope for a manual caller, with its syncs inline,
 // and answers with the output. Errors are {"error": {"code", "message", "details"}}:
 // validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list,
@@ -21,6 +29,8 @@ import (
 // anyway), internal 500.
 // "dry_run": true beside initial_data previews the run: nothing is written, no run record is
 // made, no guard is taken, and the answer adds "dry_run": true and the stats with the preview.
+// A run that was recorded (200, and 500 for a run that failed) is named in the answer's headers
+// (HeaderWorkflowRunUUID, HeaderWorkflowRunStatus), the body staying the seed's output.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log := logger()
@@ -80,6 +90,7 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, err)
 	case out.Status == workflow.StateFailed:
+		nameRun(w, out)
 		details := map[string]any{"workflow_run_uuid": out.RunUUID, "output": out.Output}
 		if out.DryRun {
 			details["dry_run"], details["stats"] = true, out.Stats
@@ -92,8 +103,15 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	case out.DryRun:
 		writeJSON(w, http.StatusOK, dryRunBody(out))
 	default:
+		nameRun(w, out)
 		writeJSON(w, http.StatusOK, out.Output)
 	}
+}
+
+// nameRun names a recorded run in the answer's headers.
+func nameRun(w http.ResponseWriter, out workflow.Outcome) {
+	w.Header().Set(HeaderWorkflowRunUUID, out.RunUUID)
+	w.Header().Set(HeaderWorkflowRunStatus, out.Status)
 }
 
 // dryRunBody is a dry run's answer: the output a run would have given, with "dry_run": true and

@@ -116,6 +116,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 		c.resumeCmd(),
 		c.pausesCmd(),
 		c.runsCmd(),
+		c.orgsCmd(), c.statusCmd(),
 	)
 	// The streams are set before cobra's completion command is made: it keeps the one it sees.
 	root.SetIn(c.stdin)

@@ -129,6 +129,11 @@ func Indexes() []Index {
 			Query:      "runs list --workflow --scope --status: one workflow's runs on one scope in one status, newest first",
 			Fields:     []IndexField{{"workflow_type", Ascending}, {"scope", Ascending}, {"status", Ascending}, {"initiated_at", Descending}},
 		},
+		{
+			Collection: RunsCollection,
+			Query:      "orgs list: the newest run of one workflow on any scope of one organization (its runner groups')",
+			Fields:     []IndexField{{"workflow_type", Ascending}, {"initial_data.organization_uuid", Ascending}, {"initiated_at", Descending}},
+		},
 	}
 }
 

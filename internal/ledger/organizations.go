@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -18,10 +19,14 @@ var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 // OrganizationsCollection holds one document per organization; the dispatcher enumerates it.
 const OrganizationsCollection = "organizations"
 
-// Organization is an organizations document.
+// Organization is an organizations document. The sweeps_changed_* fields record the last
+// change SetSweeps made: who (the actor, as run records name it), when, and why.
 type Organization struct {
-	UUID          string `firestore:"-"`
-	SweepsEnabled bool   `firestore:"sweeps_enabled"`
+	UUID            string    `firestore:"-" json:"organization_uuid"`
+	SweepsEnabled   bool      `firestore:"sweeps_enabled" json:"sweeps_enabled"`
+	SweepsChangedBy string    `firestore:"sweeps_changed_by,omitempty" json:"sweeps_changed_by,omitempty"`
+	SweepsChangedAt time.Time `firestore:"sweeps_changed_at,omitempty" json:"sweeps_changed_at,omitzero"`
+	SweepsReason    string    `firestore:"sweeps_reason,omitempty" json:"sweeps_reason,omitempty"`
 }
 
 // OrganizationStore reads organizations.

@@ -1,0 +1,107 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Bounds of OrganizationStore.List.
+const (
+	OrganizationListDefault = 100
+	OrganizationListMax     = 1000
+)
+
+// OrganizationReasonMax bounds the reason recorded with a change of sweeps_enabled.
+const OrganizationReasonMax = 1024
+
+// SetSweeps turns an organization's sweeps on or off (sweeps_enabled, the field Enabled and
+// ListEnabled read), recording who, when (Firestore's clock) and why; it creates the document
+// when there is none and keeps every other field a writer put there. It is idempotent: when
+// sweeps_enabled already is the boolean asked for, it writes nothing and returns false, so the
+// record of who made the change that holds stays. One transaction re-reads the document.
+func (s *OrganizationStore) SetSweeps(ctx context.Context, id string, enabled bool, by, reason string) (bool, error) {
+	if err := CheckDocID(id); err != nil {
+		return false, fmt.Errorf("set sweeps of organization %q: the id %w", id, err)
+	}
+	ref := s.ref(id)
+	changed := false
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		changed = false
+		snap, err := tx.Get(ref)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		if snap != nil && snap.Exists() && SweepsEnabled(snap) == enabled {
+			if v, err := snap.DataAt("sweeps_enabled"); err == nil {
+				if _, isBool := v.(bool); isBool {
+					return nil
+				}
+			}
+		}
+		changed = true
+		return tx.Set(ref, map[string]any{
+			"sweeps_enabled":    enabled,
+			"sweeps_changed_by": by,
+			"sweeps_changed_at": firestore.ServerTimestamp,
+			"sweeps_reason":     reason,
+		}, firestore.MergeAll)
+	})
+	if err != nil {
+		return false, fmt.Errorf("set sweeps of organization %s: %w", id, err)
+	}
+	return changed, nil
+}
+
+// List returns up to limit organizations, enabled or not, in id order after the id `after`
+// ("" from the start), and the id to resume after ("" when there are no more): one query of
+// limit+1 documents, ordered by id, paged by a cursor.
+func (s *OrganizationStore) List(ctx context.Context, after string, limit int) ([]Organization, string, error) {
+	if limit < 1 || limit > OrganizationListMax {
+		return nil, "", fmt.Errorf("list organizations: limit: between 1 and %d, got %d", OrganizationListMax, limit)
+	}
+	col := s.client.Collection(OrganizationsCollection)
+	q := col.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit + 1)
+	if after != "" {
+		q = q.StartAfter(col.Doc(after))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, "", fmt.Errorf("list organizations: %w", err)
+	}
+	next := ""
+	if len(snaps) > limit {
+		snaps, next = snaps[:limit], snaps[limit-1].Ref.ID
+	}
+	out := make([]Organization, 0, len(snaps))
+	for _, snap := range snaps {
+		var o Organization
+		_ = snap.DataTo(&o) // a field of the wrong type leaves its zero: sweeps_enabled is read below
+		o.UUID, o.SweepsEnabled = snap.Ref.ID, SweepsEnabled(snap)
+		out = append(out, o)
+	}
+	return out, next, nil
+}
+
+// ListDisabled returns up to limit ids of organizations whose sweeps_enabled is the boolean
+// false, in id order, after the id `after`. An organization with no document, or with a
+// sweeps_enabled of another type, is not swept either, but cannot be found by a query.
+func (s *OrganizationStore) ListDisabled(ctx context.Context, after string, limit int) ([]string, error) {
+	col := s.client.Collection(OrganizationsCollection)
+	q := col.Where("sweeps_enabled", "==", false).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(col.Doc(after))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list disabled organizations: %w", err)
+	}
+	ids := make([]string, len(snaps))
+	for i, snap := range snaps {
+		ids[i] = snap.Ref.ID
+	}
+	return ids, nil
+}
