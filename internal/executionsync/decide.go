@@ -26,6 +26,10 @@ const (
 	WhyNotActive           = "not_active"           // someone settled the row already
 	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
 	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
+	// WhySettledByThisRun: the row carries this run's own settlement. A commit whose answer was
+	// lost (the client's retry found its transaction closed, or a deadline fell after it was
+	// sent) landed after all: the row counts as settled by this run, nothing more is written.
+	WhySettledByThisRun = "settled_by_this_run"
 	// WhyTargetUnjudged: the row would be settled lost, but its executor target has no fresh
 	// judgment (internal/blindguard): nothing written; the sync judges it and decides again.
 	WhyTargetUnjudged = "target_unjudged"
@@ -101,6 +105,9 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 // decide is the whole settling rule for one row, given the row as read inside the transaction,
 // the row as the scan saw it, what the executor said, and now. It is pure.
 func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
+	if ch, ok := settledBy(row, runUUID); ok {
+		return ch
+	}
 	if why := moved(row, seen); why != "" {
 		return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
 	}
@@ -155,6 +162,15 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 		ch.Snapshot["seen_at"] = now
 	}
 	return ch
+}
+
+// settledBy reports whether row carries the settlement of run runUUID: then the change says so
+// (ChangeNone, WhySettledByThisRun) with the outcome and settlement the row carries.
+func settledBy(row ledger.Execution, runUUID string) (ledger.ExecutionChange, bool) {
+	if row.Active || row.Settlement == nil || runUUID == "" || row.Settlement.WorkflowRunUUID != runUUID {
+		return ledger.ExecutionChange{}, false
+	}
+	return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: WhySettledByThisRun, Outcome: row.Outcome, Settlement: row.Settlement}, true
 }
 
 // moved says why row is no longer the row the scan saw, or "" if it still is.

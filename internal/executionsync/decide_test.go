@@ -61,6 +61,17 @@ func TestDecide(t *testing.T) {
 			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now},
 		{name: "a settled row is left alone", row: row(func(r *ledger.Execution) { r.Active = false }), snap: snap(executor.VerdictSucceeded),
 			wantKind: ledger.ChangeNone, wantWhy: WhyNotActive},
+		{name: "a row this run settled already counts as this run's (an ambiguous commit that landed)", row: row(func(r *ledger.Execution) {
+			r.Active, r.Status, r.Outcome = false, "succeeded", "succeeded"
+			r.Settlement = &ledger.Settlement{WorkflowRunUUID: "run-1", Reason: ReasonExecutorTerminal}
+		}), snap: snap(executor.VerdictSucceeded), wantKind: ledger.ChangeNone, wantWhy: WhySettledByThisRun, wantOutcome: "succeeded"},
+		{name: "a row another run settled is left alone", row: row(func(r *ledger.Execution) {
+			r.Active, r.Status, r.Outcome = false, "succeeded", "succeeded"
+			r.Settlement = &ledger.Settlement{WorkflowRunUUID: "run-0", Reason: ReasonExecutorTerminal}
+		}), snap: snap(executor.VerdictSucceeded), wantKind: ledger.ChangeNone, wantWhy: WhyNotActive},
+		{name: "an active row naming this run in a stale settlement is not settled by it", row: row(func(r *ledger.Execution) {
+			r.Settlement = &ledger.Settlement{WorkflowRunUUID: "run-1", Reason: ReasonExecutorTerminal}
+		}), snap: snap(executor.VerdictRunning), wantKind: ledger.ChangeRefresh},
 		{name: "a row confirmed since the scan is left alone", row: row(func(r *ledger.Execution) { r.ObservedAt = now }),
 			snap: snap(executor.VerdictFailed), wantKind: ledger.ChangeNone, wantWhy: WhyObservedAtMoved},
 		{name: "a row pointing at another execution is left alone", row: row(func(r *ledger.Execution) { r.ProviderRef = map[string]any{"execution": "other"} }),
@@ -77,6 +88,10 @@ func TestDecide(t *testing.T) {
 				t.Fatalf("change = %s/%q, want %s/%q", got.Kind, got.Why, tt.wantKind, tt.wantWhy)
 			}
 			switch got.Kind {
+			case ledger.ChangeNone:
+				if got.Outcome != tt.wantOutcome {
+					t.Errorf("outcome = %q, want %q", got.Outcome, tt.wantOutcome)
+				}
 			case ledger.ChangeSettle:
 				if got.Outcome != tt.wantOutcome || got.Status != tt.wantStatus || !got.CompletedAt.Equal(tt.wantAt) {
 					t.Errorf("settle = %s/%s at %v, want %s/%s at %v", got.Outcome, got.Status, got.CompletedAt, tt.wantOutcome, tt.wantStatus, tt.wantAt)

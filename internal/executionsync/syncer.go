@@ -281,8 +281,14 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 			break
 		}
 	}
+	if err != nil && m.dry == nil {
+		// The commit may have landed though its answer was lost: the row says.
+		if back, rerr := s.readBack(ctx, req.RunnerExecutionUUID, req.WorkflowRunUUID); rerr == nil && back.Why == WhySettledByThisRun {
+			ch, err = back, nil
+		}
+	}
 	if err != nil {
-		if ctx.Err() != nil { // the run's budget ended the transaction: it committed nothing
+		if ctx.Err() != nil { // the run's budget ended the transaction, and the row does not carry its settlement
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
 		}
@@ -296,6 +302,9 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	case duplicate:
 		res.Outcome, res.Why = SyncDuplicate, "receipt_exists"
 		log.Info("sync already decided by this run; duplicate delivery ignored")
+	case ch.Kind == ledger.ChangeNone && ch.Why == WhySettledByThisRun:
+		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
+		log.Info(say("runner execution settled; this run's commit landed though its answer was lost (read back)"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason)
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
 		log.Info(say("runner execution settled"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
@@ -313,6 +322,25 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Debug(say("runner execution changed since the scan; left alone"), "why", ch.Why)
 	}
 	return res
+}
+
+// ReadBackTimeout bounds the read of a row whose settling transaction failed: a commit whose
+// answer was lost (the client's retry of it found the transaction closed, or a deadline fell
+// after it was sent) may have landed, and only the row says whether it did.
+const ReadBackTimeout = 2 * time.Second
+
+// readBack reads row uuid, apart from ctx's deadline (a budget that ended mid-commit leaves the
+// question open too) but within ReadBackTimeout, and says whether it carries run runUUID's
+// settlement: the change is then ChangeNone WhySettledByThisRun.
+func (s *Syncer) readBack(ctx context.Context, uuid, runUUID string) (ledger.ExecutionChange, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadBackTimeout)
+	defer cancel()
+	p, err := s.store.Peek(ctx, uuid, ledger.Reads{})
+	if err != nil || !p.Found {
+		return ledger.ExecutionChange{}, err
+	}
+	ch, _ := settledBy(p.Row, runUUID)
+	return ch, nil
 }
 
 // refused ends a sync whose transaction refused to write, logging why: at WARNING when the
