@@ -42,6 +42,8 @@ type SyncResult struct {
 	Layer               string // for errored: "executor", "firestore", or "pubsub"
 	Target              string // for unknown rows held by the blind-executor guard: the target
 	Reason              string // for settled: the settlement's reason (executor_terminal, executor_lost)
+	// Answered: the executor answered the sync's call (whatever it said, NotFound included).
+	Answered bool
 }
 
 // Layers a sync can fail in.
@@ -223,6 +225,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		say = func(msg string) string { return "dry run: " + msg }
 	}
 	seen := Seen{ObservedAt: req.ObservedAt, ProviderRef: req.ProviderRef}
+	res.Answered = err == nil
 
 	if err != nil {
 		if ctx.Err() != nil {
