@@ -19,6 +19,12 @@ type Seen struct {
 	ProviderRef map[string]any
 }
 
+// ReasonDecidedThenGone is the settlement reason of a row whose executor had decided the outcome
+// while the execution was still finishing (a Kubernetes Job's SuccessCriteriaMet or
+// FailureTarget: sync.pending_outcome) and then stopped knowing it: settled with that outcome,
+// not lost.
+const ReasonDecidedThenGone = "executor_decided_then_gone"
+
 // Settlement reasons.
 const (
 	ReasonExecutorTerminal = "executor_terminal"    // the executor reports the execution over
@@ -124,6 +130,22 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 			ch.FailureReason = snap.Reason
 		}
 		ch.Settlement = settlement(row, snap, now, runUUID, ReasonExecutorTerminal)
+	case v == executor.VerdictUnknown && executor.Verdict(row.Sync.PendingOutcome).Terminal():
+		// The executor said how it ends before it stopped knowing it; that word cannot be taken
+		// back (a Job with SuccessCriteriaMet becomes Complete, one with FailureTarget Failed, once
+		// its pods are gone), so NotFound adds nothing to doubt and no grace or guard applies.
+		pending := executor.Verdict(row.Sync.PendingOutcome)
+		ch.Kind = ledger.ChangeSettle
+		ch.Status, ch.Outcome = string(pending), string(pending)
+		ch.CompletedAt = now
+		if pending != executor.VerdictSucceeded {
+			ch.FailureReason = fmt.Sprintf("the executor had decided the execution %s when it was last seen, and no longer knows it", pending)
+		}
+		ch.Settlement = settlement(row, snap, now, runUUID, ReasonDecidedThenGone)
+		ch.Settlement.Evidence["pending_outcome"] = string(pending)
+		if row.Sync.LastSnapshot != nil {
+			ch.Settlement.Evidence["last_snapshot"] = row.Sync.LastSnapshot
+		}
 	case v == executor.VerdictUnknown:
 		since := row.Sync.UnknownSince
 		if since.IsZero() || since.After(now) {

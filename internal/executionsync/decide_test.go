@@ -1,6 +1,7 @@
 package executionsync
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func TestDecide(t *testing.T) {
 		wantStatus  string
 		wantReason  string
 		wantAt      time.Time // completed_at, or unknown_since
+		wantSettled string    // the settlement's reason, when it is not the usual one
 	}{
 		{name: "succeeded settles succeeded at the executor's time", row: row(nil), snap: snap(executor.VerdictSucceeded),
 			wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: finished},
@@ -59,6 +61,21 @@ func TestDecide(t *testing.T) {
 			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "lost", wantStatus: "failed", wantAt: now},
 		{name: "an unknown_since in the future restarts the grace", row: row(func(r *ledger.Execution) { r.Sync.UnknownSince = now.Add(time.Hour) }),
 			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now},
+		{name: "a Job last seen with its success decided and now gone settles succeeded, not lost", row: row(func(r *ledger.Execution) {
+			r.Sync.PendingOutcome, r.Sync.LastVerdict = "succeeded", "running"
+			r.Sync.LastSnapshot = map[string]any{"conditions": []any{map[string]any{"type": "SuccessCriteriaMet", "status": "True"}}}
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: now, wantSettled: ReasonDecidedThenGone},
+		{name: "a Job last seen with its failure decided and now gone settles failed at once, within the grace", row: row(func(r *ledger.Execution) {
+			r.Sync.PendingOutcome, r.Sync.LastVerdict = "failed", "running"
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "failed", wantStatus: "failed", wantAt: now, wantSettled: ReasonDecidedThenGone,
+			wantReason: "the executor had decided the execution failed when it was last seen, and no longer knows it"},
+		{name: "a decided outcome survives an unknown spell: gone past the grace still settles with it", row: row(func(r *ledger.Execution) {
+			r.Sync.PendingOutcome, r.Sync.LastVerdict, r.Sync.UnknownSince = "succeeded", "unknown", now.Add(-time.Hour)
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: now, wantSettled: ReasonDecidedThenGone},
+		{name: "a pending outcome that is not an outcome does not settle", row: row(func(r *ledger.Execution) { r.Sync.PendingOutcome = "running" }),
+			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now},
+		{name: "a Job still there with its outcome decided keeps running", row: row(func(r *ledger.Execution) { r.Sync.PendingOutcome = "succeeded" }),
+			snap: executor.Snapshot{Verdict: executor.VerdictRunning, Pending: executor.VerdictSucceeded}, wantKind: ledger.ChangeRefresh},
 		{name: "a settled row is left alone", row: row(func(r *ledger.Execution) { r.Active = false }), snap: snap(executor.VerdictSucceeded),
 			wantKind: ledger.ChangeNone, wantWhy: WhyNotActive},
 		{name: "a row this run settled already counts as this run's (an ambiguous commit that landed)", row: row(func(r *ledger.Execution) {
@@ -95,6 +112,9 @@ func TestDecide(t *testing.T) {
 			case ledger.ChangeSettle:
 				if got.Outcome != tt.wantOutcome || got.Status != tt.wantStatus || !got.CompletedAt.Equal(tt.wantAt) {
 					t.Errorf("settle = %s/%s at %v, want %s/%s at %v", got.Outcome, got.Status, got.CompletedAt, tt.wantOutcome, tt.wantStatus, tt.wantAt)
+				}
+				if want := cmp.Or(tt.wantSettled, map[bool]string{true: ReasonLost, false: ReasonExecutorTerminal}[tt.wantOutcome == "lost"]); got.Settlement.Reason != want {
+					t.Errorf("settlement reason = %q, want %q", got.Settlement.Reason, want)
 				}
 				if tt.wantOutcome != "lost" && got.FailureReason != tt.wantReason {
 					t.Errorf("failure reason = %q, want %q", got.FailureReason, tt.wantReason)

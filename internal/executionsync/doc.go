@@ -16,6 +16,7 @@
 //	row no longer active, or observed_at / provider_ref moved since the scan → nothing (raced)
 //	executor: succeeded | failed | cancelled                               → settle with that outcome
 //	executor: running (pending, reconciling, cancelling, finishing)          → refresh observed_at
+//	executor: unknown (NotFound), its outcome decided when last seen         → settle with that outcome
 //	executor: unknown (NotFound), unknown for less than LostGrace            → record unknown_since
 //	executor: unknown for LostGrace or more                                  → settle "lost"
 //	executor call failed (Unavailable, DeadlineExceeded, Internal, ...)      → record last_error only
