@@ -186,6 +186,21 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 	return ch
 }
 
+// quiet reports whether ch, decided on row, would write only what row already holds: the row
+// is still unknown, since the same time, to the same target, and was last written less than
+// keepAlive before ch. Such a change is not written (a run that learns nothing writes nothing);
+// a row held unknown is still written once per keepAlive, so that the blind-executor guard,
+// which counts the rows a target answered about by sync.last_synced_at within its window,
+// keeps counting it. It is pure.
+func quiet(row ledger.Execution, ch ledger.ExecutionChange, keepAlive time.Duration) bool {
+	last := row.Sync.LastSyncedAt
+	return ch.Kind == ledger.ChangeUnknown &&
+		row.Sync.LastVerdict == string(executor.VerdictUnknown) &&
+		!row.Sync.UnknownSince.IsZero() && row.Sync.UnknownSince.Equal(ch.UnknownSince) &&
+		row.Sync.Target == ch.Target &&
+		!last.IsZero() && !last.After(ch.At) && ch.At.Sub(last) < keepAlive
+}
+
 // settledBy reports whether row carries the settlement of run runUUID: then the change says so
 // (ChangeNone, WhySettledByThisRun) with the outcome and settlement the row carries.
 func settledBy(row ledger.Execution, runUUID string) (ledger.ExecutionChange, bool) {

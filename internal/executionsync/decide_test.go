@@ -192,3 +192,40 @@ func TestRefuse(t *testing.T) {
 		}
 	}
 }
+
+func TestQuiet(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	since := now.Add(-10 * time.Minute)
+	keep := 15 * time.Minute
+	unknown := func(mod func(*ledger.Execution)) ledger.Execution {
+		r := ledger.Execution{Active: true, Sync: ledger.SyncState{LastVerdict: "unknown", UnknownSince: since, LastSyncedAt: since, Target: "t"}}
+		if mod != nil {
+			mod(&r)
+		}
+		return r
+	}
+	change := ledger.ExecutionChange{Kind: ledger.ChangeUnknown, At: now, Verdict: "unknown", UnknownSince: since, Target: "t"}
+	for _, tt := range []struct {
+		name  string
+		row   ledger.Execution
+		ch    ledger.ExecutionChange
+		quiet bool
+	}{
+		{"still unknown since the same time, written lately: nothing to write", unknown(nil), change, true},
+		{"held past the grace, same spell: nothing to write", unknown(nil), func() ledger.ExecutionChange { c := change; c.Why = WhyBlindExecutor; return c }(), true},
+		{"written a keep-alive ago: written again, for the guard's window", unknown(func(r *ledger.Execution) { r.Sync.LastSyncedAt = now.Add(-keep) }), change, false},
+		{"first unknown after running: written", unknown(func(r *ledger.Execution) { r.Sync.LastVerdict, r.Sync.UnknownSince = "running", time.Time{} }), change, false},
+		{"a new spell (unknown_since moved): written", unknown(func(r *ledger.Execution) { r.Sync.UnknownSince = since.Add(-time.Minute) }), change, false},
+		{"another target answered: written", unknown(func(r *ledger.Execution) { r.Sync.Target = "other" }), change, false},
+		{"never synced: written", unknown(func(r *ledger.Execution) { r.Sync.LastSyncedAt = time.Time{} }), change, false},
+		{"last synced in the future: written", unknown(func(r *ledger.Execution) { r.Sync.LastSyncedAt = now.Add(time.Minute) }), change, false},
+		{"a refresh is never quiet", unknown(nil), ledger.ExecutionChange{Kind: ledger.ChangeRefresh, At: now, Target: "t"}, false},
+		{"a settlement is never quiet", unknown(nil), ledger.ExecutionChange{Kind: ledger.ChangeSettle, At: now, Target: "t"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := quiet(tt.row, tt.ch, keep); got != tt.quiet {
+				t.Errorf("quiet = %t, want %t", got, tt.quiet)
+			}
+		})
+	}
+}

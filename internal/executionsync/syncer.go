@@ -104,6 +104,9 @@ type Syncer struct {
 	grace    time.Duration
 	log      *slog.Logger
 	judge    TargetJudge // nil: no blind-executor guard (GuardTargets)
+	// keepAlive is how often a row that stays unknown is written again (quiet): half the
+	// guard's window, so that a held row never drops out of the guard's count.
+	keepAlive time.Duration
 }
 
 // TargetJudge judges whether an executor target is blind; *blindguard.Guard is one.
@@ -119,13 +122,24 @@ type TargetJudge interface {
 // Every process that syncs in production has it on (internal/app).
 func (s *Syncer) GuardTargets(j TargetJudge) *Syncer {
 	s.judge = j
+	s.keepAlive = keepAliveOf(j)
 	return s
+}
+
+// keepAliveOf is half the window over which j counts the rows a target answered about (the
+// default window's when j does not say).
+func keepAliveOf(j TargetJudge) time.Duration {
+	window := blindguard.WindowDefault
+	if w, ok := j.(interface{ Window() time.Duration }); ok && w.Window() > 0 {
+		window = w.Window()
+	}
+	return window / 2
 }
 
 // NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
 // grace is how long a row may stay unknown before it is lost.
 func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
-	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log}
+	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, keepAlive: keepAliveOf(nil)}
 }
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
@@ -203,6 +217,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 			if ch.Kind == ledger.ChangeSettle || ch.Kind == ledger.ChangeRefresh || ch.Kind == ledger.ChangeUnknown {
 				ch.Target = target
 			}
+			ch.Quiet = quiet(row, ch, s.keepAlive)
 			return ch
 		}
 		if m.dry != nil {
