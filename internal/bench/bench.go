@@ -19,6 +19,10 @@
 //	fanout_ms, raw_fanout_ms, fanout_ratio
 //	    a tick for many organizations through the Pub/Sub emulator (publish to the last run
 //	    record) against raw publish-and-receive of as many messages.
+//	blind_rows, blind_row_writes_first_tick, blind_row_writes_per_tick,
+//	blind_row_writes_keep_alive_tick, blind_row_writes_after_keep_alive
+//	    the writes to runner_executions of ticks over the rows of a target that knows none of
+//	    them: the first, the next (it learns nothing), past the grace (held; the keep-alive), after.
 //	cold_start_ms, binary_bytes
 //	    the functions server (this binary's serve): start to first request served, and size.
 package bench
@@ -155,6 +159,16 @@ type Result struct {
 	FleetBuildInvocations int     `json:"fleet_build_dispatch_invocations"`
 	FleetBuildTickMs      float64 `json:"fleet_build_tick_ms"`
 
+	// The rows of a Cloud Run target that knows none of its executions, synced tick after tick:
+	// row writes of the tick that finds them unknown, of the tick a minute later (it learns
+	// nothing: goal 0), of the first tick past the lost grace (the guard holds them; each is
+	// written once, its keep-alive for the guard's window), and of the tick a minute after that.
+	BlindRows                 int `json:"blind_rows"`
+	BlindWritesFirstTick      int `json:"blind_row_writes_first_tick"`
+	BlindWritesPerTick        int `json:"blind_row_writes_per_tick"`
+	BlindWritesKeepAliveTick  int `json:"blind_row_writes_keep_alive_tick"`
+	BlindWritesAfterKeepAlive int `json:"blind_row_writes_after_keep_alive"`
+
 	ColdStartMs float64 `json:"cold_start_ms"`
 	BinaryBytes int64   `json:"binary_bytes"`
 
@@ -182,6 +196,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}{
 		{"settle throughput against raw transactions", func() error { return measureThroughput(ctx, e, p, sz, o.Concurrency, &res) }},
 		{"cost per row", func() error { return measureCost(ctx, e, p, sz, &res) }},
+		{"writes per tick for a blind target's rows", func() error { return measureBlind(ctx, e, p, &res) }},
 		{"scan cost against collection size", func() error { return measureScan(ctx, e, p, sz, &res) }},
 		{"throughput by concurrency", func() error { return measureConcurrency(ctx, e, p, sz, &res) }},
 		{"fan-out through Pub/Sub", func() error { return measureFanout(ctx, e, p, sz, &res) }},
@@ -223,6 +238,7 @@ func goals(r Result) []Goal {
 		{"scan_cost_ratio", "close to 1 (<= 1.5)", r.ScanCostRatio <= 1.5},
 		{"scan_cost_ratio_vs_emulator_floor", "<= 1.5", r.ScanCostRatioVsFloor <= 1.5},
 		{"pool_speedup_at_50ms", ">= 4 (16 workers against 1)", r.PoolSpeedupAt50ms >= 4},
+		{"blind_row_writes_per_tick", "0", r.BlindWritesPerTick == 0},
 		{"quiet_scope_reads_per_tick", "<= 1", r.QuietScopeReads <= 1},
 		{"quiet_scope_writes_per_tick", "0", r.QuietScopeWrites == 0},
 		{"quiet_scope_invocations_per_tick", "0", r.QuietScopeInvocations == 0},

@@ -37,6 +37,7 @@ func table(w io.Writer, r Result) {
 	row("queries_per_run", fmt.Sprintf("%.2f", r.QueriesPerRun), "")
 	row("executor_calls_per_candidate", fmt.Sprintf("%.2f", r.ExecutorCallsPerCandidate), mark("executor_calls_per_candidate"))
 	row("executor_calls_for_missing_metadata", fmt.Sprintf("%d", r.ExecutorCallsForMissingMetadata), mark("executor_calls_for_missing_metadata"))
+	row("blind_row_writes_per_tick", fmt.Sprint(r.BlindWritesPerTick), fmt.Sprintf("%d rows of a blind target, the tick after they turned unknown (%d writes); past the grace %d (keep-alive), then %d: ", r.BlindRows, r.BlindWritesFirstTick, r.BlindWritesKeepAliveTick, r.BlindWritesAfterKeepAlive)+mark("blind_row_writes_per_tick"))
 	row("scan_ms_small", fmt.Sprintf("%.2f", r.ScanMsSmall), fmt.Sprintf("%d non-stale rows", r.ScanRowsSmall))
 	row("scan_ms_large", fmt.Sprintf("%.2f", r.ScanMsLarge), fmt.Sprintf("%d non-stale rows", r.ScanRowsLarge))
 	row("scan_cost_ratio", fmt.Sprintf("%.2f", r.ScanCostRatio), mark("scan_cost_ratio"))

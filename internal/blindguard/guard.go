@@ -97,6 +97,10 @@ func New(store Store, cfg Config, log *slog.Logger) *Guard {
 	return &Guard{store: store, cfg: cfg.WithDefaults(), log: log, judging: map[string]*sync.Mutex{}}
 }
 
+// Window is how far back the guard counts the rows a target answered about (Config.Window): a
+// row held unknown must be rewritten within it to stay counted.
+func (g *Guard) Window() time.Duration { return g.cfg.Window }
+
 // Judge counts the target's rows, fleet-wide, decides whether it is blind at now, and records the
 // judgment. A target judged blind is logged at ERROR, naming it. The syncs of one process that
 // need the same target judged at once wait for one judgment: a judgment still fresh when a sync's

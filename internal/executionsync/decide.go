@@ -19,6 +19,12 @@ type Seen struct {
 	ProviderRef map[string]any
 }
 
+// ReasonDecidedThenGone is the settlement reason of a row whose executor had decided the outcome
+// while the execution was still finishing (a Kubernetes Job's SuccessCriteriaMet or
+// FailureTarget: sync.pending_outcome) and then stopped knowing it: settled with that outcome,
+// not lost.
+const ReasonDecidedThenGone = "executor_decided_then_gone"
+
 // Settlement reasons.
 const (
 	ReasonExecutorTerminal = "executor_terminal"    // the executor reports the execution over
@@ -26,6 +32,10 @@ const (
 	WhyNotActive           = "not_active"           // someone settled the row already
 	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
 	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
+	// WhySettledByThisRun: the row carries this run's own settlement. A commit whose answer was
+	// lost (the client's retry found its transaction closed, or a deadline fell after it was
+	// sent) landed after all: the row counts as settled by this run, nothing more is written.
+	WhySettledByThisRun = "settled_by_this_run"
 	// WhyTargetUnjudged: the row would be settled lost, but its executor target has no fresh
 	// judgment (internal/blindguard): nothing written; the sync judges it and decides again.
 	WhyTargetUnjudged = "target_unjudged"
@@ -101,6 +111,9 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 // decide is the whole settling rule for one row, given the row as read inside the transaction,
 // the row as the scan saw it, what the executor said, and now. It is pure.
 func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
+	if ch, ok := settledBy(row, runUUID); ok {
+		return ch
+	}
 	if why := moved(row, seen); why != "" {
 		return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
 	}
@@ -117,6 +130,22 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 			ch.FailureReason = snap.Reason
 		}
 		ch.Settlement = settlement(row, snap, now, runUUID, ReasonExecutorTerminal)
+	case v == executor.VerdictUnknown && executor.Verdict(row.Sync.PendingOutcome).Terminal():
+		// The executor said how it ends before it stopped knowing it; that word cannot be taken
+		// back (a Job with SuccessCriteriaMet becomes Complete, one with FailureTarget Failed, once
+		// its pods are gone), so NotFound adds nothing to doubt and no grace or guard applies.
+		pending := executor.Verdict(row.Sync.PendingOutcome)
+		ch.Kind = ledger.ChangeSettle
+		ch.Status, ch.Outcome = string(pending), string(pending)
+		ch.CompletedAt = now
+		if pending != executor.VerdictSucceeded {
+			ch.FailureReason = fmt.Sprintf("the executor had decided the execution %s when it was last seen, and no longer knows it", pending)
+		}
+		ch.Settlement = settlement(row, snap, now, runUUID, ReasonDecidedThenGone)
+		ch.Settlement.Evidence["pending_outcome"] = string(pending)
+		if row.Sync.LastSnapshot != nil {
+			ch.Settlement.Evidence["last_snapshot"] = row.Sync.LastSnapshot
+		}
 	case v == executor.VerdictUnknown:
 		since := row.Sync.UnknownSince
 		if since.IsZero() || since.After(now) {
@@ -155,6 +184,30 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 		ch.Snapshot["seen_at"] = now
 	}
 	return ch
+}
+
+// quiet reports whether ch, decided on row, would write only what row already holds: the row
+// is still unknown, since the same time, to the same target, and was last written less than
+// keepAlive before ch. Such a change is not written (a run that learns nothing writes nothing);
+// a row held unknown is still written once per keepAlive, so that the blind-executor guard,
+// which counts the rows a target answered about by sync.last_synced_at within its window,
+// keeps counting it. It is pure.
+func quiet(row ledger.Execution, ch ledger.ExecutionChange, keepAlive time.Duration) bool {
+	last := row.Sync.LastSyncedAt
+	return ch.Kind == ledger.ChangeUnknown &&
+		row.Sync.LastVerdict == string(executor.VerdictUnknown) &&
+		!row.Sync.UnknownSince.IsZero() && row.Sync.UnknownSince.Equal(ch.UnknownSince) &&
+		row.Sync.Target == ch.Target &&
+		!last.IsZero() && !last.After(ch.At) && ch.At.Sub(last) < keepAlive
+}
+
+// settledBy reports whether row carries the settlement of run runUUID: then the change says so
+// (ChangeNone, WhySettledByThisRun) with the outcome and settlement the row carries.
+func settledBy(row ledger.Execution, runUUID string) (ledger.ExecutionChange, bool) {
+	if row.Active || row.Settlement == nil || runUUID == "" || row.Settlement.WorkflowRunUUID != runUUID {
+		return ledger.ExecutionChange{}, false
+	}
+	return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: WhySettledByThisRun, Outcome: row.Outcome, Settlement: row.Settlement}, true
 }
 
 // moved says why row is no longer the row the scan saw, or "" if it still is.

@@ -1,6 +1,7 @@
 package executionsync
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func TestDecide(t *testing.T) {
 		wantStatus  string
 		wantReason  string
 		wantAt      time.Time // completed_at, or unknown_since
+		wantSettled string    // the settlement's reason, when it is not the usual one
 	}{
 		{name: "succeeded settles succeeded at the executor's time", row: row(nil), snap: snap(executor.VerdictSucceeded),
 			wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: finished},
@@ -59,8 +61,34 @@ func TestDecide(t *testing.T) {
 			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "lost", wantStatus: "failed", wantAt: now},
 		{name: "an unknown_since in the future restarts the grace", row: row(func(r *ledger.Execution) { r.Sync.UnknownSince = now.Add(time.Hour) }),
 			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now},
+		{name: "a Job last seen with its success decided and now gone settles succeeded, not lost", row: row(func(r *ledger.Execution) {
+			r.Sync.PendingOutcome, r.Sync.LastVerdict = "succeeded", "running"
+			r.Sync.LastSnapshot = map[string]any{"conditions": []any{map[string]any{"type": "SuccessCriteriaMet", "status": "True"}}}
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: now, wantSettled: ReasonDecidedThenGone},
+		{name: "a Job last seen with its failure decided and now gone settles failed at once, within the grace", row: row(func(r *ledger.Execution) {
+			r.Sync.PendingOutcome, r.Sync.LastVerdict = "failed", "running"
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "failed", wantStatus: "failed", wantAt: now, wantSettled: ReasonDecidedThenGone,
+			wantReason: "the executor had decided the execution failed when it was last seen, and no longer knows it"},
+		{name: "a decided outcome survives an unknown spell: gone past the grace still settles with it", row: row(func(r *ledger.Execution) {
+			r.Sync.PendingOutcome, r.Sync.LastVerdict, r.Sync.UnknownSince = "succeeded", "unknown", now.Add(-time.Hour)
+		}), snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeSettle, wantOutcome: "succeeded", wantStatus: "succeeded", wantAt: now, wantSettled: ReasonDecidedThenGone},
+		{name: "a pending outcome that is not an outcome does not settle", row: row(func(r *ledger.Execution) { r.Sync.PendingOutcome = "running" }),
+			snap: snap(executor.VerdictUnknown), wantKind: ledger.ChangeUnknown, wantAt: now},
+		{name: "a Job still there with its outcome decided keeps running", row: row(func(r *ledger.Execution) { r.Sync.PendingOutcome = "succeeded" }),
+			snap: executor.Snapshot{Verdict: executor.VerdictRunning, Pending: executor.VerdictSucceeded}, wantKind: ledger.ChangeRefresh},
 		{name: "a settled row is left alone", row: row(func(r *ledger.Execution) { r.Active = false }), snap: snap(executor.VerdictSucceeded),
 			wantKind: ledger.ChangeNone, wantWhy: WhyNotActive},
+		{name: "a row this run settled already counts as this run's (an ambiguous commit that landed)", row: row(func(r *ledger.Execution) {
+			r.Active, r.Status, r.Outcome = false, "succeeded", "succeeded"
+			r.Settlement = &ledger.Settlement{WorkflowRunUUID: "run-1", Reason: ReasonExecutorTerminal}
+		}), snap: snap(executor.VerdictSucceeded), wantKind: ledger.ChangeNone, wantWhy: WhySettledByThisRun, wantOutcome: "succeeded"},
+		{name: "a row another run settled is left alone", row: row(func(r *ledger.Execution) {
+			r.Active, r.Status, r.Outcome = false, "succeeded", "succeeded"
+			r.Settlement = &ledger.Settlement{WorkflowRunUUID: "run-0", Reason: ReasonExecutorTerminal}
+		}), snap: snap(executor.VerdictSucceeded), wantKind: ledger.ChangeNone, wantWhy: WhyNotActive},
+		{name: "an active row naming this run in a stale settlement is not settled by it", row: row(func(r *ledger.Execution) {
+			r.Settlement = &ledger.Settlement{WorkflowRunUUID: "run-1", Reason: ReasonExecutorTerminal}
+		}), snap: snap(executor.VerdictRunning), wantKind: ledger.ChangeRefresh},
 		{name: "a row confirmed since the scan is left alone", row: row(func(r *ledger.Execution) { r.ObservedAt = now }),
 			snap: snap(executor.VerdictFailed), wantKind: ledger.ChangeNone, wantWhy: WhyObservedAtMoved},
 		{name: "a row pointing at another execution is left alone", row: row(func(r *ledger.Execution) { r.ProviderRef = map[string]any{"execution": "other"} }),
@@ -77,9 +105,16 @@ func TestDecide(t *testing.T) {
 				t.Fatalf("change = %s/%q, want %s/%q", got.Kind, got.Why, tt.wantKind, tt.wantWhy)
 			}
 			switch got.Kind {
+			case ledger.ChangeNone:
+				if got.Outcome != tt.wantOutcome {
+					t.Errorf("outcome = %q, want %q", got.Outcome, tt.wantOutcome)
+				}
 			case ledger.ChangeSettle:
 				if got.Outcome != tt.wantOutcome || got.Status != tt.wantStatus || !got.CompletedAt.Equal(tt.wantAt) {
 					t.Errorf("settle = %s/%s at %v, want %s/%s at %v", got.Outcome, got.Status, got.CompletedAt, tt.wantOutcome, tt.wantStatus, tt.wantAt)
+				}
+				if want := cmp.Or(tt.wantSettled, map[bool]string{true: ReasonLost, false: ReasonExecutorTerminal}[tt.wantOutcome == "lost"]); got.Settlement.Reason != want {
+					t.Errorf("settlement reason = %q, want %q", got.Settlement.Reason, want)
 				}
 				if tt.wantOutcome != "lost" && got.FailureReason != tt.wantReason {
 					t.Errorf("failure reason = %q, want %q", got.FailureReason, tt.wantReason)
@@ -155,5 +190,42 @@ func TestRefuse(t *testing.T) {
 		if got := refuse(tt.row, tt.facts, tt.trust); got != tt.want {
 			t.Errorf("%s: refuse = %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	since := now.Add(-10 * time.Minute)
+	keep := 15 * time.Minute
+	unknown := func(mod func(*ledger.Execution)) ledger.Execution {
+		r := ledger.Execution{Active: true, Sync: ledger.SyncState{LastVerdict: "unknown", UnknownSince: since, LastSyncedAt: since, Target: "t"}}
+		if mod != nil {
+			mod(&r)
+		}
+		return r
+	}
+	change := ledger.ExecutionChange{Kind: ledger.ChangeUnknown, At: now, Verdict: "unknown", UnknownSince: since, Target: "t"}
+	for _, tt := range []struct {
+		name  string
+		row   ledger.Execution
+		ch    ledger.ExecutionChange
+		quiet bool
+	}{
+		{"still unknown since the same time, written lately: nothing to write", unknown(nil), change, true},
+		{"held past the grace, same spell: nothing to write", unknown(nil), func() ledger.ExecutionChange { c := change; c.Why = WhyBlindExecutor; return c }(), true},
+		{"written a keep-alive ago: written again, for the guard's window", unknown(func(r *ledger.Execution) { r.Sync.LastSyncedAt = now.Add(-keep) }), change, false},
+		{"first unknown after running: written", unknown(func(r *ledger.Execution) { r.Sync.LastVerdict, r.Sync.UnknownSince = "running", time.Time{} }), change, false},
+		{"a new spell (unknown_since moved): written", unknown(func(r *ledger.Execution) { r.Sync.UnknownSince = since.Add(-time.Minute) }), change, false},
+		{"another target answered: written", unknown(func(r *ledger.Execution) { r.Sync.Target = "other" }), change, false},
+		{"never synced: written", unknown(func(r *ledger.Execution) { r.Sync.LastSyncedAt = time.Time{} }), change, false},
+		{"last synced in the future: written", unknown(func(r *ledger.Execution) { r.Sync.LastSyncedAt = now.Add(time.Minute) }), change, false},
+		{"a refresh is never quiet", unknown(nil), ledger.ExecutionChange{Kind: ledger.ChangeRefresh, At: now, Target: "t"}, false},
+		{"a settlement is never quiet", unknown(nil), ledger.ExecutionChange{Kind: ledger.ChangeSettle, At: now, Target: "t"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := quiet(tt.row, tt.ch, keep); got != tt.quiet {
+				t.Errorf("quiet = %t, want %t", got, tt.quiet)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@
 //	row no longer active, or observed_at / provider_ref moved since the scan → nothing (raced)
 //	executor: succeeded | failed | cancelled                               → settle with that outcome
 //	executor: running (pending, reconciling, cancelling, finishing)          → refresh observed_at
+//	executor: unknown (NotFound), its outcome decided when last seen         → settle with that outcome
 //	executor: unknown (NotFound), unknown for less than LostGrace            → record unknown_since
 //	executor: unknown for LostGrace or more                                  → settle "lost"
 //	executor call failed (Unavailable, DeadlineExceeded, Internal, ...)      → record last_error only
@@ -24,6 +25,10 @@
 //   - A row is settled at most once: the settling transaction re-reads it and writes only while
 //     it is still active with the observed_at and provider_ref the scan saw. A second sweep, or
 //     a duplicate sync, finds nothing to do and counts nothing as settled.
+//   - A sync that learns nothing writes nothing: a row still unknown, since the same time, to the
+//     same target, is not rewritten, but for once per keep-alive (half the blind-executor guard's
+//     window) so that the guard, which counts rows by sync.last_synced_at within its window,
+//     keeps counting it (quiet).
 //   - An executor error settles nothing. ResourceExhausted stops executor calls for the rest of
 //     the run (those rows are deferred, counted, and picked up by the next run);
 //     PermissionDenied and Unauthenticated do too, and fail the run, since no later row can do

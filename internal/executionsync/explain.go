@@ -157,6 +157,8 @@ func ruleDetail(r PreviewRow, grace time.Duration) string {
 		return "the executor reports the execution over: the row would be settled " + r.Outcome
 	case ReasonLost:
 		return fmt.Sprintf("the executor has not known the execution for the lost grace (%s) and its target is not blind: the row would be settled lost", grace)
+	case ReasonDecidedThenGone:
+		return "the executor had decided the outcome while the execution finished, and no longer knows it: the row would be settled " + r.Outcome
 	case RuleExecutorRunning:
 		return "the executor says it still runs: observed_at would be refreshed"
 	case RuleLostGrace:

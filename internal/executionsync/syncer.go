@@ -42,6 +42,8 @@ type SyncResult struct {
 	Layer               string // for errored: "executor", "firestore", or "pubsub"
 	Target              string // for unknown rows held by the blind-executor guard: the target
 	Reason              string // for settled: the settlement's reason (executor_terminal, executor_lost)
+	// Answered: the executor answered the sync's call (whatever it said, NotFound included).
+	Answered bool
 }
 
 // Layers a sync can fail in.
@@ -102,6 +104,9 @@ type Syncer struct {
 	grace    time.Duration
 	log      *slog.Logger
 	judge    TargetJudge // nil: no blind-executor guard (GuardTargets)
+	// keepAlive is how often a row that stays unknown is written again (quiet): half the
+	// guard's window, so that a held row never drops out of the guard's count.
+	keepAlive time.Duration
 }
 
 // TargetJudge judges whether an executor target is blind; *blindguard.Guard is one.
@@ -117,13 +122,24 @@ type TargetJudge interface {
 // Every process that syncs in production has it on (internal/app).
 func (s *Syncer) GuardTargets(j TargetJudge) *Syncer {
 	s.judge = j
+	s.keepAlive = keepAliveOf(j)
 	return s
+}
+
+// keepAliveOf is half the window over which j counts the rows a target answered about (the
+// default window's when j does not say).
+func keepAliveOf(j TargetJudge) time.Duration {
+	window := blindguard.WindowDefault
+	if w, ok := j.(interface{ Window() time.Duration }); ok && w.Window() > 0 {
+		window = w.Window()
+	}
+	return window / 2
 }
 
 // NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
 // grace is how long a row may stay unknown before it is lost.
 func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
-	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log}
+	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, keepAlive: keepAliveOf(nil)}
 }
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
@@ -201,6 +217,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 			if ch.Kind == ledger.ChangeSettle || ch.Kind == ledger.ChangeRefresh || ch.Kind == ledger.ChangeUnknown {
 				ch.Target = target
 			}
+			ch.Quiet = quiet(row, ch, s.keepAlive)
 			return ch
 		}
 		if m.dry != nil {
@@ -223,6 +240,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		say = func(msg string) string { return "dry run: " + msg }
 	}
 	seen := Seen{ObservedAt: req.ObservedAt, ProviderRef: req.ProviderRef}
+	res.Answered = err == nil
 
 	if err != nil {
 		if ctx.Err() != nil {
@@ -281,8 +299,14 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 			break
 		}
 	}
+	if err != nil && m.dry == nil {
+		// The commit may have landed though its answer was lost: the row says.
+		if back, rerr := s.readBack(ctx, req.RunnerExecutionUUID, req.WorkflowRunUUID); rerr == nil && back.Why == WhySettledByThisRun {
+			ch, err = back, nil
+		}
+	}
 	if err != nil {
-		if ctx.Err() != nil { // the run's budget ended the transaction: it committed nothing
+		if ctx.Err() != nil { // the run's budget ended the transaction, and the row does not carry its settlement
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
 		}
@@ -296,6 +320,9 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	case duplicate:
 		res.Outcome, res.Why = SyncDuplicate, "receipt_exists"
 		log.Info("sync already decided by this run; duplicate delivery ignored")
+	case ch.Kind == ledger.ChangeNone && ch.Why == WhySettledByThisRun:
+		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
+		log.Info(say("runner execution settled; this run's commit landed though its answer was lost (read back)"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason)
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
 		log.Info(say("runner execution settled"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
@@ -313,6 +340,25 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Debug(say("runner execution changed since the scan; left alone"), "why", ch.Why)
 	}
 	return res
+}
+
+// ReadBackTimeout bounds the read of a row whose settling transaction failed: a commit whose
+// answer was lost (the client's retry of it found the transaction closed, or a deadline fell
+// after it was sent) may have landed, and only the row says whether it did.
+const ReadBackTimeout = 2 * time.Second
+
+// readBack reads row uuid, apart from ctx's deadline (a budget that ended mid-commit leaves the
+// question open too) but within ReadBackTimeout, and says whether it carries run runUUID's
+// settlement: the change is then ChangeNone WhySettledByThisRun.
+func (s *Syncer) readBack(ctx context.Context, uuid, runUUID string) (ledger.ExecutionChange, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadBackTimeout)
+	defer cancel()
+	p, err := s.store.Peek(ctx, uuid, ledger.Reads{})
+	if err != nil || !p.Found {
+		return ledger.ExecutionChange{}, err
+	}
+	ch, _ := settledBy(p.Row, runUUID)
+	return ch, nil
 }
 
 // refused ends a sync whose transaction refused to write, logging why: at WARNING when the

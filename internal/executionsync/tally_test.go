@@ -151,6 +151,32 @@ func TestSyncRunDecidesAndCountsEachRow(t *testing.T) {
 			want: syncTally{started: 1, failedStart: 1, candidates: 2, settled: "succeeded=1", errored: 1},
 		},
 		{
+			name: "an executor that answers no call fails the run: it could not see the executor",
+			seed: func(s *memstore.Executions, a *answers, _ func()) {
+				stale(s, "a", nil)
+				stale(s, "b", nil)
+				stale(s, "no-ref", func(e *ledger.Execution) { e.ProviderRef = nil })
+				a.err = map[string]error{"a": status.Error(codes.Unavailable, "connection refused"), "b": status.Error(codes.DeadlineExceeded, "timed out")}
+			},
+			want: syncTally{failedStart: 2, candidates: 3, skipped: 1, errored: 2, failed: "executor_unreachable"},
+		},
+		{
+			name: "an executor that answers every call with an error of its own was reached: the run completes",
+			seed: func(s *memstore.Executions, a *answers, _ func()) {
+				stale(s, "a", nil)
+				stale(s, "b", nil)
+				a.err = map[string]error{"a": status.Error(codes.Unavailable, "connection refused"), "b": status.Error(codes.Internal, "oops")}
+			},
+			want: syncTally{failedStart: 2, candidates: 2, errored: 2},
+		},
+		{
+			name: "a run with nothing to ask the executor is not unreachable",
+			seed: func(s *memstore.Executions, a *answers, _ func()) {
+				stale(s, "no-ref", func(e *ledger.Execution) { e.ProviderRef = nil })
+			},
+			want: syncTally{candidates: 1, skipped: 1},
+		},
+		{
 			name:  "a refusal to answer stops executor calls, defers the rest and fails the run",
 			limit: 5,
 			seed: func(s *memstore.Executions, a *answers, _ func()) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
@@ -179,6 +180,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	results := starter.Start(ctx, reqs)
 	var stopErr error
+	reach := reachOf(results)
 	for _, r := range results {
 		if r.Started() {
 			out.StartedCount++
@@ -246,8 +248,51 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	if stopErr != nil {
 		return out, stats, &workflow.StepError{Step: "sync", Layer: "executor", Reason: "executor_" + stats.StoppedBy, Err: stopErr}
 	}
+	if reach.unreachable() {
+		log.Error("the executor answered no call of the run: every call failed as an unreachable executor's do; nothing was learned",
+			"errored", reach.absent, "error", reach.first.Error())
+		return out, stats, &workflow.StepError{Step: "sync", Layer: "executor", Reason: ReasonExecutorUnreachable, Err: reach.first}
+	}
 	return out, stats, nil
 }
+
+// ReasonExecutorUnreachable is the failure_reason of a run that asked the executor about rows
+// and heard about none: every call failed with Unavailable or DeadlineExceeded.
+const ReasonExecutorUnreachable = "executor_unreachable"
+
+// reach is how a run's executor calls went: how many were answered, how many failed as an
+// executor that cannot be reached fails, how many failed otherwise, and the first of those
+// failures.
+type reach struct {
+	answered, absent, other int
+	first                   error
+}
+
+func reachOf(results []SyncResult) reach {
+	var r reach
+	for _, res := range results {
+		switch {
+		case res.Answered:
+			r.answered++
+		case res.Outcome == SyncErrored && res.Layer == LayerExecutor:
+			switch status.Code(res.Err) {
+			case codes.Unavailable, codes.DeadlineExceeded:
+				r.absent++
+				if r.first == nil {
+					r.first = res.Err
+				}
+			default:
+				r.other++
+			}
+		}
+	}
+	return r
+}
+
+// unreachable: the run asked the executor about at least one row, no call was answered, and
+// every call that failed did so as an unreachable executor's do. A run whose syncs were all
+// published (the pipeline) or deferred asked nothing here, and is not judged.
+func (r reach) unreachable() bool { return r.answered == 0 && r.other == 0 && r.absent > 0 }
 
 // scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
 // has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped

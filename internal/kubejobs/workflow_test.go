@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -140,18 +141,26 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		}
 	}
 
-	// The finishing Job completes; past the grace the deleted and replaced ones are lost.
+	// The finishing Job completes; the failing one is deleted before it reaches Failed, its
+	// FailureTarget already said how it ends; past the grace the deleted and replaced ones are lost.
 	done := succeededJob("build-3")
 	if _, err := cs.BatchV1().Jobs("runners").UpdateStatus(ctx, done, metaUpdate); err != nil {
 		t.Fatal(err)
 	}
+	if err := cs.BatchV1().Jobs("runners").Delete(ctx, "build-4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	clock.Advance(16 * time.Minute)
 	_, stats = start()
-	if stats.Settled["succeeded"] != 1 || stats.Settled["lost"] != 2 {
+	if stats.Settled["succeeded"] != 1 || stats.Settled["lost"] != 2 || stats.Settled["failed"] != 1 {
 		t.Errorf("second run stats = %+v", stats)
 	}
 	if r := get("finishing-ok"); r.Active || r.Outcome != "succeeded" || r.Sync.PendingOutcome != "" {
 		t.Errorf("the finished row = %+v", r)
+	}
+	if r := get("finishing-bad"); r.Active || r.Outcome != "failed" || r.Settlement.Reason != executionsync.ReasonDecidedThenGone ||
+		r.Settlement.Evidence["pending_outcome"] != "failed" || r.Settlement.Evidence["error"] != "not_found" {
+		t.Errorf("the row of the Job deleted after FailureTarget = outcome %q settlement %+v, want failed by %s", r.Outcome, r.Settlement, executionsync.ReasonDecidedThenGone)
 	}
 }
 

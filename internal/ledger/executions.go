@@ -279,6 +279,9 @@ type ExecutionChange struct {
 
 	// Unknown: when the executor first stopped knowing the execution.
 	UnknownSince time.Time
+	// Quiet: an Unknown change that says nothing the row does not already hold (still unknown
+	// since the same time, to the same target, written lately): nothing is written to the row.
+	Quiet bool
 	// Refresh: an outcome the executor already knows while the execution finishes, and what the
 	// executor said (sync.last_snapshot).
 	PendingOutcome string
@@ -525,6 +528,9 @@ func (c ExecutionChange) receipt(uuid string) SyncReceipt {
 
 // updates turns a change into field writes on row.
 func (c ExecutionChange) updates(row Execution) []firestore.Update {
+	if c.Quiet {
+		return nil
+	}
 	attempts := firestore.Update{Path: "sync.attempts", Value: row.Sync.Attempts + 1}
 	switch c.Kind {
 	case ChangeSettle:

@@ -217,6 +217,9 @@ func (s *Executions) apply(ctx context.Context, op, run, id string, reads ledger
 
 // written is row after the ledger's writes of ch.
 func written(row ledger.Execution, ch ledger.ExecutionChange) ledger.Execution {
+	if ch.Quiet {
+		return row
+	}
 	answered := func() {
 		row.Sync.LastSyncedAt, row.Sync.LastVerdict = ch.At, ch.Verdict
 		if ch.Target != "" {

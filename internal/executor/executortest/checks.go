@@ -199,7 +199,13 @@ func (r *transientRuns) Done() bool { return len(r.Settled) == r.Rows }
 // this run, with one attempt more than its failed calls.
 func (r *transientRuns) Check(t testing.TB, run int, out workflow.Outcome, o executionsync.Output, s executionsync.Stats, now time.Time) {
 	t.Helper()
-	if out.Status != workflow.StateCompleted {
+	// A run whose every call failed reached the executor for no row: it says so by failing
+	// (executor_unreachable); any other run completes.
+	unreachable := o.StartedCount == 0 && s.Errored > 0
+	switch {
+	case unreachable && (out.Status != workflow.StateFailed || out.Output["failure_reason"] != executionsync.ReasonExecutorUnreachable):
+		t.Fatalf("run %d: every call failed, ended %s (%v), want failed %s", run, out.Status, out.Output["failure_reason"], executionsync.ReasonExecutorUnreachable)
+	case !unreachable && out.Status != workflow.StateCompleted:
 		t.Fatalf("run %d ended %s: %v", run, out.Status, out.Err)
 	}
 	if want := r.Rows - len(r.Settled); o.CandidateCount != want || s.Deferred != 0 || s.StoppedBy != "" {

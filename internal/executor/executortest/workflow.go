@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -169,7 +170,9 @@ func notFound(t *testing.T, h Harness) {
 				if s.Unknown != 1 || len(s.Settled) != 0 {
 					t.Errorf("second run stats = %+v, want one unknown, nothing settled", s)
 				}
-				unknown(t, want, got, since, now, 2)
+				// It learned nothing new: the row is not written again (last synced, and one
+				// attempt, at the first sighting).
+				unknown(t, want, got, since, since, 1)
 				return
 			}
 			if s.Unknown != 0 || !reflect.DeepEqual(s.Settled, map[string]int{ledger.OutcomeLost: 1}) {
@@ -238,8 +241,12 @@ func timeouts(t *testing.T, h Harness) {
 			w.fake.Delay(tt.latency)
 
 			out, o, s := w.start()
-			if out.Status != workflow.StateCompleted {
-				t.Fatalf("run ended %s: %v", out.Status, out.Err)
+			// Every call cut: the run reached the executor for no row, and fails saying so.
+			if want := map[bool]string{true: workflow.StateFailed, false: workflow.StateCompleted}[tt.cut]; out.Status != want {
+				t.Fatalf("run ended %s: %v; want %s", out.Status, out.Err, want)
+			}
+			if tt.cut && out.Output["failure_reason"] != executionsync.ReasonExecutorUnreachable {
+				t.Errorf("failure_reason = %v, want %s", out.Output["failure_reason"], executionsync.ReasonExecutorUnreachable)
 			}
 			if n := w.fake.Calls() - calls; n != rows {
 				t.Errorf("calls = %d, want %d (DeadlineExceeded is not retried)", n, rows)

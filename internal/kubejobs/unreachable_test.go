@@ -1,0 +1,66 @@
+package kubejobs
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow"
+)
+
+// A cluster that refuses every connection: the Kubernetes sync reached the executor for no row
+// and ends failed, executor_unreachable, not completed.
+func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *testing.T) {
+	// A loopback port nothing listens on: taken, then closed.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + addr, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := NewSet(nil, time.Second)
+	set.Add("eu", cs.BatchV1())
+	a := New(set, Config{Backoff: time.Millisecond})
+
+	fs := testenv.Firestore(t)
+	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	org := uuid.NewString()
+	testenv.Enable(t, fs, org)
+	for _, name := range []string{"build-1", "build-2"} {
+		if err := store.Put(ctx, ledger.Execution{UUID: uuid.NewString(), OrganizationUUID: org, Provider: ledger.ProviderKubernetes,
+			ProviderRef: ref(runningJob(name)), Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-10 * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes}.WithDefaults()
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
+	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes, InitialData: []byte(`{"organization_uuid":"` + org + `"}`), Trigger: workflow.TriggerLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != workflow.StateFailed || out.Output["failure_reason"] != executionsync.ReasonExecutorUnreachable || fmt.Sprint(out.Output["failed_start_count"]) != "2" {
+		t.Errorf("run %s, output %v; want failed %s with 2 failed starts", out.Status, out.Output, executionsync.ReasonExecutorUnreachable)
+	}
+}
