@@ -225,10 +225,24 @@ func checkPaused(ctx context.Context, a *app.App, e *explain.Explanation) error 
 	}
 	check := explain.Check{Name: "not paused", OK: p == nil, Detail: "no pause covers " + e.WorkflowType + " on this scope"}
 	if p != nil {
-		check.Detail = p.String() + "; stalesweep resume lifts it"
+		where, resume := "on "+p.Scope, "stalesweep resume "+p.WorkflowType+" --scope "+p.Scope
+		if p.Fleet() {
+			where, resume = "fleet-wide", "stalesweep resume "+p.WorkflowType
+		}
+		check.Detail = fmt.Sprintf("paused %s (every scope of %s) by %s at %s", where, p.WorkflowType, p.PausedBy, p.PausedAt.UTC().Format(time.RFC3339))
+		if !p.Fleet() {
+			check.Detail = fmt.Sprintf("paused %s by %s at %s", where, p.PausedBy, p.PausedAt.UTC().Format(time.RFC3339))
+		}
+		if p.Reason != "" {
+			check.Detail += ": " + p.Reason
+		}
+		if !p.Until.IsZero() {
+			check.Detail += " (until " + p.Until.UTC().Format(time.RFC3339) + ")"
+		}
+		check.Detail += "; " + resume + " lifts it"
 		// No run of the scope starts while it is paused: the next one leaves the row alone,
 		// whatever the workflow would decide once resumed (said in the detail).
-		e.Detail = "paused; once resumed: " + e.Verdict + " (" + e.Rule + ")"
+		e.Detail = "paused " + where + "; once resumed: " + e.Verdict + " (" + e.Rule + ")"
 		e.Verdict, e.Outcome, e.Rule = "skip", "", "paused"
 	}
 	e.Checks = append(e.Checks, check)
