@@ -47,6 +47,18 @@ func TestExplainTextSaysWhatHolds(t *testing.T) {
 	if strings.Contains(stderr, `"severity"`) {
 		t.Errorf("explain's text mode wrote JSON log lines to stderr: %s", stderr)
 	}
+	// A dry run's preview says the same of the fleet-wide pause.
+	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	if err := tasks.Enqueue(ctx, "deploys", "a", "slug-a", old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tasks.Next(ctx, "deploys", "w", old); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = invoke(t, "pm", "sweep", "--queue", "deploys", "--dry-run", "-o", "run")
+	if code != exitOK || !strings.Contains(stdout, "the sweep is paused fleet-wide") {
+		t.Errorf("pm sweep --dry-run under a fleet-wide pause: exit %d, want its preview to say fleet-wide:\n%s%s", code, stdout, stderr)
+	}
 
 	// A runner execution whose observed_at is a string: no scan sees it.
 	org, id := uuid.NewString(), uuid.NewString()
