@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -63,7 +65,9 @@ on it last. It writes nothing.`,
 			return c.usageError(cmd, "want COLLECTION/ID with COLLECTION one of %s, got %q",
 				strings.Join(slices.Sorted(maps.Keys(explainers)), ", "), args[0])
 		}
-		a, code := c.openApp(*project)
+		// In text mode the explanation says what the log lines would: only warnings and worse
+		// are logged, as plain text, so that no JSON is mixed into what a person reads.
+		a, code := c.openAppLogging(*project, *format != formatJSON)
 		if a == nil {
 			return exitCode(code)
 		}
@@ -91,12 +95,19 @@ on it last. It writes nothing.`,
 
 // openApp builds the process's dependencies from the environment, as the run command does;
 // nil and the exit code when it cannot (said on stderr).
-func (c *cli) openApp(project string) (*app.App, int) {
+func (c *cli) openApp(project string) (*app.App, int) { return c.openAppLogging(project, false) }
+
+// openAppLogging is openApp whose log, when human, is plain text at WARN and worse (humanLog)
+// instead of Cloud Logging's JSON.
+func (c *cli) openAppLogging(project string, human bool) (*app.App, int) {
 	cfg, ok := c.config("", project)
 	if !ok {
 		return nil, exitInvalid
 	}
 	log := logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel))
+	if human {
+		log = humanLog(c.stderr, logging.ParseLevel(cfg.LogLevel))
+	}
 	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "stalesweep: %v\n", err)
@@ -117,4 +128,16 @@ func (c *cli) config(name, project string) (app.Config, bool) {
 		cfg.Project = project
 	}
 	return cfg, true
+}
+
+// humanLog is a log for a person at a terminal: plain key=value text without the time, at WARN
+// and worse (or level, if higher).
+func humanLog(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: max(level, slog.LevelWarn),
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +25,9 @@ func (c *cli) indexesCmd() *cobra.Command {
 		Long: `indexes regenerates firestore.indexes.json and terraform/firestore_indexes.tf.json from the
 one index list in code, and terraform/firestore_ttl.tf.json (the TTL policies) from the list of
 expiring collections; --check fails (exit 1) when a file differs instead of writing it. With
---gcloud it prints the gcloud commands that create the indexes in a project, one per line.`,
+--gcloud it prints the gcloud commands that create the indexes in a project, one per line.
+The files are under the repository root (--root, default the current folder): a root without
+terraform/ is refused (exit 2) before any file is written.`,
 		Example: `  stalesweep indexes
   stalesweep indexes --check
   stalesweep indexes --gcloud --project=my-project | sh`,
@@ -70,12 +75,32 @@ func (c *cli) generate(name, root string, check bool, files []generated) int {
 			return exitFailed
 		}
 	}
+	if !check {
+		// A root without the files' folders is not the repository's: refuse before writing any
+		// file, rather than leave one written and fail on the next.
+		for _, f := range files {
+			dir := filepath.Dir(filepath.Join(root, f.path))
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				fmt.Fprintf(c.stderr, "stalesweep %s: %s is not the repository root: it has no %s; run it from the root of the stalesweep repository (the folder holding %s), or pass --root DIR; nothing written\n",
+					name, root, dir, wants(files))
+				return exitInvalid
+			}
+		}
+	}
 	code := exitOK
 	for i, f := range files {
 		path := filepath.Join(root, f.path)
 		if check {
 			got, err := os.ReadFile(path)
-			if err != nil || !bytes.Equal(got, want[i]) {
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				fmt.Fprintf(c.stderr, "stalesweep %s: %s not found: is %s the repository root (the folder holding %s)? run it from there, or pass --root DIR\n",
+					name, path, root, wants(files))
+				code = exitFailed
+			case err != nil:
+				fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
+				code = exitFailed
+			case !bytes.Equal(got, want[i]):
 				fmt.Fprintf(c.stderr, "stalesweep %s: %s is not current; run: go run ./cmd/stalesweep %s\n", name, path, name)
 				code = exitFailed
 			}
@@ -88,4 +113,13 @@ func (c *cli) generate(name, root string, check bool, files []generated) int {
 		fmt.Fprintf(c.stdout, "wrote %s\n", path)
 	}
 	return code
+}
+
+// wants names what a repository root holds for these files: their paths, as the root has them.
+func wants(files []generated) string {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.path
+	}
+	return strings.Join(paths, ", ")
 }

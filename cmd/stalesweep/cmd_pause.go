@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
@@ -54,6 +55,9 @@ start with "override_pause": true still run it. Pausing again replaces the reaso
 			return exitCode(code)
 		}
 		defer fsc.Close()
+		// A scope nothing knows is most likely a typo, but a pause may be taken ahead of the
+		// scope's first row: warned, not refused.
+		c.warnUnknownScope("pause", fsc, typ, *scope, 0, "pausing it anyway; stalesweep resume lifts it")
 		now := time.Now().UTC()
 		p := ledger.Pause{WorkflowType: string(typ), Scope: *scope, PausedBy: localActor(), PausedAt: now, Reason: *reason}
 		if *dur > 0 {
@@ -75,7 +79,9 @@ func (c *cli) resumeCmd() *cobra.Command {
 		Short: "lift a pause taken with stalesweep pause",
 		Long: `resume deletes the pause of a workflow on one scope (--scope) or fleet-wide (no --scope): the
 next tick sweeps the scope again. Resuming what is not paused does nothing and succeeds. A
-fleet-wide pause and a scope's are separate: resume the one "stalesweep pauses list" shows.`,
+fleet-wide pause and a scope's are separate: resume the one "stalesweep pauses list" shows.
+Without --scope, resume also lists the scopes' pauses that still hold, with the command that
+resumes each.`,
 		Example: `  stalesweep resume runner.execution-sync-stale-cloud-run --scope 0f8fad5b-d9cb-469f-a165-70867728950e
   stalesweep resume pm.sweep`,
 		Args:              cobra.ExactArgs(1),
@@ -104,9 +110,38 @@ fleet-wide pause and a scope's are separate: resume the one "stalesweep pauses l
 		} else {
 			fmt.Fprintf(c.stdout, "not paused: %s on %s (nothing to do)\n", typ, on)
 		}
+		if *scope == "" {
+			// A fleet-wide resume leaves the scopes' own pauses: say which still hold.
+			return exit(c.listScopedPauses(fsc, typ))
+		}
 		return nil
 	}
 	return cmd
+}
+
+// listScopedPauses says, after a fleet-wide resume of typ, the pauses of its scopes that still
+// hold and how to resume each.
+func (c *cli) listScopedPauses(fsc *firestore.Client, typ contract.WorkflowType) int {
+	pauses, err := ledger.NewPauseStore(fsc).List(c.ctx, string(typ), ledger.PauseListMax)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "stalesweep resume: %v\n", err)
+		return exitFailed
+	}
+	now := time.Now()
+	var held []ledger.Pause
+	for _, p := range pauses {
+		if !p.Fleet() && p.Active(now) {
+			held = append(held, p)
+		}
+	}
+	if len(held) == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(c.stdout, "still paused on %d scope(s), which a fleet-wide resume leaves; resume each with --scope:\n", len(held))
+	for _, p := range held {
+		fmt.Fprintf(c.stdout, "  %s\n    stalesweep resume %s --scope %s\n", p, typ, p.Scope)
+	}
+	return exitOK
 }
 
 func (c *cli) pausesCmd() *cobra.Command {
@@ -225,10 +260,24 @@ func checkPaused(ctx context.Context, a *app.App, e *explain.Explanation) error 
 	}
 	check := explain.Check{Name: "not paused", OK: p == nil, Detail: "no pause covers " + e.WorkflowType + " on this scope"}
 	if p != nil {
-		check.Detail = p.String() + "; stalesweep resume lifts it"
+		where, resume := "on "+p.Scope, "stalesweep resume "+p.WorkflowType+" --scope "+p.Scope
+		if p.Fleet() {
+			where, resume = "fleet-wide", "stalesweep resume "+p.WorkflowType
+		}
+		check.Detail = fmt.Sprintf("paused %s (every scope of %s) by %s at %s", where, p.WorkflowType, p.PausedBy, p.PausedAt.UTC().Format(time.RFC3339))
+		if !p.Fleet() {
+			check.Detail = fmt.Sprintf("paused %s by %s at %s", where, p.PausedBy, p.PausedAt.UTC().Format(time.RFC3339))
+		}
+		if p.Reason != "" {
+			check.Detail += ": " + p.Reason
+		}
+		if !p.Until.IsZero() {
+			check.Detail += " (until " + p.Until.UTC().Format(time.RFC3339) + ")"
+		}
+		check.Detail += "; " + resume + " lifts it"
 		// No run of the scope starts while it is paused: the next one leaves the row alone,
 		// whatever the workflow would decide once resumed (said in the detail).
-		e.Detail = "paused; once resumed: " + e.Verdict + " (" + e.Rule + ")"
+		e.Detail = "paused " + where + "; once resumed: " + e.Verdict + " (" + e.Rule + ")"
 		e.Verdict, e.Outcome, e.Rule = "skip", "", "paused"
 	}
 	e.Checks = append(e.Checks, check)

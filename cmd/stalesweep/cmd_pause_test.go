@@ -242,3 +242,27 @@ func TestExplainSaysWhenTheRowsWorkflowIsPausedOnItsScope(t *testing.T) {
 		t.Errorf("paused: visible %t, last check %q; want not visible, naming the pause", ok, check)
 	}
 }
+
+// resume without --scope, when scoped pauses of the workflow hold, says which it leaves and how to
+// resume each; with none held it says nothing more.
+func TestResumeFleetWideListsTheScopedPausesItLeaves(t *testing.T) {
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	testenv.FirestoreProject(t, project)
+	if code, stdout, _ := invoke(t, "resume", "pm.sweep"); code != exitOK || strings.Contains(stdout, "still paused") {
+		t.Errorf("resume with nothing paused: exit %d, %q", code, stdout)
+	}
+	for _, q := range []string{"builds", "deploys"} {
+		if code, _, stderr := invoke(t, "pause", "pm.sweep", "--scope", q, "--reason", "INC-7"); code != exitOK {
+			t.Fatalf("pause %s: exit %d %s", q, code, stderr)
+		}
+	}
+	code, stdout, stderr := invoke(t, "resume", "pm.sweep")
+	if code != exitOK || !strings.HasPrefix(stdout, "not paused: pm.sweep on the fleet") || !strings.Contains(stdout, "still paused on 2 scope(s)") ||
+		!strings.Contains(stdout, "stalesweep resume pm.sweep --scope builds") || !strings.Contains(stdout, "stalesweep resume pm.sweep --scope deploys") {
+		t.Errorf("resume pm.sweep with two scoped pauses: exit %d, stdout %q, stderr %q; want both listed with their resume", code, stdout, stderr)
+	}
+	if code, stdout, _ := invoke(t, "resume", "pm.sweep", "--scope", "builds"); code != exitOK || strings.Contains(stdout, "still paused") {
+		t.Errorf("resume --scope: exit %d, %q; want no list", code, stdout)
+	}
+}

@@ -42,7 +42,16 @@ printed either way); 3 when another sweep of the queue is running.`,
 			fmt.Fprintf(c.stderr, "stalesweep pm sweep: %v\n", err)
 			return exitCode(exitInvalid)
 		}
-		return exit(c.startRun("pm sweep", f, workflow.Request{Type: contract.PMSweep, InitialData: input}))
+		code := c.startRun("pm sweep", f, workflow.Request{Type: contract.PMSweep, InitialData: input})
+		if code == exitOK {
+			// A queue with no task and no other run is most likely a typo: said after the run,
+			// which has read nothing (scanned 0), so that a failed run is not delayed by it.
+			if fsc, _, open := c.openFirestore("pm sweep", f.project); open == exitOK {
+				c.warnUnknownScope("pm sweep", fsc, contract.PMSweep, in.Queue, map[bool]int{true: 0, false: 1}[f.dryRun], "nothing was there to sweep")
+				fsc.Close()
+			}
+		}
+		return exit(code)
 	}
 	return c.group("pm", "the task queues' commands (pm sweep)", "  stalesweep pm sweep --queue default --ttl 300 --dry-run", sweep)
 }

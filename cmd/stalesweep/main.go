@@ -118,6 +118,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 		c.runsCmd(),
 		c.orgsCmd(), c.statusCmd(),
 	)
+	refuseRepeatedFlags(root) // a second value of a single-valued flag is a usage error (flags_once.go)
 	// The streams are set before cobra's completion command is made: it keeps the one it sees.
 	root.SetIn(c.stdin)
 	root.SetOut(c.stdout)

@@ -18,7 +18,11 @@
 //     transaction. No counter document is written per sync, so healthy targets pay nothing and
 //     there is no hot document.
 //   - A judgment is a small document per target (sweep_targets), written at most once per
-//     Interval per target by whichever sync needs it; every transaction that would settle a row
+//     Interval per target by whichever sync needs it, or, when the rule finds the target not
+//     blind, by the first sync of a process to hear from it in an Interval (Seen: so that a
+//     healthy target is listed too, at the cost of one read per target per Interval per process
+//     and about one write per target per Interval fleet-wide; a judgment by the same rule on
+//     the same counts, so any fresh one serves a lost settlement alike); every transaction that would settle a row
 //     lost reads it with the row and settles only on a fresh judgment that the target is not
 //     blind. A stale or missing judgment makes the sync judge first.
 //   - A blind event puts every row of the target into its unknown spell at once, and no row can
@@ -90,11 +94,12 @@ type Guard struct {
 
 	mu      sync.Mutex
 	judging map[string]*sync.Mutex // one judgment of a target at a time in this process
+	seen    map[string]time.Time   // when Seen last had each target judged, in this process
 }
 
 // New returns a guard.
 func New(store Store, cfg Config, log *slog.Logger) *Guard {
-	return &Guard{store: store, cfg: cfg.WithDefaults(), log: log, judging: map[string]*sync.Mutex{}}
+	return &Guard{store: store, cfg: cfg.WithDefaults(), log: log, judging: map[string]*sync.Mutex{}, seen: map[string]time.Time{}}
 }
 
 // Window is how far back the guard counts the rows a target answered about (Config.Window): a
@@ -131,6 +136,54 @@ func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger
 			alerts.BlindExecutor.Attr(), "target", target, "unknown", t.Unknown, "asked", t.Asked, "fraction", g.cfg.Fraction, "min_rows", g.cfg.MinRows, "blind_since", t.BlindSince)
 	}
 	return t, nil
+}
+
+// Seen keeps the judgment of a target that just answered a sync current, so that `stalesweep
+// executors list` shows every target answering, healthy ones included, with its counts: at most
+// once per Interval per process it assesses the target, and records the judgment when the rule
+// finds it not blind and none fresh is stored (so the fleet writes about one judgment per target
+// per Interval). A target the rule finds blind is left to Judge, where a lost settlement needs
+// it: a blind spell still within the grace is not logged, nor its blind_since set, any earlier
+// than without Seen. A failure is logged and otherwise ignored.
+func (g *Guard) Seen(ctx context.Context, target string, now time.Time) {
+	if target == "" {
+		return
+	}
+	g.mu.Lock()
+	last, ok := g.seen[target]
+	due := !ok || now.Sub(last) >= Interval || last.After(now)
+	if due {
+		g.seen[target] = now
+	}
+	g.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := g.seen1(ctx, target, now); err != nil {
+		g.mu.Lock()
+		delete(g.seen, target) // assess again on the next answer
+		g.mu.Unlock()
+		g.log.Warn("keeping an executor target's judgment current failed; executors list may show it stale", "target", target, "error", err.Error())
+	}
+}
+
+// seen1 is Seen's assessment and record, one judgment of the target at a time in this process.
+func (g *Guard) seen1(ctx context.Context, target string, now time.Time) error {
+	g.mu.Lock()
+	one, ok := g.judging[target]
+	if !ok {
+		one = &sync.Mutex{}
+		g.judging[target] = one
+	}
+	g.mu.Unlock()
+	one.Lock()
+	defer one.Unlock()
+	t, stored, err := g.assess(ctx, target, now)
+	if err != nil || stored || t.Blind {
+		return err
+	}
+	_, err = g.store.Record(ctx, ledger.Target{Target: target, Blind: t.Blind, JudgedAt: now, Asked: t.Asked, Unknown: t.Unknown})
+	return err
 }
 
 // Assess is Judge without the record: the judgment Judge would make of the target at now —

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -111,6 +112,14 @@ func violations(root *jsonschema.ValidationError) []Violation {
 		field := strings.Join(e.InstanceLocation, ".")
 		msg := e.ErrorKind.LocalizedString(printer)
 		switch k := e.ErrorKind.(type) {
+		case *kind.Minimum:
+			msg = bound("minimum", k.Got, k.Want)
+		case *kind.Maximum:
+			msg = bound("maximum", k.Got, k.Want)
+		case *kind.ExclusiveMinimum:
+			msg = bound("exclusiveMinimum", k.Got, k.Want)
+		case *kind.ExclusiveMaximum:
+			msg = bound("exclusiveMaximum", k.Got, k.Want)
 		case *kind.Required:
 			for _, name := range k.Missing {
 				out = append(out, Violation{Field: join(field, name), Rule: rule, Message: "is required"})
@@ -132,6 +141,25 @@ func violations(root *jsonschema.ValidationError) []Violation {
 	walk(root)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return slices.Compact(out)
+}
+
+// bound says a range violation with its numbers as an operator typed them: the library's own
+// message goes through float64 and prints 31536001 as 3.1536001×10⁰⁷.
+func bound(rule string, got, want *big.Rat) string {
+	return fmt.Sprintf("%s: got %s, want %s", rule, plainNumber(got), plainNumber(want))
+}
+
+// plainNumber renders r as a plain decimal: an integer without exponent, a fraction in as few
+// digits as float64 needs.
+func plainNumber(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // orInput names the input itself where a path is empty.

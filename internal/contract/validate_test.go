@@ -52,6 +52,19 @@ func TestExecutionSyncInputRejections(t *testing.T) {
 	}
 }
 
+func TestRangeViolationsPrintPlainNumbers(t *testing.T) {
+	for _, tt := range []struct{ input, want string }{
+		{`{"organization_uuid": "` + org + `", "min_age_seconds": 31536001}`, "maximum: got 31536001, want 31536000"},
+		{`{"organization_uuid": "` + org + `", "min_age_seconds": -1}`, "minimum: got -1, want 0"},
+		{`{"organization_uuid": "` + org + `", "limit": 201}`, "maximum: got 201, want 200"},
+	} {
+		_, err := contract.Validate(contract.ExecutionSyncCloudRun, []byte(tt.input))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Validate(%s) = %v, want a message with %q", tt.input, err, tt.want)
+		}
+	}
+}
+
 func TestValidateReportsEveryViolation(t *testing.T) {
 	_, err := contract.Validate(contract.ExecutionSyncCloudRun, []byte(`{"limit": 0, "extra": true}`))
 	var ve *contract.ValidationError

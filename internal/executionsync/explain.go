@@ -103,6 +103,9 @@ func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (e
 	refOK := row.Malformed == "" && w.exec.ValidRef(row.ProviderRef)
 	refDetail := "usable by the executor"
 	switch {
+	case row.Malformed != "" && !isTime:
+		// No scan reaches it, so no run counts it as missing metadata.
+		refDetail = "the row does not decode (" + row.Malformed + "): no scan sees it, so runs count it in stats.invisible"
 	case row.Malformed != "":
 		refDetail = "the row does not decode (" + row.Malformed + "): a run counts it in skipped_missing_metadata_count"
 	case !refOK:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -184,11 +185,16 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	f.e.clock.Advance(10 * time.Minute)
 	f.sweep(false) // unknown, within the grace: no judgment needed
 	f.e.clock.Advance(20 * time.Minute)
+	// The real sweeps judged the targets while they answered (blindguard.Guard.Seen), long
+	// enough ago that no judgment is fresh: the dry runs must assess, and record nothing.
 	targets := ledger.NewTargetStore(f.e.fs)
+	before := map[string]ledger.Target{}
 	for _, tgt := range []string{targetA, targetB} {
-		if _, found, err := targets.Get(context.Background(), tgt); err != nil || found {
-			t.Fatalf("target %s judged before the dry run (%t, %v): the test needs it unjudged", tgt, found, err)
+		j, _, err := targets.Get(context.Background(), tgt)
+		if err != nil || blindguard.Fresh(&j, f.e.clock.Now()) {
+			t.Fatalf("target %s judged freshly before the dry run (%+v, %v): the test needs it without a fresh judgment", tgt, j, err)
 		}
+		before[tgt] = j
 	}
 
 	previews := map[string]*executionsync.Preview{}
@@ -200,8 +206,8 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 		}
 	}
 	for _, tgt := range []string{targetA, targetB} {
-		if _, found, err := targets.Get(context.Background(), tgt); err != nil || found {
-			t.Errorf("the dry runs recorded a judgment of %s (%t, %v)", tgt, found, err)
+		if j, _, err := targets.Get(context.Background(), tgt); err != nil || !j.JudgedAt.Equal(before[tgt].JudgedAt) || j.Blind != before[tgt].Blind {
+			t.Errorf("the dry runs recorded a judgment of %s (%+v, %v; before %+v)", tgt, j, err, before[tgt])
 		}
 	}
 	// Each held row is logged as a dry run's, never as a real run's line.

@@ -268,6 +268,14 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		return res
 	}
 
+	// The target answered: once the row is written, its judgment is kept current
+	// (blindguard.Guard.Seen), so that a healthy target is listed too. A dry run records nothing.
+	if seer, ok := s.judge.(interface {
+		Seen(context.Context, string, time.Time)
+	}); ok && m.dry == nil && target != "" {
+		defer func() { seer.Seen(ctx, target, s.now()) }()
+	}
+
 	// Only a NotFound can end in a lost settlement: only then does the transaction read the
 	// target's judgment, and judge first when it has none fresh.
 	guarded := s.judge != nil && snap.Verdict == executor.VerdictUnknown && target != ""

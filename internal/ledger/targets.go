@@ -142,6 +142,21 @@ func (s *TargetStore) Clear(ctx context.Context, target, by string, at time.Time
 	return nil
 }
 
+// Known reports whether the blind-executor guard knows target: it has been judged (its
+// sweep_targets document exists) or a row names it as the target that last answered about it
+// (sync.target). Two reads of at most one document each.
+func (s *TargetStore) Known(ctx context.Context, target string) (bool, error) {
+	_, found, err := s.Get(ctx, target)
+	if err != nil || found {
+		return found, err
+	}
+	snaps, err := s.client.Collection(ExecutionsCollection).Where("sync.target", "==", target).Limit(1).Documents(ctx).GetAll()
+	if err != nil {
+		return false, fmt.Errorf("look up rows of target %s: %w", target, err)
+	}
+	return len(snaps) > 0, nil
+}
+
 // List returns up to limit judged targets, blind ones first.
 func (s *TargetStore) List(ctx context.Context, limit int) ([]Target, error) {
 	snaps, err := s.client.Collection(TargetsCollection).Limit(limit).Documents(ctx).GetAll()

@@ -78,7 +78,15 @@ type StartRequest struct {
 	// DryRun previews the run (workflow.Request.DryRun): the same scan and decisions, nothing
 	// written, no run record.
 	DryRun bool `json:"dry_run,omitempty"`
+	// OverrideStormGuard is read only to be refused: no request overrides the storm guard, only
+	// an operator at the stalesweep command (--override-storm-guard) who has checked the workers.
+	// Asked for, the request is forbidden (ErrStormGuardOverride), not an unknown field.
+	OverrideStormGuard bool `json:"override_storm_guard,omitempty"`
 }
+
+// ErrStormGuardOverride is the answer to a start request that asks to override the storm guard.
+var ErrStormGuardOverride = contract.Errorf(contract.CodeForbidden,
+	"override_storm_guard: no request may override the storm guard; after checking that the workers really are gone, an operator runs the workflow once from the command: stalesweep run WORKFLOW_TYPE --data '{...}' --override-storm-guard")
 
 // DecodeStartRequest reads a StartRequest from r, as DecodeStart reads a Start.
 func DecodeStartRequest(r io.Reader) (StartRequest, error) {
@@ -95,7 +103,13 @@ func ParseStartRequest(raw []byte) (StartRequest, error) {
 	if err := decodeOne(raw, &s); err != nil {
 		return StartRequest{}, err
 	}
-	return s, s.check()
+	if err := s.check(); err != nil {
+		return s, err
+	}
+	if s.OverrideStormGuard {
+		return s, ErrStormGuardOverride
+	}
+	return s, nil
 }
 
 // decodeOne decodes raw, at most MaxBodyBytes, into v: exactly one JSON value, no unknown

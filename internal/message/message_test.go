@@ -127,3 +127,22 @@ func TestParseStartRequestTakesDryRunAndStartDoesNot(t *testing.T) {
 		}
 	}
 }
+
+// A start request that asks to override the storm guard is forbidden, saying where the override
+// is made; one that says false is an ordinary request; a Start (a topic's message) knows no such
+// field.
+func TestParseStartRequestForbidsAStormGuardOverride(t *testing.T) {
+	body := []byte(`{"workflow_type": "pm.sweep", "override_storm_guard": true, "initial_data": {"queue": "builds"}}`)
+	_, err := ParseStartRequest(body)
+	var ce *contract.Error
+	if !errors.As(err, &ce) || ce.Code != contract.CodeForbidden || contract.CodeOf(err).HTTPStatus() != 403 ||
+		!strings.Contains(ce.Message, "--override-storm-guard") {
+		t.Errorf("ParseStartRequest(%s) = %v, want forbidden naming --override-storm-guard", body, err)
+	}
+	if _, err := ParseStartRequest([]byte(`{"workflow_type": "pm.sweep", "override_storm_guard": false}`)); err != nil {
+		t.Errorf("override_storm_guard false: %v, want an ordinary request", err)
+	}
+	if v := violation(t, func() error { _, err := ParseStart(body); return err }()); v.Field != "override_storm_guard" {
+		t.Errorf("ParseStart with override_storm_guard: violation %+v, want one naming it", v)
+	}
+}

@@ -36,16 +36,21 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 	t := row.Value
 	ttl := time.Duration(TTLDefault) * time.Second
 	stamped := row.HasTimestamp("last_activity_at")
-	silent := "unknown"
-	if stamped {
-		silent = now.Sub(t.LastActivityAt).Truncate(time.Millisecond).String()
+	// A task that does not decode has no silence to judge: its decoded last_activity_at is the
+	// zero time, whatever the document holds.
+	silent := fmt.Sprintf("silence cannot be judged: no heartbeat (last_activity_at is not a timestamp); ttl %ds (the seed's default)", TTLDefault)
+	switch {
+	case stamped && row.Malformed != "":
+		silent = fmt.Sprintf("silence cannot be judged: the task does not decode; ttl %ds (the seed's default)", TTLDefault)
+	case stamped:
+		silent = fmt.Sprintf("silent %s against ttl %ds (the seed's default)", now.Sub(t.LastActivityAt).Truncate(time.Millisecond), TTLDefault)
 	}
-	stale := stamped && Stale(t, now, ttl)
+	stale := stamped && row.Malformed == "" && Stale(t, now, ttl)
 	e.Checks = []explain.Check{
 		{Name: "status working", OK: row.Fields["status"] == ledger.TaskWorking, Detail: fmt.Sprintf("status %q; the scan reads working tasks only", row.Fields["status"])},
 		{Name: "last_activity_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_activity_at"])},
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
-		{Name: "silent past ttl", OK: stale, Detail: fmt.Sprintf("silent %s against ttl %ds (the seed's default)", silent, TTLDefault)},
+		{Name: "silent past ttl", OK: stale, Detail: silent},
 	}
 	e.Decided()
 	if t.ReclaimCount > 0 || t.FailureReason != "" {

@@ -320,7 +320,7 @@ scan:
 		}
 	}
 	if p := paused.Pause(); p != nil && !in.DryRun {
-		log.Warn("the sweep was paused on the queue while it ran: the tasks left were not reclaimed", "paused", p.String(), "left", stats.Paused)
+		log.Warn("the sweep was paused while it ran (on the queue, or fleet-wide): the tasks left were not reclaimed", "paused", p.String(), "left", stats.Paused)
 	}
 	return out, stats, nil
 }
@@ -335,7 +335,11 @@ func previewRow(p *explain.Preview, t ledger.Task, res ledger.Reclaim, err error
 	case err != nil:
 		p.Add(t.ID, "error", "read_failed", err.Error())
 	case res.Why == ledger.LeftPaused:
-		p.Add(t.ID, "keep", string(ledger.LeftPaused), "the sweep is paused on the queue: nothing would be reclaimed until it is resumed")
+		where := "on the queue"
+		if res.Pause != nil && res.Pause.Fleet() {
+			where = "fleet-wide"
+		}
+		p.Add(t.ID, "keep", string(ledger.LeftPaused), "the sweep is paused "+where+": nothing would be reclaimed until it is resumed")
 	case res.Reclaimed && held:
 		p.Add(t.ID, "keep", storm.Reason, silent+": would be reclaimed, but the storm guard would refuse the sweep")
 	case res.Poisoned:
