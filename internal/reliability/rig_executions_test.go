@@ -231,8 +231,8 @@ func refreshExecution(now time.Time) rowChange {
 }
 
 // unknownExecution is the change of a row the executor does not know, within the grace: the
-// sync bookkeeping and unknown_since. The row stays stale, so every later run syncs it again,
-// keeping unknown_since and counting one more attempt.
+// sync bookkeeping and unknown_since. The row stays stale, so a later run syncs it again, but
+// learns nothing new and writes nothing until the guard's keep-alive falls due (internal/executionsync).
 func unknownExecution(now time.Time) rowChange {
 	return func(id string, _ time.Time) (func(string) *change, func(string) *change) {
 		d := ledger.ExecutionsCollection + "/" + id + "#"
@@ -244,6 +244,6 @@ func unknownExecution(now time.Time) rowChange {
 				}}
 			}
 		}
-		return attempt(1), attempt(2)
+		return attempt(1), nil
 	}
 }
