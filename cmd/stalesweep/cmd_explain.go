@@ -7,16 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/logging"
 )
 
 // explainer explains one row of one collection, by its document id.
@@ -91,43 +88,6 @@ on it last. It writes nothing.`,
 		return e.WriteText(c.stdout)
 	}
 	return cmd
-}
-
-// openApp builds the process's dependencies from the environment, as the run command does;
-// nil and the exit code when it cannot (said on stderr).
-func (c *cli) openApp(project string) (*app.App, int) { return c.openAppLogging(project, false) }
-
-// openAppLogging is openApp whose log, when human, is plain text at WARN and worse (humanLog)
-// instead of Cloud Logging's JSON.
-func (c *cli) openAppLogging(project string, human bool) (*app.App, int) {
-	cfg, ok := c.config("", project)
-	if !ok {
-		return nil, exitInvalid
-	}
-	log := logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel))
-	if human {
-		log = humanLog(c.stderr, logging.ParseLevel(cfg.LogLevel))
-	}
-	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{})
-	if err != nil {
-		fmt.Fprintf(c.stderr, "stalesweep: %v\n", err)
-		return nil, exitFailed
-	}
-	return a, exitOK
-}
-
-// config is the configuration from the environment, with project (when set) in place of
-// $GOOGLE_CLOUD_PROJECT; false when a setting is bad (said on stderr, naming it).
-func (c *cli) config(name, project string) (app.Config, bool) {
-	cfg, err := app.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "%s: %v\n", strings.TrimSpace("stalesweep "+name), err)
-		return cfg, false
-	}
-	if project != "" {
-		cfg.Project = project
-	}
-	return cfg, true
 }
 
 // humanLog is a log for a person at a terminal: plain key=value text without the time, at WARN
