@@ -130,16 +130,19 @@ func Endpoint() string {
 // pingDoc is the document Ping reads; nothing writes it, so the read finds nothing.
 var pingDoc = RunsCollection + "/stalesweep-connectivity-probe"
 
-// Where names the Firestore o opens, for a person: the endpoint, the project and the database.
+// Where names the Firestore o opens, for a person, after its endpoint: its project and database.
 func (o Options) Where() string {
-	return fmt.Sprintf("%s (project %s, database %s)", Endpoint(), o.Project, cmp.Or(o.Database, firestore.DefaultDatabaseID))
+	return fmt.Sprintf("project %s, database %s", o.Project, cmp.Or(o.Database, firestore.DefaultDatabaseID))
 }
 
 // Ping reads one document, within timeout, to learn that Firestore answers: a process that
-// cannot reach it says so when it starts, naming where it looked (o.Where), instead of failing
-// its first run with a bare "context deadline exceeded". A refusal (credentials, roles, a
-// project or database that does not exist) is told apart from silence.
+// cannot reach it says so when it starts, naming where it looked (Endpoint, o.Where), instead of
+// failing its first run with a bare "context deadline exceeded". A refusal (credentials, roles,
+// a project or database that does not exist) is told apart from silence.
 func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Duration) error {
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl).Round(time.Millisecond))
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	snap, err := c.Doc(pingDoc).Get(ctx)
@@ -147,13 +150,13 @@ func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Dura
 	case code == codes.OK, code == codes.NotFound && snap != nil: // the probe document is absent
 		return nil
 	case ctx.Err() != nil, code == codes.Unavailable, code == codes.DeadlineExceeded, code == codes.Canceled:
-		return fmt.Errorf("Firestore at %s unreachable (after %s): %w", o.Where(), timeout, err)
+		return fmt.Errorf("Firestore at %s unreachable (after %s; %s): %w", Endpoint(), timeout, o.Where(), err)
 	case code == codes.PermissionDenied, code == codes.Unauthenticated:
-		return fmt.Errorf("Firestore at %s refused access (credentials or roles: the identity needs roles/datastore.user): %w", o.Where(), err)
+		return fmt.Errorf("Firestore at %s refused access (%s; check the credentials, and that the identity holds roles/datastore.user): %w", Endpoint(), o.Where(), err)
 	case code == codes.NotFound:
-		return fmt.Errorf("Firestore at %s: no such project or database: %w", o.Where(), err)
+		return fmt.Errorf("Firestore at %s has no such project or database (%s): %w", Endpoint(), o.Where(), err)
 	default:
-		return fmt.Errorf("Firestore at %s refused a read: %w", o.Where(), err)
+		return fmt.Errorf("Firestore at %s refused a read (%s): %w", Endpoint(), o.Where(), err)
 	}
 }
 
