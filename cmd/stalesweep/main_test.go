@@ -28,7 +28,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.Main(removingBinary{m}) }
 
 func invoke(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
