@@ -68,7 +68,7 @@ on it last. It writes nothing.`,
 		}
 		// In text mode the explanation says what the log lines would: only warnings and worse
 		// are logged, as plain text, so that no JSON is mixed into what a person reads.
-		a, code := c.openAppLogging(*project, *format != formatJSON)
+		a, code := c.openAppLogging("explain", *project, *format != formatJSON)
 		if a == nil {
 			return exitCode(code)
 		}

@@ -117,7 +117,7 @@ Workflow types:
 // startRun starts req as a local run with f's flags and prints it: what every command that runs
 // a workflow shares.
 func (c *cli) startRun(name string, f runFlags, req workflow.Request) int {
-	a, code := c.openApp(f.project)
+	a, code := c.openApp(name, f.project)
 	if a == nil {
 		return code
 	}

@@ -85,12 +85,14 @@ func (c *cli) withFirestore(name, project string, body func(context.Context, *fi
 
 // openApp builds the process's dependencies from the environment, as the run command does;
 // nil and the exit code when it cannot (said on stderr).
-func (c *cli) openApp(project string) (*app.App, int) { return c.openAppLogging(project, false) }
+func (c *cli) openApp(name, project string) (*app.App, int) {
+	return c.openAppLogging(name, project, false)
+}
 
 // openAppLogging is openApp whose log, when human, is plain text at WARN and worse (humanLog)
 // instead of Cloud Logging's JSON.
-func (c *cli) openAppLogging(project string, human bool) (*app.App, int) {
-	cfg, ok := c.config("", project)
+func (c *cli) openAppLogging(name, project string, human bool) (*app.App, int) {
+	cfg, ok := c.config(name, project)
 	if !ok {
 		return nil, exitInvalid
 	}
@@ -98,7 +100,7 @@ func (c *cli) openAppLogging(project string, human bool) (*app.App, int) {
 	if human {
 		log = humanLog(c.stderr, logging.ParseLevel(cfg.LogLevel))
 	}
-	return c.newApp("", cfg, log)
+	return c.newApp(name, cfg, log)
 }
 
 // newApp is app.New on the command's bounded Firestore connection (more are further dial
