@@ -214,10 +214,10 @@ func frozen(t *testing.T, closeEach bool) string {
 func TestEveryFirestoreCommandEndsWithinTheBoundWhenFirestoreIsUnreachable(t *testing.T) {
 	bin := newBinary(t)
 	const timeout = 2 * time.Second
-	for _, s := range []struct{ name, addr string }{
-		{"refused", "127.0.0.1:1"},
-		{"frozen", frozen(t, false)},
-		{"closing", frozen(t, true)},
+	for _, s := range []struct{ name, addr, says string }{
+		{"refused", "127.0.0.1:1", "connection refused"},
+		{"frozen", frozen(t, false), "accepts connections but did not answer"},
+		{"closing", frozen(t, true), "accepts connections but did not answer"},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			env := map[string]string{"FIRESTORE_EMULATOR_HOST": s.addr, "STALESWEEP_FIRESTORE_TIMEOUT": timeout.String(),
@@ -229,8 +229,8 @@ func TestEveryFirestoreCommandEndsWithinTheBoundWhenFirestoreIsUnreachable(t *te
 					t.Errorf("stalesweep %v: %v", args, r.err)
 				case r.code != exitFailed || r.took > 3*timeout:
 					t.Errorf("stalesweep %v: exit %d after %s, want %d within %s\n%s", args, r.code, r.took.Round(time.Millisecond), exitFailed, 3*timeout, r.stderr)
-				case !strings.Contains(r.stderr, "Firestore at "+s.addr+" unreachable (after "+timeout.String()):
-					t.Errorf("stalesweep %v: stderr %q, want it to say Firestore at %s is unreachable", args, r.stderr, s.addr)
+				case !strings.Contains(r.stderr, "Firestore at "+s.addr+" unreachable (after "+timeout.String()) || !strings.Contains(r.stderr, s.says):
+					t.Errorf("stalesweep %v: stderr %q, want it to say Firestore at %s is unreachable: %s", args, r.stderr, s.addr, s.says)
 				}
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -150,7 +151,7 @@ func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Dura
 	case code == codes.OK, code == codes.NotFound && snap != nil: // the probe document is absent
 		return nil
 	case ctx.Err() != nil, code == codes.Unavailable, code == codes.DeadlineExceeded, code == codes.Canceled:
-		return fmt.Errorf("Firestore at %s unreachable (after %s; %s): %w", Endpoint(), timeout, o.Where(), err)
+		return fmt.Errorf("Firestore at %s unreachable (after %s; %s): %w%s", Endpoint(), timeout, o.Where(), err, dialDiagnosis(min(timeout, time.Second)))
 	case code == codes.PermissionDenied, code == codes.Unauthenticated:
 		return fmt.Errorf("Firestore at %s refused access (%s; check the credentials, and that the identity holds roles/datastore.user): %w", Endpoint(), o.Where(), err)
 	case code == codes.NotFound:
@@ -158,6 +159,18 @@ func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Dura
 	default:
 		return fmt.Errorf("Firestore at %s refused a read (%s): %w", Endpoint(), o.Where(), err)
 	}
+}
+
+// dialDiagnosis tells, for a Firestore that did not answer, a refused or unroutable address
+// from one that accepts connections and then says nothing (or drops them): the client's own
+// error is often only the deadline.
+func dialDiagnosis(timeout time.Duration) string {
+	conn, err := net.DialTimeout("tcp", Endpoint(), timeout)
+	if err != nil {
+		return " (" + err.Error() + ")"
+	}
+	conn.Close()
+	return " (it accepts connections but did not answer)"
 }
 
 // CallTimeout bounds every Firestore call on the connection to d: a unary call or a stream
