@@ -95,6 +95,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "serve port out of range", args: []string{"serve", "--addr", "127.0.0.1:99999"}, want: exitInvalid},
 		{name: "serve bad kube clusters", args: []string{"serve"}, env: map[string]string{"STALESWEEP_KUBE_CLUSTERS": `{"clusters": {"eu": {}}}`}, want: exitInvalid},
 		{name: "indexes outside the repository", args: []string{"indexes", "--root", os.TempDir()}, want: exitInvalid},
+		{name: "bench bad --rows", args: []string{"bench", "--rows", "-1"}, want: exitInvalid},
+		{name: "demo bad --limit", args: []string{"demo", "--limit", "0"}, want: exitInvalid},
+		{name: "fake-cloudrun missing --executions file", args: []string{"fake-cloudrun", "--executions", "/nonexistent/executions.json"}, want: exitInvalid},
+		{name: "fake-cloudrun off loopback", args: []string{"fake-cloudrun", "--addr", "10.0.0.1:9090"}, want: exitInvalid},
 		// Offline commands that succeed.
 		{name: "version", args: []string{"version"}, want: exitOK},
 		{name: "help", args: []string{"help", "run"}, want: exitOK},
