@@ -108,34 +108,6 @@ target, unless --force.`,
   stalesweep executors clear cloud_run:projects/my-project/locations/europe-west1`, list, clear)
 }
 
-// openFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command
-// that only reads or writes stalesweep's own documents; nil and the exit code when it cannot
-// (said on stderr).
-func (c *cli) openFirestore(name, project string) (*firestore.Client, app.Config, int) {
-	cfg, ok := c.config(name, project)
-	if !ok {
-		return nil, cfg, exitInvalid
-	}
-	fsc, err := ledger.Open(c.ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database})
-	if err != nil {
-		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
-		return nil, cfg, exitFailed
-	}
-	return fsc, cfg, exitOK
-}
-
-// withFirestore runs body with openFirestore's client under a 30-second budget.
-func (c *cli) withFirestore(name, project string, body func(context.Context, *firestore.Client, app.Config) int) error {
-	fsc, cfg, code := c.openFirestore(name, project)
-	if fsc == nil {
-		return exitCode(code)
-	}
-	defer fsc.Close()
-	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-	defer cancel()
-	return exit(body(ctx, fsc, cfg))
-}
-
 // stamp renders a time for a table: RFC 3339 in UTC, or "-" for none.
 func stamp(t time.Time) string {
 	if t.IsZero() {

@@ -7,16 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // explainer explains one row of one collection, by its document id.
@@ -65,9 +63,12 @@ on it last. It writes nothing.`,
 			return c.usageError(cmd, "want COLLECTION/ID with COLLECTION one of %s, got %q",
 				strings.Join(slices.Sorted(maps.Keys(explainers)), ", "), args[0])
 		}
+		if err := checkExplainID(coll, id); err != nil {
+			return c.usageError(cmd, "%s: %v", args[0], err)
+		}
 		// In text mode the explanation says what the log lines would: only warnings and worse
 		// are logged, as plain text, so that no JSON is mixed into what a person reads.
-		a, code := c.openAppLogging(*project, *format != formatJSON)
+		a, code := c.openAppLogging("explain", *project, *format != formatJSON)
 		if a == nil {
 			return exitCode(code)
 		}
@@ -93,41 +94,22 @@ on it last. It writes nothing.`,
 	return cmd
 }
 
-// openApp builds the process's dependencies from the environment, as the run command does;
-// nil and the exit code when it cannot (said on stderr).
-func (c *cli) openApp(project string) (*app.App, int) { return c.openAppLogging(project, false) }
-
-// openAppLogging is openApp whose log, when human, is plain text at WARN and worse (humanLog)
-// instead of Cloud Logging's JSON.
-func (c *cli) openAppLogging(project string, human bool) (*app.App, int) {
-	cfg, ok := c.config("", project)
-	if !ok {
-		return nil, exitInvalid
+// checkExplainID refuses, before Firestore is opened, an ID that names no document of coll: one
+// document id, or for tasks QUEUE/TASK_ID (a task's document is task_queues/QUEUE/tasks/TASK_ID).
+func checkExplainID(coll, id string) error {
+	ids, want := []string{id}, coll+"/ID"
+	if coll == "tasks" {
+		want = "tasks/QUEUE/TASK_ID or tasks/TASK_ID"
+		if q, t, ok := strings.Cut(id, "/"); ok {
+			ids = []string{q, t}
+		}
 	}
-	log := logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel))
-	if human {
-		log = humanLog(c.stderr, logging.ParseLevel(cfg.LogLevel))
+	for _, part := range ids {
+		if err := ledger.CheckDocID(part); err != nil {
+			return fmt.Errorf("want %s: the id %q %v", want, part, err)
+		}
 	}
-	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{})
-	if err != nil {
-		fmt.Fprintf(c.stderr, "stalesweep: %v\n", err)
-		return nil, exitFailed
-	}
-	return a, exitOK
-}
-
-// config is the configuration from the environment, with project (when set) in place of
-// $GOOGLE_CLOUD_PROJECT; false when a setting is bad (said on stderr, naming it).
-func (c *cli) config(name, project string) (app.Config, bool) {
-	cfg, err := app.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "%s: %v\n", strings.TrimSpace("stalesweep "+name), err)
-		return cfg, false
-	}
-	if project != "" {
-		cfg.Project = project
-	}
-	return cfg, true
+	return nil
 }
 
 // humanLog is a log for a person at a terminal: plain key=value text without the time, at WARN

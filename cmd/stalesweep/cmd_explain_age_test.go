@@ -73,7 +73,7 @@ func TestExplainAnAppInvocationATaskAndALease(t *testing.T) {
 			t.Errorf("explain %s: exit %d (%s), want %d", arg, code, stderr, exitNotFound)
 		}
 	}
-	if code, _, stderr := invoke(t, "explain", "tasks/a/b/c"); code != exitFailed || !strings.Contains(stderr, "tasks/QUEUE/TASK_ID") {
+	if code, _, stderr := invoke(t, "explain", "tasks/a/b/c"); code != exitInvalid || !strings.Contains(stderr, "tasks/QUEUE/TASK_ID") {
 		t.Errorf("explain tasks/a/b/c: exit %d (%s)", code, stderr)
 	}
 	if r, _ := runs.GetRun(ctx, "r1"); r.Status != ledger.ExtensionRunning {

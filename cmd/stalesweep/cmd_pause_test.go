@@ -63,6 +63,7 @@ func TestThePauseAndRunsCommandsRefuseBadInputNamingTheFlag(t *testing.T) {
 		{[]string{"runs", "list", "--page-token", "bogus!"}, "--page-token"},
 		{[]string{"runs", "show"}, "arg"},
 		{[]string{"runs", "show", "a/b"}, "WORKFLOW_RUN_UUID"},
+		{[]string{"runs", "show", "no-such-run"}, "WORKFLOW_RUN_UUID"},
 	} {
 		code, _, stderr := invoke(t, c.args...)
 		if code != exitInvalid || !strings.Contains(stderr, c.name) {
@@ -203,7 +204,7 @@ func TestRunsListPagesNewestFirstAndRunsShowSaysWhetherItIsPaused(t *testing.T) 
 	if code != exitOK || !strings.Contains(stdout, "paused_now") || !strings.Contains(stdout, "yes: ") || !strings.Contains(stdout, "fleet-wide freeze") || !strings.Contains(stdout, "history:") {
 		t.Errorf("runs show of a paused workflow: exit %d\n%s", code, stdout)
 	}
-	if code, _, stderr := invoke(t, "runs", "show", "no-such-run"); code != exitNotFound || !strings.Contains(stderr, "no-such-run") {
+	if code, _, stderr := invoke(t, "runs", "show", "0f8fad5b-d9cb-469f-a165-000000000000"); code != exitNotFound || !strings.Contains(stderr, "0f8fad5b-d9cb-469f-a165-000000000000") {
 		t.Errorf("runs show of a missing run: exit %d %q, want %d", code, stderr, exitNotFound)
 	}
 }

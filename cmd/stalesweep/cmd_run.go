@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
@@ -116,7 +117,7 @@ Workflow types:
 // startRun starts req as a local run with f's flags and prints it: what every command that runs
 // a workflow shares.
 func (c *cli) startRun(name string, f runFlags, req workflow.Request) int {
-	a, code := c.openApp(f.project)
+	a, code := c.openApp(name, f.project)
 	if a == nil {
 		return code
 	}
@@ -206,4 +207,14 @@ func localActor() string {
 	}
 	host, _ := os.Hostname()
 	return "local:" + name + "@" + cmp.Or(host, "localhost")
+}
+
+// checkRunUUID refuses what cannot be a run's workflow_run_uuid (every run is named by a uuid in
+// its canonical form), so that a typo is a usage error (exit 2) and only a well-formed uuid that
+// names no run is "not found" (exit 4).
+func checkRunUUID(s string) error {
+	if u, err := uuid.Parse(s); err != nil || u.String() != strings.ToLower(s) {
+		return fmt.Errorf("is not a uuid (8-4-4-4-12 hexadecimal digits)")
+	}
+	return nil
 }

@@ -122,7 +122,7 @@ func (c *cli) runsShowCmd() *cobra.Command {
 		if err := checkFormat(*format); err != nil {
 			return c.usageError(cmd, "%v", err)
 		}
-		if err := ledger.CheckDocID(args[0]); err != nil {
+		if err := checkRunUUID(args[0]); err != nil {
 			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v", args[0], err)
 		}
 		fsc, _, code := c.openFirestore("runs show", *project)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"github.com/spf13/cobra"
@@ -35,6 +36,9 @@ refused on any address but loopback.`,
 
 func serve(ctx context.Context, addr string, stderr io.Writer) int {
 	host, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err == nil && (perr != nil || n < 0 || n > 65535) {
+		err = fmt.Errorf("port %q: want a number from 0 to 65535", port)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "stalesweep serve: --addr %q: %v\n", addr, err)
 		return exitInvalid

@@ -76,10 +76,9 @@ its scheduler job sends it.`, fleet.StatusLimitDefault, fleet.StatusLimitMax),
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, StatusBudget)
 		defer cancel()
-		a, err := app.New(ctx, cfg, logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel)), time.Now, app.Parts{FirestoreDialOptions: fleet.ReadOnly()})
-		if err != nil {
-			fmt.Fprintf(c.stderr, "stalesweep status: %v\n", err)
-			return exitCode(exitFailed)
+		a, code := c.newApp("status", cfg, logging.New(c.stderr, logging.ParseLevel(cfg.LogLevel)), fleet.ReadOnly()...)
+		if a == nil {
+			return exitCode(code)
 		}
 		defer a.Close()
 		f := fleet.Fleet{Firestore: a.Firestore, Workflows: a.Engine, Declared: app.Declared(), Dispatch: cfg.Dispatch,

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,10 +79,6 @@ func Declared() workflow.Declarations {
 		runssweep.Declared, pmsweep.Declared, leasesettle.Declared)
 }
 
-// PingTimeout bounds the first read New makes, which tells an unreachable Firestore from a slow
-// one.
-const PingTimeout = 10 * time.Second
-
 // New builds an App. now is the clock every workflow uses. It reads one document to learn that
 // Firestore answers, and says where it looked when it does not.
 func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time, parts Parts) (_ *App, err error) {
@@ -91,12 +88,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			_ = a.Close()
 		}
 	}()
-	a.Firestore, err = ledger.Open(ctx, ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: parts.FirestoreDialOptions})
+	fsOpts := ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: parts.FirestoreDialOptions}
+	a.Firestore, err = ledger.Open(ctx, fsOpts)
 	if err != nil {
 		return nil, err
 	}
 	a.onClose(a.Firestore.Close)
-	if err := ledger.Ping(ctx, a.Firestore, PingTimeout); err != nil {
+	if err := ledger.Ping(ctx, a.Firestore, fsOpts, cmp.Or(cfg.FirestoreTimeout, FirestoreTimeoutDefault)); err != nil {
 		return nil, err
 	}
 

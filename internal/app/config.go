@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 const (
 	EnvProject           = "GOOGLE_CLOUD_PROJECT"
 	EnvDatabase          = "STALESWEEP_FIRESTORE_DATABASE"
+	EnvFirestoreTimeout  = "STALESWEEP_FIRESTORE_TIMEOUT"
 	EnvCloudRunEndpoint  = cloudrun.EndpointEnv
 	EnvSyncConcurrency   = "STALESWEEP_SYNC_CONCURRENCY"
 	EnvLostGrace         = "STALESWEEP_LOST_GRACE"
@@ -61,10 +63,21 @@ const (
 	EmulatorProjectLocal = "stalesweep-local" // the project used against the emulator when none is named
 )
 
+// FirestoreTimeoutDefault bounds the first Firestore read a process makes (which tells an
+// unreachable Firestore from a slow one) and, in the command, every Firestore call without a
+// deadline of its own. FirestoreTimeoutMin and FirestoreTimeoutMax bound the setting.
+const (
+	FirestoreTimeoutDefault = 10 * time.Second
+	FirestoreTimeoutMin     = time.Second
+	FirestoreTimeoutMax     = 5 * time.Minute
+)
+
 // Config is everything a process needs to build its dependencies.
 type Config struct {
-	Project          string
-	Database         string
+	Project  string
+	Database string
+	// FirestoreTimeout is STALESWEEP_FIRESTORE_TIMEOUT, with the default filled in.
+	FirestoreTimeout time.Duration
 	CloudRunEndpoint string // host:port of a local fake; empty means Cloud Run
 	Sync             executionsync.Config
 	CloudRun         cloudrun.Config
@@ -117,6 +130,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Project = EmulatorProjectLocal
 	}
 	var err error
+	c.FirestoreTimeout, err = durationVar(getenv, EnvFirestoreTimeout)
+	if c.FirestoreTimeout = cmp.Or(c.FirestoreTimeout, FirestoreTimeoutDefault); err != nil || c.FirestoreTimeout < FirestoreTimeoutMin || c.FirestoreTimeout > FirestoreTimeoutMax {
+		return Config{}, fmt.Errorf("%s=%q: want a duration from %s to %s", EnvFirestoreTimeout, getenv(EnvFirestoreTimeout), FirestoreTimeoutMin, FirestoreTimeoutMax)
+	}
 	if c.Sync.Concurrency, err = intVar(getenv, EnvSyncConcurrency, 1, 256); err != nil {
 		return Config{}, err
 	}
@@ -229,7 +246,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // call. serve and the deployed functions call it when they start.
 func (c Config) Check(http bool) error {
 	if _, err := kubernetesExecutor(c); err != nil {
-		return fmt.Errorf("%s: %w", EnvKubeClusters, err)
+		return err // kubejobs.ParseClusters names the variable
 	}
 	if c.CloudRunEndpoint != "" {
 		if err := cloudrun.RequireLoopback(c.CloudRunEndpoint); err != nil {

@@ -36,7 +36,8 @@ func TestConfigDefaultsAndEmulatorProject(t *testing.T) {
 func TestConfigRejectsMalformedValuesNamingTheVariable(t *testing.T) {
 	for name, v := range map[string]string{EnvSyncConcurrency: "0", EnvLostGrace: "soon", EnvRunBudget: "-1s", EnvPlatformTimeout: "x",
 		EnvStormFraction: "1.5", EnvStormMinRows: "0", EnvLogLevel: "bogus", EnvAuth: "OFF", EnvAuthAcceptGcloud: "yes", EnvPMTTLFloor: "0",
-		EnvBlindFraction: "1", EnvBlindMinRows: "0", EnvBlindWindow: "soon", EnvRosterMaxAge: "7h"} {
+		EnvBlindFraction: "1", EnvBlindMinRows: "0", EnvBlindWindow: "soon", EnvRosterMaxAge: "7h",
+		EnvFirestoreTimeout: "soon"} {
 		_, err := ConfigFromEnv(env(map[string]string{name: v}))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: err = %v, want one naming the variable", name, v, err)
@@ -99,6 +100,22 @@ func TestTheRostersAgeIsReadFromTheEnvironment(t *testing.T) {
 	for _, bad := range []string{"0", "-1m", "6h1s", "never", "OFF"} {
 		if _, err := ConfigFromEnv(env(map[string]string{EnvRosterMaxAge: bad})); err == nil || !strings.Contains(err.Error(), EnvRosterMaxAge) {
 			t.Errorf("%s=%q: err = %v, want one naming the variable", EnvRosterMaxAge, bad, err)
+		}
+	}
+}
+
+func TestTheFirestoreTimeoutDefaultsToTenSecondsAndIsBounded(t *testing.T) {
+	c, err := ConfigFromEnv(env(nil))
+	if err != nil || c.FirestoreTimeout != FirestoreTimeoutDefault || FirestoreTimeoutDefault != 10*time.Second {
+		t.Errorf("default: %s, %v; want 10s", c.FirestoreTimeout, err)
+	}
+	if c, err := ConfigFromEnv(env(map[string]string{EnvFirestoreTimeout: "2s"})); err != nil || c.FirestoreTimeout != 2*time.Second {
+		t.Errorf("2s: %s, %v", c.FirestoreTimeout, err)
+	}
+	for _, bad := range []string{"soon", "0s", "-1s", "999ms", "5m1s", "10"} {
+		_, err := ConfigFromEnv(env(map[string]string{EnvFirestoreTimeout: bad}))
+		if err == nil || !strings.Contains(err.Error(), EnvFirestoreTimeout) || !strings.Contains(err.Error(), "from 1s to 5m0s") {
+			t.Errorf("%s=%s: err = %v, want one naming the variable and its bounds", EnvFirestoreTimeout, bad, err)
 		}
 	}
 }

@@ -14,9 +14,11 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -129,19 +131,87 @@ func Endpoint() string {
 // pingDoc is the document Ping reads; nothing writes it, so the read finds nothing.
 var pingDoc = RunsCollection + "/stalesweep-connectivity-probe"
 
+// Where names the Firestore o opens, for a person, after its endpoint: its project and database.
+func (o Options) Where() string {
+	return fmt.Sprintf("project %s, database %s", o.Project, cmp.Or(o.Database, firestore.DefaultDatabaseID))
+}
+
 // Ping reads one document, within timeout, to learn that Firestore answers: a process that
-// cannot reach it says so when it starts, naming where it looked, instead of failing its first
-// run with a bare "context deadline exceeded".
-func Ping(ctx context.Context, c *firestore.Client, timeout time.Duration) error {
+// cannot reach it says so when it starts, naming where it looked (Endpoint, o.Where), instead of
+// failing its first run with a bare "context deadline exceeded". A refusal (credentials, roles,
+// a project or database that does not exist) is told apart from silence.
+func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Duration) error {
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl).Round(time.Millisecond))
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := c.Doc(pingDoc).Get(ctx)
+	snap, err := c.Doc(pingDoc).Get(ctx)
 	switch code := status.Code(err); {
-	case code == codes.OK, code == codes.NotFound:
+	case code == codes.OK, code == codes.NotFound && snap != nil: // the probe document is absent
 		return nil
-	case ctx.Err() != nil, code == codes.Unavailable, code == codes.DeadlineExceeded:
-		return fmt.Errorf("Firestore at %s unreachable: %w", Endpoint(), err)
+	case ctx.Err() != nil, code == codes.Unavailable, code == codes.DeadlineExceeded, code == codes.Canceled:
+		return fmt.Errorf("Firestore at %s unreachable (after %s; %s): %w%s", Endpoint(), timeout, o.Where(), err, dialDiagnosis(min(timeout, time.Second)))
+	case code == codes.PermissionDenied, code == codes.Unauthenticated:
+		return fmt.Errorf("Firestore at %s refused access (%s; check the credentials, and that the identity holds roles/datastore.user): %w", Endpoint(), o.Where(), err)
+	case code == codes.NotFound:
+		return fmt.Errorf("Firestore at %s has no such project or database (%s): %w", Endpoint(), o.Where(), err)
 	default:
-		return fmt.Errorf("Firestore at %s refused a read: %w", Endpoint(), err)
+		return fmt.Errorf("Firestore at %s refused a read (%s): %w", Endpoint(), o.Where(), err)
 	}
+}
+
+// dialDiagnosis tells, for a Firestore that did not answer, a refused or unroutable address
+// from one that accepts connections and then says nothing (or drops them): the client's own
+// error is often only the deadline.
+func dialDiagnosis(timeout time.Duration) string {
+	conn, err := net.DialTimeout("tcp", Endpoint(), timeout)
+	if err != nil {
+		return " (" + err.Error() + ")"
+	}
+	conn.Close()
+	return " (it accepts connections but did not answer)"
+}
+
+// CallTimeout bounds every Firestore call on the connection to d: a unary call or a stream
+// whose context has no deadline, or a later one, gets one d from now. A Firestore that accepts
+// connections and never answers then fails each call within d instead of holding the caller
+// for as long as its context allows (the client's own retries are each bounded the same way).
+func CallTimeout(d time.Duration) []grpc.DialOption {
+	bound := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+			return ctx, func() {}
+		}
+		return context.WithTimeout(ctx, d)
+	}
+	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		ctx, cancel := bound(ctx)
+		defer cancel()
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		ctx, cancel := bound(ctx)
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		return &boundedStream{ClientStream: s, cancel: cancel}, nil
+	}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
+}
+
+// boundedStream releases its deadline's timer when the stream ends; one its caller abandons is
+// released by the deadline itself.
+type boundedStream struct {
+	grpc.ClientStream
+	cancel context.CancelFunc
+}
+
+func (s *boundedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil {
+		s.cancel()
+	}
+	return err
 }
