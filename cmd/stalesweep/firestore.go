@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -10,10 +12,13 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/retention"
 )
 
 // Every command reaches Firestore through this file: the settings are read and checked first (a
@@ -41,12 +46,96 @@ func (c *cli) config(name, project string) (app.Config, bool) {
 		fmt.Fprintf(c.stderr, "%s: %v\n", prefix, err)
 		return cfg, false
 	}
+	c.bound(name, cfg)
 	return cfg, true
 }
 
-// firestoreDial bounds every call of a command's Firestore connection (ledger.CallTimeout).
-func firestoreDial(cfg app.Config, more ...grpc.DialOption) []grpc.DialOption {
-	return append(ledger.CallTimeout(cfg.FirestoreTimeout), more...)
+// commandBudgetFactor is how many STALESWEEP_FIRESTORE_TIMEOUTs a command may spend on
+// Firestore in all: a command that reads or writes a few documents (runs, pauses, explain, orgs,
+// executors) ends within it, a workflow run, gc and status within their own budgets more.
+const commandBudgetFactor = 3
+
+// commandBudget is how long the command called name may take, with the settings cfg.
+func commandBudget(name string, cfg app.Config) time.Duration {
+	budget := commandBudgetFactor * cfg.FirestoreTimeout
+	switch name {
+	case "run", "pm sweep":
+		budget += cfg.RunBudget() // its final record writes are bounded apart (workflow.RecordTimeout)
+	case "gc":
+		budget += retention.BudgetDefault
+	case "status":
+		budget += StatusBudget
+	}
+	return budget
+}
+
+// bound gives the command its budget, from the settings it has just read: every call it makes
+// from now on ends by then, whatever Firestore does (each call attempt is bounded by the
+// connection too, but the client retries some calls that timed out until their context ends).
+func (c *cli) bound(name string, cfg app.Config) {
+	budget := commandBudget(name, cfg)
+	var cancel context.CancelFunc
+	c.ctx, cancel = context.WithTimeoutCause(c.ctx, budget, &stalled{host: ledger.Endpoint(), budget: budget})
+	c.cancels = append(c.cancels, cancel)
+}
+
+// stalled says why a command that failed got no answer: Firestore stopped answering, a call
+// waited its whole STALESWEEP_FIRESTORE_TIMEOUT, or the command spent its whole budget.
+type stalled struct {
+	host   string
+	call   time.Duration // the bound a call waited out, or zero
+	budget time.Duration // the command's budget, when it was spent
+}
+
+func (s *stalled) Error() string {
+	if s.budget > 0 {
+		return fmt.Sprintf("Firestore at %s stopped answering: the command's budget of %s is spent", s.host, s.budget)
+	}
+	return fmt.Sprintf("Firestore at %s stopped answering: a call got no answer within %s (%s)", s.host, s.call, app.EnvFirestoreTimeout)
+}
+
+// stallNoted records, for the message a failed command ends with, a Firestore call that waited
+// out its whole bound.
+func (c *cli) stallNoted(d time.Duration) []grpc.DialOption {
+	note := func(err error) {
+		if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+			c.stall.CompareAndSwap(nil, &stalled{host: ledger.Endpoint(), call: d})
+		}
+	}
+	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		note(err)
+		return err
+	}
+	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			note(err)
+			return nil, err
+		}
+		return &notedStream{ClientStream: s, note: note}, nil
+	}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
+}
+
+// notedStream notes how a stream's messages ended.
+type notedStream struct {
+	grpc.ClientStream
+	note func(error)
+}
+
+func (s *notedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil && err != io.EOF {
+		s.note(err)
+	}
+	return err
+}
+
+// firestoreDial bounds every call of a command's Firestore connection (ledger.CallTimeout) and
+// notes one that waited out its bound (stallNoted).
+func (c *cli) firestoreDial(cfg app.Config, more ...grpc.DialOption) []grpc.DialOption {
+	return append(append(c.stallNoted(cfg.FirestoreTimeout), ledger.CallTimeout(cfg.FirestoreTimeout)...), more...)
 }
 
 // openFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command
@@ -57,7 +146,7 @@ func (c *cli) openFirestore(name, project string) (*firestore.Client, app.Config
 	if !ok {
 		return nil, cfg, exitInvalid
 	}
-	o := ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: firestoreDial(cfg)}
+	o := ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: c.firestoreDial(cfg)}
 	fsc, err := ledger.Open(c.ctx, o)
 	if err == nil {
 		if err = ledger.Ping(c.ctx, fsc, o, cfg.FirestoreTimeout); err != nil {
@@ -68,6 +157,7 @@ func (c *cli) openFirestore(name, project string) (*firestore.Client, app.Config
 		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)
 		return nil, cfg, exitFailed
 	}
+	c.reached = true
 	return fsc, cfg, exitOK
 }
 
@@ -106,10 +196,11 @@ func (c *cli) openAppLogging(name, project string, human bool) (*app.App, int) {
 // newApp is app.New on the command's bounded Firestore connection (more are further dial
 // options); nil and the exit code when it cannot (said on stderr).
 func (c *cli) newApp(name string, cfg app.Config, log *slog.Logger, more ...grpc.DialOption) (*app.App, int) {
-	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{FirestoreDialOptions: firestoreDial(cfg, more...)})
+	a, err := app.New(c.ctx, cfg, log, time.Now, app.Parts{FirestoreDialOptions: c.firestoreDial(cfg, more...)})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: %v\n", strings.TrimSpace("stalesweep "+name), err)
 		return nil, exitFailed
 	}
+	c.reached = true
 	return a, exitOK
 }

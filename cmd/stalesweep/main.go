@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -39,10 +40,16 @@ func main() {
 
 // cli is one invocation of the command: its streams, and the exit code a command chose.
 type cli struct {
-	ctx    context.Context
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	ctx context.Context
+	// cancels end the budgets the command was given (bound), once it has returned.
+	cancels []context.CancelFunc
+	// stall is the first Firestore call that waited out its whole bound (stallNoted); reached
+	// says the opener's first read was answered (an unreachable Firestore is said there).
+	stall   atomic.Pointer[stalled]
+	reached bool
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // exitCode is a command's chosen exit code, returned as an error so that cobra stops there; it
@@ -64,7 +71,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root := c.root()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	defer func() {
+		for _, cancel := range c.cancels {
+			cancel()
+		}
+	}()
 	var code exitCode
+	stall := c.stall.Load()
+	if spent := (*stalled)(nil); errors.As(context.Cause(c.ctx), &spent) {
+		stall = spent
+	}
+	if err != nil && stall != nil && c.reached {
+		// Whatever the command made of its calls' errors, this is why they failed.
+		fmt.Fprintf(stderr, "stalesweep: %v\n", stall)
+	}
 	switch {
 	case err == nil:
 		return exitOK

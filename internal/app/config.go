@@ -274,6 +274,9 @@ func list(v string) []string {
 // platform's timeout when that is known, so a run always stops before the platform kills it.
 func (c Config) budget() time.Duration { return c.within(c.Sync.Budget, executionsync.BudgetDefault) }
 
+// RunBudget is the run budget every workflow run is held to (budget).
+func (c Config) RunBudget() time.Duration { return c.budget() }
+
 // within keeps d (or def when d is zero) to 80% of the platform's timeout when that is known.
 func (c Config) within(d, def time.Duration) time.Duration {
 	if d == 0 {
