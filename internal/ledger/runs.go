@@ -267,14 +267,15 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 			}
 			updates = append(updates, firestore.Update{Path: ExpireField, Value: exp})
 		}
+		if err := tx.Update(ref, updates); err != nil {
+			return err
+		}
 		if len(snaps) > 1 && snaps[1].Exists() {
 			if holder, _ := snaps[1].DataAt("workflow_run_uuid"); holder == uuid {
-				if err := tx.Delete(refs[1]); err != nil {
-					return err
-				}
+				return tx.Delete(refs[1])
 			}
 		}
-		return tx.Update(ref, updates)
+		return nil
 	}, firestore.MaxAttempts(3))
 	if err != nil {
 		return fmt.Errorf("move run %s to %s: %w", uuid, to, err)
