@@ -345,13 +345,19 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
 		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: rec.OverridePause}
 	bodyCtx, cancelBody := context.WithCancelCause(ctx)
+	bodyCtx = withBreaker(bodyCtx, cancelBody)
 	stopRenewing := guard.renew(bodyCtx, cancelBody)
 	res, bodyErr := e.runBody(bodyCtx, def.Body, run)
 	// Renewal stops before the final write: if that write fails, the guard expires one lease
 	// later and the next run closes the record.
 	stopRenewing()
-	if errors.Is(context.Cause(bodyCtx), ledger.ErrGuardLost) && bodyErr == nil {
-		bodyErr = &StepError{Step: "guard", Layer: "workflow", Reason: "guard_lost", Err: context.Cause(bodyCtx)}
+	switch cause := context.Cause(bodyCtx); {
+	case errors.Is(cause, ErrStoreUnavailable):
+		// Whatever the body made of its cancelled rows, the run stopped because the store is down.
+		bodyErr = &StepError{Step: "settle", Layer: "firestore", Reason: "store_unavailable",
+			Err: status.Errorf(codes.Unavailable, "%v: %d row transactions failed Unavailable or DeadlineExceeded in a row", cause, StoreBreakerThreshold)}
+	case errors.Is(cause, ledger.ErrGuardLost) && bodyErr == nil:
+		bodyErr = &StepError{Step: "guard", Layer: "workflow", Reason: "guard_lost", Err: cause}
 	}
 	cancelBody(nil)
 
