@@ -53,6 +53,10 @@ type RunRecord struct {
 	// scope, when it started or while it ran: the operator's command or an HTTP caller asked to
 	// (override_pause).
 	OverridePause bool `firestore:"override_pause,omitempty" json:"override_pause,omitempty"`
+	// AbandonedBy and AbandonReason say which operator ended the run as presumed dead, and why
+	// (stalesweep runs abandon).
+	AbandonedBy   string `firestore:"abandoned_by,omitempty" json:"abandoned_by,omitempty"`
+	AbandonReason string `firestore:"abandon_reason,omitempty" json:"abandon_reason,omitempty"`
 }
 
 // Failure says why a run failed, in the seeds' field names.
