@@ -250,3 +250,44 @@ func TestALostStartIsNotStarted(t *testing.T) {
 		t.Errorf("record: %v, want none", err)
 	}
 }
+
+// Renewal never takes a run's guard past its cap (GuardTTL from when it took it, the budget and
+// margin): a run that overruns that loses its scope as a dead one would.
+func TestRenewalStopsAtTheCap(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t)
+	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	acquired := clock.Now()
+	inside, release := make(chan struct{}), make(chan struct{})
+	eng := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute,
+		GuardLease: 300 * time.Millisecond, Now: clock.Now, Log: logging.Discard()},
+		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear, Body: func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+			close(inside)
+			<-release
+			return workflow.Result{}, nil
+		}})
+	done := make(chan struct{})
+	go func() { _, _ = startOn(eng, "long-run"); close(done) }()
+	<-inside
+	defer func() { close(release); <-done }()
+	renewedPast := func(at time.Time) *ledger.Guard {
+		deadline := time.Now().Add(5 * time.Second)
+		for g := getGuard(t, fs); ; g = getGuard(t, fs) {
+			if g != nil && g.ExpiresAt.After(at) {
+				return g
+			}
+			if time.Now().After(deadline) {
+				return g
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	clock.Advance(50 * time.Second)
+	if g := renewedPast(clock.Now()); g == nil || !g.ExpiresAt.After(clock.Now()) {
+		t.Fatalf("guard %+v not renewed within the cap", g)
+	}
+	clock.Advance(20 * time.Second)
+	if g := renewedPast(acquired.Add(time.Minute)); g == nil || g.ExpiresAt.After(acquired.Add(time.Minute)) {
+		t.Errorf("guard %+v renewed past its cap %s", g, acquired.Add(time.Minute))
+	}
+}
