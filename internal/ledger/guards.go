@@ -25,6 +25,9 @@ type Guard struct {
 	// ExpireAt is when gc or a TTL policy may delete a guard its run never released
 	// (ExpireField); not to be confused with ExpiresAt, when another run may take it over.
 	ExpireAt time.Time `firestore:"expire_at,omitempty"`
+	// TookOver names the run whose expired guard this one replaced, so that a start whose
+	// answer was lost, read back, still closes that run's record.
+	TookOver string `firestore:"took_over,omitempty"`
 }
 
 // ErrGuardHeld is returned by RunStore.StartRun when another live run holds the scope.

@@ -159,7 +159,11 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 		if expired, err = takeOver(snaps[0], g); err != nil {
 			return err
 		}
-		if err := tx.Set(guardRef, g); err != nil {
+		taken := g
+		if expired != nil {
+			taken.TookOver = expired.WorkflowRunUUID
+		}
+		if err := tx.Set(guardRef, taken); err != nil {
 			return err
 		}
 		// The record is not read: Create's precondition refuses a taken uuid at commit, and the

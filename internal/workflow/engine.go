@@ -545,11 +545,16 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	})
 	var busy *ledger.GuardHeldError
 	var paused *ledger.PausedError
-	if ambiguousCommit(err) && e.startedAfterAll(ctx, rec, held.key) {
-		// The commit landed and its answer was lost; the client's retry then failed (the
-		// transaction closed, or it met this run's own record and guard). The run started.
-		log.Warn("the start's commit was answered with an error but landed: the run goes on", "error", err.Error())
-		return held, nil
+	if ambiguousCommit(err) {
+		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
+			// The commit landed and its answer was lost; the client's retry then failed (the
+			// transaction closed). The run started.
+			log.Warn("the start's commit was answered with an error but landed: the run goes on", "error", err.Error())
+			err, expired = nil, nil
+			if g != nil && g.TookOver != "" {
+				expired = &ledger.Guard{WorkflowRunUUID: g.TookOver}
+			}
+		}
 	}
 	switch {
 	case errors.As(err, &paused):
@@ -589,10 +594,11 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	return held, nil
 }
 
-// startedAfterAll reads back what a failed StartRun may have written: true when the record
+// startedAfterAll reads back what a failed StartRun may have written, and the guard it read:
+// true when the record
 // exists with this start's initiated_at and, with guards, the guard names this run. A redelivery
 // of a run that started elsewhere has its own initiated_at, so it stays a duplicate.
-func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) bool {
+func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) (*ledger.Guard, bool) {
 	var got ledger.RunRecord
 	var g *ledger.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
@@ -604,9 +610,9 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guar
 		return err
 	})
 	if err != nil || !got.InitiatedAt.Equal(rec.InitiatedAt) {
-		return false
+		return nil, false
 	}
-	return guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
+	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
 }
 
 // ambiguousCommit reports whether a write that failed with err may have landed all the same: a

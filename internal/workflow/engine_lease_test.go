@@ -291,3 +291,30 @@ func TestRenewalStopsAtTheCap(t *testing.T) {
 		t.Errorf("guard %+v renewed past its cap %s", g, acquired.Add(time.Minute))
 	}
 }
+
+// A start that took over a dead run's guard and whose answer was lost still closes the dead
+// run's record: the guard it wrote names the run it took over.
+func TestAStartWhoseAnswerWasLostStillClosesTheRunItTookOver(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t)
+	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	dead := ledger.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
+		InitiatedAt: clock.Now(), UpdatedAt: clock.Now()}
+	if _, err := ledger.NewRunStore(fs).StartRun(context.Background(), dead, &ledger.GuardClaim{Key: guardKey,
+		Guard: ledger.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: clock.Now()}, TTL: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	fault := fsfaulttest.New(codes.Unavailable)
+	out, err := startOn(leased(fault.Client(t, fs), clock, 30*time.Second, noop), "next-run")
+	if err != nil || out.Status != workflow.StateCompleted || fault.Faulted() == 0 {
+		t.Fatalf("start: %v %v, %d faulted", out.Status, err, fault.Faulted())
+	}
+	rec, err := ledger.NewRunStore(fs).GetRun(context.Background(), "dead-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflow.StateFailed || rec.Failure == nil || rec.Failure.Reason != "run_abandoned" {
+		t.Errorf("the dead run's record: %s %+v", rec.Status, rec.Failure)
+	}
+}
