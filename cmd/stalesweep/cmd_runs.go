@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,8 +21,9 @@ import (
 var runStatuses = []string{"initiated", workflow.StateReconciling, "pending", workflow.StateCompleted, workflow.StateFailed}
 
 func (c *cli) runsCmd() *cobra.Command {
-	return c.group("runs", "look back on workflow runs: list them, show one", `  stalesweep runs list --workflow pm.sweep --since 24h
-  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64`, c.runsListCmd(), c.runsShowCmd())
+	return c.group("runs", "look back on workflow runs: list them, show one, end one presumed dead", `  stalesweep runs list --workflow pm.sweep --since 24h
+  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64
+  stalesweep runs abandon 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64 --reason "INC-7: its instance was killed"`, c.runsListCmd(), c.runsShowCmd(), c.runsAbandonCmd())
 }
 
 func (c *cli) runsListCmd() *cobra.Command {
@@ -95,9 +97,13 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 		}
 		rows := make([][]string, 0, len(page.Runs))
 		for _, r := range page.Runs {
-			rows = append(rows, []string{r.WorkflowRunUUID, r.WorkflowType, scopeOf(r), r.Status, r.Trigger, stamp(r.InitiatedAt), took(r)})
+			reason := "-"
+			if r.Failure != nil {
+				reason = r.Failure.Reason
+			}
+			rows = append(rows, []string{r.WorkflowRunUUID, r.WorkflowType, scopeOf(r), r.Status, r.Trigger, stamp(r.InitiatedAt), took(r), settledOf(r), reason})
 		}
-		if err := printTable(c.stdout, []string{"WORKFLOW_RUN_UUID", "WORKFLOW_TYPE", "SCOPE", "STATUS", "TRIGGER", "INITIATED_AT", "TOOK"}, rows); err != nil {
+		if err := printTable(c.stdout, []string{"WORKFLOW_RUN_UUID", "WORKFLOW_TYPE", "SCOPE", "STATUS", "TRIGGER", "INITIATED_AT", "TOOK", "SETTLED", "FAILURE_REASON"}, rows); err != nil {
 			return err
 		}
 		if page.Next != "" {
@@ -146,6 +152,14 @@ func (c *cli) runsShowCmd() *cobra.Command {
 			return exitCode(exitFailed)
 		}
 		v.PausedNow = paused
+		g, err := ledger.NewGuardStore(fsc).Get(c.ctx, ledger.GuardKey(rec.WorkflowType, v.Scope))
+		if err != nil {
+			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		if since := presumedDead(rec, g, time.Now()); !since.IsZero() {
+			v.PresumedDeadSince = &since
+		}
 		if *format == formatJSON {
 			return printJSON(c.stdout, v)
 		}
@@ -159,6 +173,9 @@ func (c *cli) runsShowCmd() *cobra.Command {
 type runView struct {
 	ledger.RunRecord
 	PausedNow *ledger.Pause `json:"paused_now,omitempty"`
+	// PresumedDeadSince (runs show) is set for a run that has not ended and whose guard is gone,
+	// names another run, or has expired: nothing renews it, so its process is presumed dead.
+	PresumedDeadSince *time.Time `json:"presumed_dead_since,omitempty"`
 }
 
 func viewOf(r ledger.RunRecord) runView {
@@ -195,6 +212,12 @@ func (v runView) write(w io.Writer) error {
 		paused = "yes: " + v.PausedNow.String()
 	}
 	rows = append(rows, []string{"paused_now", paused})
+	if v.PresumedDeadSince != nil {
+		rows = append(rows, []string{"presumed_dead", "presumed dead since " + stamp(*v.PresumedDeadSince) + ": nothing renews its guard (stalesweep runs abandon ends it now; the next run of its scope does too)"})
+	}
+	if v.AbandonedBy != "" {
+		rows = append(rows, []string{"abandoned_by", v.AbandonedBy}, []string{"abandon_reason", v.AbandonReason})
+	}
 	if err := printTable(w, []string{"WORKFLOW_RUN_UUID", v.WorkflowRunUUID}, rows); err != nil {
 		return err
 	}
@@ -244,4 +267,128 @@ func took(r ledger.RunRecord) string {
 		return "-"
 	}
 	return end.Sub(r.InitiatedAt).Round(time.Millisecond).String()
+}
+
+// presumedDead is when a run that has not ended is presumed dead, zero while it is presumed
+// alive: since its guard's lease expired (nothing renewed it), since another run took the guard
+// (its acquired_at), or since the record's last update when the guard is gone.
+func presumedDead(rec ledger.RunRecord, g *ledger.Guard, now time.Time) time.Time {
+	switch {
+	case rec.Status == workflow.StateCompleted || rec.Status == workflow.StateFailed:
+		return time.Time{}
+	case g == nil:
+		return rec.UpdatedAt
+	case g.WorkflowRunUUID != rec.WorkflowRunUUID:
+		return g.AcquiredAt
+	case !g.ExpiresAt.After(now):
+		return g.ExpiresAt
+	}
+	return time.Time{}
+}
+
+// settledOf is how many rows a run settled, as its stats or output count them; "-" when they
+// do not.
+func settledOf(r ledger.RunRecord) string {
+	var n int64
+	found := false
+	add := func(v any) {
+		switch x := v.(type) {
+		case int64:
+			n, found = n+x, true
+		case float64:
+			n, found = n+int64(x), true
+		case []any:
+			n, found = n+int64(len(x)), true
+		case map[string]any:
+			for _, e := range x {
+				if i, ok := e.(int64); ok {
+					n, found = n+i, true
+				}
+			}
+		}
+	}
+	if v, ok := r.Stats["settled"]; ok {
+		add(v)
+	} else {
+		// The output fields each workflow settles rows into.
+		for _, k := range []string{"settled", "swept", "reclaimed", "poisoned"} {
+			if v, ok := r.Output[k]; ok {
+				add(v)
+			}
+		}
+	}
+	if !found {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func (c *cli) runsAbandonCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "abandon WORKFLOW_RUN_UUID --reason TEXT",
+		Short: "end a run presumed dead now: its record failed run_abandoned, its guard released",
+		Long: `abandon ends a run whose process is presumed dead (runs show says "presumed dead since") in one
+transaction: its record becomes failed with failure_reason run_abandoned, your reason and you
+(abandoned_by) recorded on it, and its scope's guard, when it names the run, deleted. A run whose
+guard's lease is still being renewed is alive: abandon refuses it (exit 3) and says until when the
+lease holds. A run that has already ended is left as it is (exit 0, "already ended").`,
+		Example: `  stalesweep runs abandon 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64 --reason "INC-7: its instance was killed"`,
+		Args:    cobra.ExactArgs(1),
+	}
+	project := cmd.Flags().String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	reason := cmd.Flags().String("reason", "", "why, recorded on the run (required)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id := args[0]
+		switch err := checkRunUUID(id); {
+		case err != nil:
+			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v", id, err)
+		case strings.TrimSpace(*reason) == "":
+			return c.usageError(cmd, "--reason: required: say why the run is ended, for whoever reads its record")
+		case len(*reason) > ledger.PauseReasonMax:
+			return c.usageError(cmd, "--reason: at most %d bytes", ledger.PauseReasonMax)
+		}
+		fsc, _, code := c.openFirestore("runs abandon", *project)
+		if fsc == nil {
+			return exitCode(code)
+		}
+		defer fsc.Close()
+		runs := ledger.NewRunStore(fsc)
+		rec, err := runs.GetRun(c.ctx, id)
+		switch {
+		case status.Code(err) == codes.NotFound:
+			fmt.Fprintf(c.stderr, "stalesweep runs abandon: no run %s\n", id)
+			return exitCode(exitNotFound)
+		case err != nil:
+			fmt.Fprintf(c.stderr, "stalesweep runs abandon: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		now, actor := time.Now().UTC(), localActor()
+		err = runs.AbandonRun(c.ctx, id, ledger.RunAbandonment{
+			At: now, Actor: actor, Reason: *reason,
+			GuardKey: ledger.GuardKey(rec.WorkflowType, scopeOf(rec)),
+			Terminal: []string{workflow.StateCompleted, workflow.StateFailed},
+			Failure: ledger.Failure{Reason: "run_abandoned", Type: workflow.FailureTransient, Step: "operator", Layer: "workflow",
+				AtState: rec.Status, Action: "abandon", Error: "ended as presumed dead by " + actor + ": " + *reason, ErrorType: "Abandoned"},
+		})
+		var ended *ledger.RunEndedError
+		var held *ledger.GuardHeldError
+		switch {
+		case errors.As(err, &ended):
+			fmt.Fprintf(c.stdout, "run %s already ended: %s; nothing written\n", id, ended.Status)
+			return nil
+		case errors.As(err, &held):
+			fmt.Fprintf(c.stderr, "stalesweep runs abandon: run %s is alive: its guard's lease is renewed, and holds until %s; nothing written\n",
+				id, held.Holder.ExpiresAt.UTC().Format(time.RFC3339))
+			return exitCode(exitConflict)
+		case status.Code(err) == codes.NotFound:
+			fmt.Fprintf(c.stderr, "stalesweep runs abandon: no run %s\n", id)
+			return exitCode(exitNotFound)
+		case err != nil:
+			fmt.Fprintf(c.stderr, "stalesweep runs abandon: %v\n", err)
+			return exitCode(exitFailed)
+		}
+		fmt.Fprintf(c.stdout, "run %s abandoned: failed, failure_reason run_abandoned, by %s\n", id, actor)
+		return nil
+	}
+	return cmd
 }

@@ -58,11 +58,19 @@ func TestExitCodes(t *testing.T) {
 	}
 	staleRow(t, fs, fake, enabled, "row-1", cloudrunfake.Succeeded)
 	// Another run holds the scope of held.
-	holder := ledger.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "runner.execution-sync-stale-cloud-run", Status: "reconciling",
+	holder := ledger.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "runner.execution-sync-stale-cloud-run", Status: "reconciling", Scope: held,
 		InitiatedAt: time.Now(), UpdatedAt: time.Now()}
 	claim := &ledger.GuardClaim{Key: ledger.GuardKey(holder.WorkflowType, held), TTL: time.Hour,
 		Guard: ledger.Guard{WorkflowRunUUID: holder.WorkflowRunUUID, WorkflowType: holder.WorkflowType, Scope: held, AcquiredAt: time.Now()}}
 	if _, err := ledger.NewRunStore(fs).StartRun(ctx, holder, claim); err != nil {
+		t.Fatal(err)
+	}
+	// A run whose process died an hour ago: its guard's lease ran out long since.
+	dead := ledger.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "pm.sweep", Status: "pending",
+		InitiatedAt: time.Now().Add(-time.Hour), UpdatedAt: time.Now().Add(-time.Hour), Scope: "queue:exit-codes-dead"}
+	deadClaim := &ledger.GuardClaim{Key: ledger.GuardKey(dead.WorkflowType, dead.Scope), TTL: 30 * time.Second,
+		Guard: ledger.Guard{WorkflowRunUUID: dead.WorkflowRunUUID, WorkflowType: dead.WorkflowType, Scope: dead.Scope, AcquiredAt: dead.InitiatedAt}}
+	if _, err := ledger.NewRunStore(fs).StartRun(ctx, dead, deadClaim); err != nil {
 		t.Fatal(err)
 	}
 	data := func(org string) string { return `{"organization_uuid": "` + org + `"}` }
@@ -86,6 +94,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "explain unknown collection", args: []string{"explain", "nope/x"}, want: exitInvalid},
 		{name: "explain task id with two slashes", args: []string{"explain", "tasks/a/b/c"}, want: exitInvalid},
 		{name: "runs show not a uuid", args: []string{"runs", "show", "not-a-uuid"}, want: exitInvalid},
+		{name: "runs abandon not a uuid", args: []string{"runs", "abandon", "not-a-uuid", "--reason", "test"}, want: exitInvalid},
+		{name: "runs abandon without --reason", args: []string{"runs", "abandon", "3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64"}, want: exitInvalid},
 		{name: "runs list bad --since", args: []string{"runs", "list", "--since", "yesterday"}, want: exitInvalid},
 		{name: "pause unknown workflow", args: []string{"pause", "nope"}, want: exitInvalid},
 		{name: "orgs enable not a uuid", args: []string{"orgs", "enable", "a/b"}, want: exitInvalid},
@@ -123,6 +133,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "runs list", args: []string{"runs", "list"}, emu: true, want: exitOK},
 		{name: "runs show", args: []string{"runs", "show", holder.WorkflowRunUUID}, emu: true, want: exitOK},
 		{name: "runs show a missing run", args: []string{"runs", "show", uuid.NewString()}, emu: true, want: exitNotFound},
+		{name: "runs abandon a live run", args: []string{"runs", "abandon", holder.WorkflowRunUUID, "--reason", "test"}, emu: true, want: exitConflict},
+		{name: "runs abandon a dead run", args: []string{"runs", "abandon", dead.WorkflowRunUUID, "--reason", "test"}, emu: true, want: exitOK},
+		{name: "runs abandon a run that ended", args: []string{"runs", "abandon", dead.WorkflowRunUUID, "--reason", "test"}, emu: true, want: exitOK},
+		{name: "runs abandon a missing run", args: []string{"runs", "abandon", uuid.NewString(), "--reason", "test"}, emu: true, want: exitNotFound},
 		{name: "executors list", args: []string{"executors", "list"}, emu: true, want: exitOK},
 		{name: "executors clear an unknown target", args: []string{"executors", "clear", "kubernetes:nowhere"}, emu: true, want: exitInvalid},
 		{name: "executors clear --force", args: []string{"executors", "clear", "kubernetes:nowhere", "--force"}, emu: true, want: exitOK},

@@ -170,14 +170,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	pauses := ledger.NewPauseStore(a.Firestore)
 	engineOpts := workflow.Options{
-		Runs:      ledger.NewRunStore(a.Firestore),
-		Guards:    ledger.NewGuardStore(a.Firestore),
-		GuardTTL:  syncCfg.Budget + 2*time.Minute,
-		Orgs:      orgs,
-		Pauses:    pauses,
-		Retention: cfg.Retention,
-		Now:       now,
-		Log:       log,
+		Runs:     ledger.NewRunStore(a.Firestore),
+		Guards:   ledger.NewGuardStore(a.Firestore),
+		GuardTTL: syncCfg.Budget + 2*time.Minute,
+		// A run renews a short lease while it works, so a dead one frees its scope in seconds.
+		GuardLease: workflow.GuardLeaseDefault,
+		Orgs:       orgs,
+		Pauses:     pauses,
+		Retention:  cfg.Retention,
+		Now:        now,
+		Log:        log,
 	}
 	inline, err := syncDefs(func(s *executionsync.Syncer) executionsync.Starter {
 		return &executionsync.Inline{Syncer: s, Concurrency: syncCfg.Concurrency}

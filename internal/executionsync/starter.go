@@ -6,6 +6,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Starter starts the syncs of one run's candidates and reports how each start went. It is the
@@ -55,6 +56,11 @@ func startEach(ctx context.Context, reqs []message.Sync, concurrency int, sync f
 		}
 		r := sync(reqs[i], stop)
 		results[i] = r
+		if r.Outcome == SyncErrored && r.Layer == LayerFirestore {
+			workflow.NoteRow(ctx, r.Err)
+		} else {
+			workflow.NoteRow(ctx, nil)
+		}
 		// A settling transaction that lost to contention is worth one more try.
 		return r.Outcome == SyncErrored && r.Layer == LayerFirestore
 	})

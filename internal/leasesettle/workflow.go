@@ -406,6 +406,7 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 			}}, ""
 		})
 		results[i] = result{s: s, settled: settled, refused: refused, err: err}
+		workflow.NoteRow(ctx, err)
 		if refused == RefusePaused {
 			paused.Store(true)
 		}

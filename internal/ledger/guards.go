@@ -25,6 +25,9 @@ type Guard struct {
 	// ExpireAt is when gc or a TTL policy may delete a guard its run never released
 	// (ExpireField); not to be confused with ExpiresAt, when another run may take it over.
 	ExpireAt time.Time `firestore:"expire_at,omitempty"`
+	// TookOver names the run whose expired guard this one replaced, so that a start whose
+	// answer was lost, read back, still closes that run's record.
+	TookOver string `firestore:"took_over,omitempty"`
 }
 
 // ErrGuardHeld is returned by RunStore.StartRun when another live run holds the scope.
@@ -39,7 +42,10 @@ func (e *GuardHeldError) Error() string {
 
 func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
 
-// GuardStore releases per-scope run guards (RunStore.StartRun takes them, with the record).
+// GuardStore renews and reads per-scope run guards. RunStore.StartRun takes a guard with its
+// record, and only a write that ends the record (RunStore.TransitionRun, RunStore.AbandonRun)
+// deletes it: a run whose record could not be ended leaves its guard to expire, and the run that
+// takes it over closes the record.
 type GuardStore struct{ client *firestore.Client }
 
 // NewGuardStore returns a store on client.
@@ -67,24 +73,62 @@ func takeOver(snap *firestore.DocumentSnapshot, g Guard) (*Guard, error) {
 	return &cur, nil
 }
 
-// Release deletes the guard of key if run still holds it.
-func (s *GuardStore) Release(ctx context.Context, key, runUUID string) error {
+// ErrGuardLost is returned by GuardStore.Renew when the guard no longer names the run: another
+// run took it over after it expired, or an operator ended the run (stalesweep runs abandon).
+var ErrGuardLost = errors.New("the run no longer holds its scope's guard")
+
+// GuardLostError says who holds the guard now; Holder is nil when nobody does.
+type GuardLostError struct{ Holder *Guard }
+
+func (e *GuardLostError) Error() string {
+	if e.Holder == nil {
+		return ErrGuardLost.Error() + ": the guard is gone"
+	}
+	return fmt.Sprintf("%v: run %s holds it", ErrGuardLost, e.Holder.WorkflowRunUUID)
+}
+
+func (e *GuardLostError) Unwrap() error { return ErrGuardLost }
+
+// Renew extends the lease of the guard of key to until, in a transaction, if run still holds
+// it; otherwise it fails with a *GuardLostError and writes nothing. It renews a lease that has
+// expired but that no other run has taken over: nobody else acted on it.
+func (s *GuardStore) Renew(ctx context.Context, key, runUUID string, until time.Time) error {
 	ref := s.client.Collection(GuardsCollection).Doc(key)
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(ref)
 		if status.Code(err) == codes.NotFound {
-			return nil
+			return &GuardLostError{}
 		}
 		if err != nil {
 			return err
 		}
-		if holder, _ := snap.DataAt("workflow_run_uuid"); holder != runUUID {
-			return nil
+		var cur Guard
+		if err := snap.DataTo(&cur); err != nil {
+			return err
 		}
-		return tx.Delete(ref)
+		if cur.WorkflowRunUUID != runUUID {
+			return &GuardLostError{Holder: &cur}
+		}
+		return tx.Update(ref, []firestore.Update{{Path: "expires_at", Value: until}, {Path: ExpireField, Value: maxTime(cur.ExpireAt, until)}})
 	}, firestore.MaxAttempts(3))
 	if err != nil {
-		return fmt.Errorf("release guard %s: %w", key, err)
+		return fmt.Errorf("renew guard %s: %w", key, err)
 	}
 	return nil
+}
+
+// Get reads the guard of key; nil when there is none.
+func (s *GuardStore) Get(ctx context.Context, key string) (*Guard, error) {
+	snap, err := s.client.Collection(GuardsCollection).Doc(key).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get guard %s: %w", key, err)
+	}
+	var g Guard
+	if err := snap.DataTo(&g); err != nil {
+		return nil, fmt.Errorf("decode guard %s: %w", key, err)
+	}
+	return &g, nil
 }

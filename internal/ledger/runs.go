@@ -53,6 +53,10 @@ type RunRecord struct {
 	// scope, when it started or while it ran: the operator's command or an HTTP caller asked to
 	// (override_pause).
 	OverridePause bool `firestore:"override_pause,omitempty" json:"override_pause,omitempty"`
+	// AbandonedBy and AbandonReason say which operator ended the run as presumed dead, and why
+	// (stalesweep runs abandon).
+	AbandonedBy   string `firestore:"abandoned_by,omitempty" json:"abandoned_by,omitempty"`
+	AbandonReason string `firestore:"abandon_reason,omitempty" json:"abandon_reason,omitempty"`
 }
 
 // Failure says why a run failed, in the seeds' field names.
@@ -155,7 +159,11 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 		if expired, err = takeOver(snaps[0], g); err != nil {
 			return err
 		}
-		if err := tx.Set(guardRef, g); err != nil {
+		taken := g
+		if expired != nil {
+			taken.TookOver = expired.WorkflowRunUUID
+		}
+		if err := tx.Set(guardRef, taken); err != nil {
 			return err
 		}
 		// The record is not read: Create's precondition refuses a taken uuid at commit, and the
@@ -267,14 +275,15 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 			}
 			updates = append(updates, firestore.Update{Path: ExpireField, Value: exp})
 		}
+		if err := tx.Update(ref, updates); err != nil {
+			return err
+		}
 		if len(snaps) > 1 && snaps[1].Exists() {
 			if holder, _ := snaps[1].DataAt("workflow_run_uuid"); holder == uuid {
-				if err := tx.Delete(refs[1]); err != nil {
-					return err
-				}
+				return tx.Delete(refs[1])
 			}
 		}
-		return tx.Update(ref, updates)
+		return nil
 	}, firestore.MaxAttempts(3))
 	if err != nil {
 		return fmt.Errorf("move run %s to %s: %w", uuid, to, err)

@@ -285,6 +285,7 @@ scan:
 		} else {
 			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, pauses, now, Reclaimable(t, w.cfg.MaxReclaims))
 		}
+		workflow.NoteRow(ctx, errs[i])
 		paused.Note(results[i].Pause)
 		return errs[i] != nil
 	})

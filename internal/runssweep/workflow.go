@@ -215,6 +215,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 				"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
 			},
 		}, Abandonable(r, deadline))
+		workflow.NoteRow(ctx, errs[i])
 		paused.Note(results[i].Pause)
 		return errs[i] != nil // contention: worth one more try once the others are done
 	})
@@ -285,6 +286,7 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 			return false
 		}
 		results[i], errs[i] = w.store.PreviewAbandon(ctx, idle[i].RunID, pauses, Abandonable(idle[i], deadline))
+		workflow.NoteRow(ctx, errs[i])
 		paused.Note(results[i].Pause)
 		return errs[i] != nil
 	})

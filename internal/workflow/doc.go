@@ -21,4 +21,14 @@
 //     terminal state.
 //   - The final transition is written even when the body ran out of its budget or the caller's
 //     context ended: it uses a detached context with its own timeout.
+//   - A run's guard lives as long as its record is open and the run is alive: taken with the
+//     record (a GuardLease), renewed every third of a lease while the body works (never past
+//     GuardTTL from its acquisition), and deleted only by the transaction that ends the record.
+//     A run whose process died, or whose final write failed, leaves both; one lease later the
+//     next run of the scope takes the guard over and ends the record failed / run_abandoned.
+//   - A write whose answer was lost is read back, not guessed: an ended record is the outcome,
+//     and a start whose record and guard are this run's started.
+//   - A run whose store fails StoreBreakerThreshold row transactions in a row stops at once
+//     (store_unavailable), its rows in flight cancelled; each row's transaction writes all or
+//     nothing.
 package workflow

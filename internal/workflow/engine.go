@@ -1,11 +1,13 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -159,15 +161,16 @@ type Outcome struct {
 
 // Engine starts workflow runs.
 type Engine struct {
-	runs     *ledger.RunStore
-	guards   *ledger.GuardStore
-	guardTTL time.Duration
-	defs     map[contract.WorkflowType]Definition
-	orgs     Organizations
-	keep     ledger.Retention
-	pauses   Pauses
-	now      func() time.Time
-	log      *slog.Logger
+	runs       *ledger.RunStore
+	guards     *ledger.GuardStore
+	guardTTL   time.Duration
+	guardLease time.Duration
+	defs       map[contract.WorkflowType]Definition
+	orgs       Organizations
+	keep       ledger.Retention
+	pauses     Pauses
+	now        func() time.Time
+	log        *slog.Logger
 }
 
 // Organizations says whether an organization has sweeps enabled; *ledger.OrganizationStore has
@@ -188,10 +191,13 @@ const RecordTimeout = 15 * time.Second
 // Options configures an engine.
 type Options struct {
 	Runs *ledger.RunStore
-	// Guards, when set, keeps two runs of one workflow on one scope from overlapping: a run
-	// holds its scope's guard for at most GuardTTL, which must outlast the run's budget.
-	Guards   *ledger.GuardStore
-	GuardTTL time.Duration
+	// Guards, when set, keeps two runs of one workflow on one scope from overlapping. A run
+	// takes its scope's guard for GuardLease (GuardLeaseDefault when zero) and renews it every
+	// third of that while its body works, but never past GuardTTL from when it took it, which
+	// must outlast the run's budget: a run whose process died loses its scope one lease later.
+	Guards     *ledger.GuardStore
+	GuardTTL   time.Duration
+	GuardLease time.Duration
 	// Orgs, when set, refuses a run of an organization-scoped workflow whose organization
 	// opted out of sweeps (unless the request includes disabled organizations), before
 	// anything is written.
@@ -206,16 +212,21 @@ type Options struct {
 	Log    *slog.Logger
 }
 
+// GuardLeaseDefault is how long a run's guard outlives its last renewal: how long a scope stays
+// locked after the process running it died.
+const GuardLeaseDefault = 30 * time.Second
+
 // ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
 // message. The caller should acknowledge it and do nothing.
 var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
-	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), pauses: o.Pauses, now: o.Now, log: o.Log}
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, guardLease: cmp.Or(o.GuardLease, GuardLeaseDefault), defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), pauses: o.Pauses, now: o.Now, log: o.Log}
 	if e.guardTTL == 0 {
 		e.guardTTL = 10 * time.Minute
 	}
+	e.guardLease = min(e.guardLease, e.guardTTL)
 	for _, d := range defs {
 		e.defs[d.Type] = d
 	}
@@ -292,7 +303,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		runUUID = uuid.NewString()
 	}
 	log := e.log.With("workflow_type", string(def.Type), "workflow_run_uuid", runUUID, "trigger", string(req.Trigger))
-	initiated := e.now().UTC()
+	// Firestore keeps microseconds: the record read back must say the same time.
+	initiated := e.now().UTC().Truncate(time.Microsecond)
 	// The states before the body's are auto-advanced: the record is created in the last of them,
 	// its history listing each, so starting a run costs one commit rather than one per state.
 	state := len(def.States) - 2
@@ -329,12 +341,25 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{RunUUID: runUUID}, err
 	}
-	defer guard.release(ctx)
 
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
 		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: rec.OverridePause}
-	env := envelope{rec: rec}
-	res, bodyErr := e.runBody(ctx, def.Body, run)
+	bodyCtx, cancelBody := context.WithCancelCause(ctx)
+	bodyCtx = withBreaker(bodyCtx, cancelBody)
+	stopRenewing := guard.renew(bodyCtx, cancelBody)
+	res, bodyErr := e.runBody(bodyCtx, def.Body, run)
+	// Renewal stops before the final write: if that write fails, the guard expires one lease
+	// later and the next run closes the record.
+	stopRenewing()
+	switch cause := context.Cause(bodyCtx); {
+	case errors.Is(cause, ErrStoreUnavailable):
+		// Whatever the body made of its cancelled rows, the run stopped because the store is down.
+		bodyErr = &StepError{Step: "settle", Layer: "firestore", Reason: "store_unavailable",
+			Err: status.Errorf(codes.Unavailable, "%v: %d row transactions failed Unavailable or DeadlineExceeded in a row", cause, StoreBreakerThreshold)}
+	case errors.Is(cause, ledger.ErrGuardLost) && bodyErr == nil:
+		bodyErr = &StepError{Step: "guard", Layer: "workflow", Reason: "guard_lost", Err: cause}
+	}
+	cancelBody(nil)
 
 	output, err := outputMap(res.Output)
 	if err != nil && bodyErr == nil {
@@ -344,6 +369,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	at := e.now().UTC()
 	upd := ledger.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
 	out := Outcome{RunUUID: runUUID, Stats: stats, Paused: paused}
+	env := envelope{rec: rec}
 	if bodyErr == nil {
 		out.Status = StateCompleted
 		upd.CompletedAt = at
@@ -355,26 +381,59 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		env.rec.FailedAt, env.rec.Failure = at, upd.Failure
 	}
 	env.rec.Status = out.Status
-	out.Output = env.merge(output, def.Envelope)
-	upd.Output = out.Output
+	upd.Output = env.merge(maps.Clone(output), def.Envelope)
 	upd.ExpireAt = ledger.ExpiryAt(at, e.keep, Notable(out.Status, stats))
 	upd.NotableExpireAt = ledger.ExpiryAt(at, e.keep, true)
 	from := []string{def.States[state].Name}
 	if out.Status == StateFailed {
 		from = nonTerminal(def.States)
 	}
-	if err := e.record(ctx, func(ctx context.Context) error {
+	// The guard is released only by the write that ends the record, in the same transaction.
+	err = e.record(ctx, func(ctx context.Context) error {
 		return e.runs.TransitionRun(ctx, runUUID, from, out.Status, at, upd)
-	}); err == nil {
-		guard.released = true
-	} else {
-		log.Error("workflow run record not finished", "error", err.Error(), "status", out.Status)
-		if out.Err == nil {
-			out.Status, out.Err = StateFailed, &StepError{Step: "finish", Layer: "firestore", Reason: "record_failed", Err: err}
+	})
+	if err != nil {
+		// The commit may have landed (its answer lost), or another writer may have ended the
+		// record (a run that took the guard over, an operator): the record says how the run ended.
+		if ended, ok := e.readBackEnd(ctx, runUUID); ok {
+			if ended.Status != out.Status {
+				log.Warn("the run's record was ended by another writer", "status", ended.Status, "error", err.Error())
+			}
+			env.rec = ended
+			out.Status = ended.Status
+			if ended.Status == StateCompleted {
+				out.Err = nil
+			}
+			if ended.Status == StateFailed && ended.Failure != nil && (out.Err == nil || ended.Failure.Reason != upd.Failure.Reason) {
+				out.Err = &StepError{Step: ended.Failure.Step, Layer: ended.Failure.Layer, Reason: ended.Failure.Reason, Err: errors.New(ended.Failure.Error)}
+			}
+		} else {
+			log.Error("workflow run record not finished; its guard is left to expire, and the next run closes the record", "error", err.Error(), "status", out.Status)
+			if out.Err == nil {
+				out.Err = &StepError{Step: "finish", Layer: "firestore", Reason: "record_failed", Err: err}
+			}
+			out.Status = StateFailed
+			env.rec.Status, env.rec.CompletedAt, env.rec.FailedAt = StateFailed, time.Time{}, at
+			env.rec.Failure = failure(out.Err, def.States[state])
 		}
 	}
+	// The envelope is built once the final status is known: a failed run carries failed_at,
+	// never completed_at.
+	out.Output = env.merge(output, def.Envelope)
 	e.summarize(log, out)
 	return out, nil
+}
+
+// readBackEnd reads a run's record after a write that ended it failed: ok when the record is
+// terminal, whoever ended it.
+func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (ledger.RunRecord, bool) {
+	var rec ledger.RunRecord
+	err := e.record(ctx, func(ctx context.Context) error {
+		var err error
+		rec, err = e.runs.GetRun(ctx, runUUID)
+		return err
+	})
+	return rec, err == nil && (rec.Status == StateCompleted || rec.Status == StateFailed)
 }
 
 // preview runs the body as a dry run: no record, no guard, nothing written.
@@ -409,17 +468,52 @@ type heldGuard struct {
 	log      *slog.Logger
 	key      string // empty when the engine keeps no guards
 	runUUID  string
-	released bool // by the transition that finished the run
+	acquired time.Time
 }
 
-// release deletes the guard if the finishing transition did not: it expires by itself otherwise.
-func (g *heldGuard) release(ctx context.Context) {
-	if g.key == "" || g.released {
-		return
+// renew keeps the guard's lease from running out while the body works, every third of a lease,
+// never past the engine's GuardTTL from its acquisition. When the guard names another run, or is
+// gone, it cancels the body with the *ledger.GuardLostError as the cause: each row's transaction
+// rechecks its own rule, so rows are safe either way, but the run stops working a scope it no
+// longer holds. The returned stop ends the renewal and waits for it.
+func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFunc) (stop func()) {
+	if g.key == "" {
+		return func() {}
 	}
-	if err := g.e.record(ctx, func(ctx context.Context) error { return g.e.guards.Release(ctx, g.key, g.runUUID) }); err != nil {
-		g.log.Warn("guard not released; it expires by itself", "error", err.Error())
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	lease, capAt := g.e.guardLease, g.acquired.Add(g.e.guardTTL)
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			until := g.e.now().UTC().Add(lease)
+			if until.After(capAt) {
+				until = capAt
+			}
+			rctx, rcancel := context.WithTimeout(ctx, lease/3)
+			err := g.e.guards.Renew(rctx, g.key, g.runUUID, until)
+			rcancel()
+			switch {
+			case errors.Is(err, ledger.ErrGuardLost):
+				g.log.Error("the run lost its scope's guard: stopping it", "error", err.Error())
+				cancelBody(err)
+				return
+			case err != nil && ctx.Err() == nil:
+				g.log.Warn("guard lease not renewed; trying again", "error", err.Error())
+			}
+			if !until.Before(capAt) {
+				return // the hard cap: the run's budget and margin are spent
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // start creates the run's record and, with guards, takes its scope's guard in the same
@@ -430,13 +524,13 @@ func (g *heldGuard) release(ctx context.Context) {
 // after Start's own check still refuses the run before anything is written.
 func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
-	held := &heldGuard{e: e, log: log, runUUID: runUUID}
+	held := &heldGuard{e: e, log: log, runUUID: runUUID, acquired: e.now().UTC()}
 	var claim *ledger.GuardClaim
 	scope := def.Scope.Key(input)
 	if e.guards != nil {
 		held.key = ledger.GuardKey(string(def.Type), scope)
-		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardTTL, Guard: ledger.Guard{
-			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: e.now().UTC(),
+		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardLease, Guard: ledger.Guard{
+			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: held.acquired,
 			ExpireAt: rec.ExpireAt,
 		}}
 		if checkPauses {
@@ -451,6 +545,17 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	})
 	var busy *ledger.GuardHeldError
 	var paused *ledger.PausedError
+	if ambiguousCommit(err) {
+		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
+			// The commit landed and its answer was lost; the client's retry then failed (the
+			// transaction closed). The run started.
+			log.Warn("the start's commit was answered with an error but landed: the run goes on", "error", err.Error())
+			err, expired = nil, nil
+			if g != nil && g.TookOver != "" {
+				expired = &ledger.Guard{WorkflowRunUUID: g.TookOver}
+			}
+		}
+	}
 	switch {
 	case errors.As(err, &paused):
 		return nil, pausedError(def.Type, scope, paused.Pause)
@@ -487,6 +592,43 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		}
 	}
 	return held, nil
+}
+
+// startedAfterAll reads back what a failed StartRun may have written, and the guard it read:
+// true when the record
+// exists with this start's initiated_at and, with guards, the guard names this run. A redelivery
+// of a run that started elsewhere has its own initiated_at, so it stays a duplicate.
+func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) (*ledger.Guard, bool) {
+	var got ledger.RunRecord
+	var g *ledger.Guard
+	err := e.record(ctx, func(ctx context.Context) error {
+		var err error
+		if got, err = e.runs.GetRun(ctx, rec.WorkflowRunUUID); err != nil || guardKey == "" {
+			return err
+		}
+		g, err = e.guards.Get(ctx, guardKey)
+		return err
+	})
+	if err != nil || !got.InitiatedAt.Equal(rec.InitiatedAt) {
+		return nil, false
+	}
+	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
+}
+
+// ambiguousCommit reports whether a write that failed with err may have landed all the same: a
+// Commit the client retried after Unavailable finds its transaction closed once the first try
+// landed (InvalidArgument), and a deadline or a lost connection may fall after the server
+// applied it. A refusal the transaction itself decided (a held guard, a taken uuid, a pause)
+// wrote nothing.
+func ambiguousCommit(err error) bool {
+	if err == nil || errors.Is(err, ledger.ErrGuardHeld) || errors.Is(err, ledger.ErrRunExists) || errors.Is(err, ledger.ErrPaused) {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.DeadlineExceeded, codes.Unavailable:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // checkOptOut refuses, with forbidden wrapping ledger.ErrOrganizationDisabled, a run whose scope

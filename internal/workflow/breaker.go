@@ -1,0 +1,71 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// StoreBreakerThreshold is how many row transactions in a row may fail for the store's reason
+// (Unavailable, DeadlineExceeded, a deadline) before the run stops: the store is down, and every
+// further row would wait its whole timeout until the budget is spent.
+const StoreBreakerThreshold = 5
+
+// ErrStoreUnavailable is the cause a run's body context is cancelled with when the store breaker
+// trips; the run fails with failure_reason store_unavailable.
+var ErrStoreUnavailable = errors.New("the store failed too many row transactions in a row")
+
+// storeBreaker counts a run's consecutive row transactions that failed for the store's reason and,
+// at StoreBreakerThreshold, cancels the body's context: the rows not begun are left, and the ones
+// in flight are cancelled (each row's transaction writes all or nothing).
+type storeBreaker struct {
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	failed int
+}
+
+type breakerKey struct{}
+
+// NoteRow tells the run whose body context ctx is how one row's transaction ended (err nil for
+// one that committed or decided to write nothing). Every workflow that settles rows calls it for
+// each row it tried; outside a run (a test calling a body directly) it does nothing.
+func NoteRow(ctx context.Context, err error) {
+	b, _ := ctx.Value(breakerKey{}).(*storeBreaker)
+	if b == nil || ctx.Err() != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !storeFailure(err) {
+		b.failed = 0
+		return
+	}
+	b.failed++
+	if b.failed >= StoreBreakerThreshold {
+		b.cancel(ErrStoreUnavailable)
+	}
+}
+
+// withBreaker returns ctx carrying a breaker that cancels it.
+func withBreaker(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
+	return context.WithValue(ctx, breakerKey{}, &storeBreaker{cancel: cancel})
+}
+
+// storeFailure reports whether a row transaction failed for the store's reason rather than the
+// row's (contention, a refusal, a decision).
+func storeFailure(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
