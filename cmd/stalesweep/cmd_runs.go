@@ -347,7 +347,7 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 		case len(*reason) > ledger.PauseReasonMax:
 			return c.usageError(cmd, "--reason: at most %d bytes", ledger.PauseReasonMax)
 		}
-		fsc, _, code := c.openFirestore("runs abandon", *project)
+		fsc, cfg, code := c.openFirestore("runs abandon", *project)
 		if fsc == nil {
 			return exitCode(code)
 		}
@@ -364,7 +364,7 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 		}
 		now, actor := time.Now().UTC(), localActor()
 		err = runs.AbandonRun(c.ctx, id, ledger.RunAbandonment{
-			At: now, Actor: actor, Reason: *reason,
+			At: now, Actor: actor, Reason: *reason, Retention: cfg.Retention,
 			GuardKey: ledger.GuardKey(rec.WorkflowType, scopeOf(rec)),
 			Terminal: []string{workflow.StateCompleted, workflow.StateFailed},
 			Failure: ledger.Failure{Reason: "run_abandoned", Type: workflow.FailureTransient, Step: "operator", Layer: "workflow",

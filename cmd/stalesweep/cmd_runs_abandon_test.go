@@ -74,6 +74,9 @@ func TestRunsAbandonEndsADeadRunAndRefusesALiveOne(t *testing.T) {
 		t.Errorf("the live run was ended: %s", rec.Status)
 	}
 
+	// The ended record is kept as long as the configured notable retention says, not the default.
+	t.Setenv("STALESWEEP_RETENTION_NOTABLE", "400d")
+	before := time.Now()
 	if code, stdout, stderr := invoke(t, "runs", "abandon", dead, "--reason", "INC-7: its instance was killed"); code != exitOK || !strings.Contains(stdout, "abandoned") {
 		t.Fatalf("runs abandon of a dead run: exit %d %s %s", code, stdout, stderr)
 	}
@@ -84,6 +87,9 @@ func TestRunsAbandonEndsADeadRunAndRefusesALiveOne(t *testing.T) {
 	if rec.Status != "failed" || rec.Failure == nil || rec.Failure.Reason != "run_abandoned" || rec.AbandonReason != "INC-7: its instance was killed" ||
 		!strings.HasPrefix(rec.AbandonedBy, "local:") || rec.FailedAt.IsZero() {
 		t.Errorf("abandoned record: %+v %+v", rec, rec.Failure)
+	}
+	if keep := rec.ExpireAt.Sub(before); keep < 400*24*time.Hour || keep > 400*24*time.Hour+time.Minute {
+		t.Errorf("abandoned record expires %s after the abandonment, want the notable retention set, 400 days", keep)
 	}
 	if g, err := ledger.NewGuardStore(fs).Get(context.Background(), ledger.GuardKey(syncType, deadOrg)); err != nil || g != nil {
 		t.Errorf("the dead run's guard: %+v %v, want it deleted", g, err)

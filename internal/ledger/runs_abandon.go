@@ -33,6 +33,8 @@ type RunAbandonment struct {
 	Terminal []string
 	// Failure is what the record's failure says.
 	Failure Failure
+	// Retention decides the ended record's expiry (as notable); zero durations take the defaults.
+	Retention Retention
 }
 
 // AbandonRun ends a run presumed dead, in one transaction: its record becomes failed with a's
@@ -80,7 +82,7 @@ func (s *RunStore) AbandonRun(ctx context.Context, uuid string, a RunAbandonment
 			{Path: "abandoned_by", Value: a.Actor},
 			{Path: "abandon_reason", Value: a.Reason},
 			{Path: "history", Value: firestore.ArrayUnion(StateEntry{State: "failed", At: a.At})},
-			{Path: ExpireField, Value: ExpiryAt(a.At, DefaultRetention(), true)},
+			{Path: ExpireField, Value: ExpiryAt(a.At, a.Retention.WithDefaults(), true)},
 		}); err != nil {
 			return err
 		}
