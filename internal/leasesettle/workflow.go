@@ -381,6 +381,11 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		abandon = w.store.PreviewAbandonLease
 	}
 	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
+		if ctx.Err() != nil {
+			// The budget is spent or the store breaker tripped: no further lease is tried.
+			results[i] = result{err: ctx.Err()}
+			return false
+		}
 		if paused.Load() {
 			results[i] = result{refused: RefusePaused}
 			return false
