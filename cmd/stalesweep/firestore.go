@@ -60,7 +60,7 @@ func commandBudget(name string, cfg app.Config) time.Duration {
 	budget := commandBudgetFactor * cfg.FirestoreTimeout
 	switch name {
 	case "run", "pm sweep":
-		budget += cfg.RunBudget() // its final record writes are bounded apart (workflow.RecordTimeout)
+		budget += cfg.RunBudget() // its record writes are bounded apart, each by cfg.FirestoreTimeout
 	case "gc":
 		budget += retention.BudgetDefault
 	case "status":

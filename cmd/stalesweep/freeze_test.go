@@ -14,7 +14,6 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // freezer is a TCP proxy in front of Firestore that forwards the first `answered` gRPC calls a
@@ -169,7 +168,7 @@ func TestEveryFirestoreCommandEndsWithinItsBudgetWhenFirestoreFreezesMidCommand(
 		// still records how it ended: the start's read-back and the final write and its read-back.
 		limit := commandBudget(name, cfg) + 2*time.Second
 		if runsWorkflow(args) {
-			limit += 3 * workflow.RecordTimeout
+			limit += 3 * timeout // workflow.Options.RecordTimeout: the start's read-back, the end and its read-back
 		}
 		t.Logf("stalesweep %v: exit %d after %s (budget %s)\n%s", args, r.code, r.took.Round(time.Millisecond), limit, r.stderr)
 		switch {

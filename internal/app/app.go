@@ -178,8 +178,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		Orgs:       orgs,
 		Pauses:     pauses,
 		Retention:  cfg.Retention,
-		Now:        now,
-		Log:        log,
+		// A record write is a Firestore call like any other: a store that is gone fails it within
+		// the same bound, so a run stopped by the store breaker exits in seconds.
+		RecordTimeout: cfg.FirestoreTimeout,
+		Now:           now,
+		Log:           log,
 	}
 	inline, err := syncDefs(func(s *executionsync.Syncer) executionsync.Starter {
 		return &executionsync.Inline{Syncer: s, Concurrency: syncCfg.Concurrency}

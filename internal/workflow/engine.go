@@ -169,6 +169,7 @@ type Engine struct {
 	orgs       Organizations
 	keep       ledger.Retention
 	pauses     Pauses
+	recordTO   time.Duration
 	now        func() time.Time
 	log        *slog.Logger
 }
@@ -185,7 +186,8 @@ type Pauses interface {
 	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }
 
-// RecordTimeout bounds each write of a run record.
+// RecordTimeout bounds each write of a run record, and each read-back of one, unless
+// Options.RecordTimeout says otherwise.
 const RecordTimeout = 15 * time.Second
 
 // Options configures an engine.
@@ -208,8 +210,11 @@ type Options struct {
 	// Pauses, when set, refuses a run whose workflow is paused on its scope (or fleet-wide),
 	// before anything is written, unless the request overrides the pause.
 	Pauses Pauses
-	Now    func() time.Time
-	Log    *slog.Logger
+	// RecordTimeout bounds each write and read-back of a run record (RecordTimeout when zero):
+	// detached from the run's budget, so a run whose budget is spent still records its end.
+	RecordTimeout time.Duration
+	Now           func() time.Time
+	Log           *slog.Logger
 }
 
 // GuardLeaseDefault is how long a run's guard outlives its last renewal: how long a scope stays
@@ -222,7 +227,7 @@ var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
-	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, guardLease: cmp.Or(o.GuardLease, GuardLeaseDefault), defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), pauses: o.Pauses, now: o.Now, log: o.Log}
+	e := &Engine{runs: o.Runs, guards: o.Guards, guardTTL: o.GuardTTL, guardLease: cmp.Or(o.GuardLease, GuardLeaseDefault), defs: make(map[contract.WorkflowType]Definition), orgs: o.Orgs, keep: o.Retention.WithDefaults(), pauses: o.Pauses, recordTO: cmp.Or(o.RecordTimeout, RecordTimeout), now: o.Now, log: o.Log}
 	if e.guardTTL == 0 {
 		e.guardTTL = 10 * time.Minute
 	}
@@ -724,7 +729,7 @@ func (e *Engine) runBody(ctx context.Context, body Body, run Run) (res Result, e
 // record runs a record write detached from ctx's cancellation, under its own timeout, so a run
 // whose budget is spent still gets its record written.
 func (e *Engine) record(ctx context.Context, write func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.recordTO)
 	defer cancel()
 	return write(ctx)
 }
