@@ -161,16 +161,14 @@ func (c *cli) openFirestore(name, project string) (*firestore.Client, app.Config
 	return fsc, cfg, exitOK
 }
 
-// withFirestore runs body with openFirestore's client under a 30-second budget.
+// withFirestore runs body with openFirestore's client, under the command's budget (bound).
 func (c *cli) withFirestore(name, project string, body func(context.Context, *firestore.Client, app.Config) int) error {
 	fsc, cfg, code := c.openFirestore(name, project)
 	if fsc == nil {
 		return exitCode(code)
 	}
 	defer fsc.Close()
-	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-	defer cancel()
-	return exit(body(ctx, fsc, cfg))
+	return exit(body(c.ctx, fsc, cfg))
 }
 
 // openApp builds the process's dependencies from the environment, as the run command does;
