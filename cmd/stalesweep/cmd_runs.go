@@ -362,18 +362,25 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 			fmt.Fprintf(c.stderr, "stalesweep runs abandon: %v\n", err)
 			return exitCode(exitFailed)
 		}
+		if rec.Status == workflow.StateCompleted || rec.Status == workflow.StateFailed {
+			fmt.Fprintf(c.stdout, "run %s already ended: %s; nothing written\n", id, rec.Status)
+			return nil
+		}
 		now, actor := time.Now().UTC(), localActor()
-		err = runs.AbandonRun(c.ctx, id, ledger.RunAbandonment{
-			At: now, Actor: actor, Reason: *reason, Retention: cfg.Retention,
-			GuardKey: ledger.GuardKey(rec.WorkflowType, scopeOf(rec)),
-			Terminal: []string{workflow.StateCompleted, workflow.StateFailed},
-			Failure: ledger.Failure{Reason: "run_abandoned", Type: workflow.FailureTransient, Step: "operator", Layer: "workflow",
+		expire := ledger.ExpiryAt(now, cfg.Retention, true)
+		// One transaction: the record failed run_abandoned with who and why, and its guard
+		// deleted, unless the guard's lease is still being renewed.
+		err = runs.TransitionRun(c.ctx, id, []string{rec.Status}, workflow.StateFailed, now, ledger.RunUpdate{
+			FailedAt: now, ExpireAt: expire, NotableExpireAt: expire,
+			Failure: &ledger.Failure{Reason: "run_abandoned", Type: workflow.FailureTransient, Step: "operator", Layer: "workflow",
 				AtState: rec.Status, Action: "abandon", Error: "ended as presumed dead by " + actor + ": " + *reason, ErrorType: "Abandoned"},
+			ReleaseGuard: ledger.GuardKey(rec.WorkflowType, scopeOf(rec)), RefuseLiveAt: now,
+			AbandonedBy: actor, AbandonReason: *reason,
 		})
-		var ended *ledger.RunEndedError
+		var ended *ledger.BadTransitionError
 		var held *ledger.GuardHeldError
 		switch {
-		case errors.As(err, &ended):
+		case errors.As(err, &ended) && (ended.Status == workflow.StateCompleted || ended.Status == workflow.StateFailed): // it ended meanwhile
 			fmt.Fprintf(c.stdout, "run %s already ended: %s; nothing written\n", id, ended.Status)
 			return nil
 		case errors.As(err, &held):

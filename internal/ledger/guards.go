@@ -43,7 +43,7 @@ func (e *GuardHeldError) Error() string {
 func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
 
 // GuardStore renews and reads per-scope run guards. RunStore.StartRun takes a guard with its
-// record, and only a write that ends the record (RunStore.TransitionRun, RunStore.AbandonRun)
+// record, and only a write that ends the record (RunStore.TransitionRun, which stalesweep runs abandon uses too)
 // deletes it: a run whose record could not be ended leaves its guard to expire, and the run that
 // takes it over closes the record.
 type GuardStore struct{ client *firestore.Client }

@@ -88,6 +88,18 @@ var ErrRunExists = errors.New("run record exists")
 // ErrBadTransition is returned by TransitionRun when the record is not in the expected state.
 var ErrBadTransition = errors.New("run record is not in the expected state")
 
+// BadTransitionError says which state the record was in.
+type BadTransitionError struct {
+	Status string
+	From   []string
+}
+
+func (e *BadTransitionError) Error() string {
+	return fmt.Sprintf("%v: it is %q, want one of %q", ErrBadTransition, e.Status, e.From)
+}
+
+func (e *BadTransitionError) Unwrap() error { return ErrBadTransition }
+
 // RunStore writes workflow run records.
 type RunStore struct {
 	client *firestore.Client
@@ -222,6 +234,13 @@ type RunUpdate struct {
 	// ReleaseGuard, when set, names a guard (a GuardKey) the transition deletes in the same
 	// transaction if this run still holds it.
 	ReleaseGuard string
+	// RefuseLiveAt, when set with ReleaseGuard, refuses the transition with a *GuardHeldError,
+	// writing nothing, while the guard names this run and its lease holds past RefuseLiveAt: the
+	// run is renewing it, so it is alive (stalesweep runs abandon).
+	RefuseLiveAt time.Time
+	// AbandonedBy and AbandonReason, when set, record the operator who ended the run as
+	// presumed dead, and why.
+	AbandonedBy, AbandonReason string
 }
 
 // TransitionRun moves a record to state `to` at `at`, in a transaction, if its current state
@@ -247,7 +266,17 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 			return err
 		}
 		if st, _ := cur.(string); !slices.Contains(from, st) {
-			return fmt.Errorf("%w: it is %q, want one of %q", ErrBadTransition, st, from)
+			return &BadTransitionError{Status: st, From: from}
+		}
+		held := len(snaps) > 1 && snaps[1].Exists()
+		if held {
+			var g Guard
+			if err := snaps[1].DataTo(&g); err != nil {
+				return err
+			}
+			if held = g.WorkflowRunUUID == uuid; held && !u.RefuseLiveAt.IsZero() && g.ExpiresAt.After(u.RefuseLiveAt) {
+				return &GuardHeldError{Holder: g}
+			}
 		}
 		updates := []firestore.Update{
 			{Path: "status", Value: to},
@@ -269,6 +298,10 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 		if u.Failure != nil {
 			updates = append(updates, firestore.Update{Path: "failure", Value: u.Failure})
 		}
+		if u.AbandonedBy != "" {
+			updates = append(updates, firestore.Update{Path: "abandoned_by", Value: u.AbandonedBy},
+				firestore.Update{Path: "abandon_reason", Value: u.AbandonReason})
+		}
 		if exp := u.ExpireAt; !exp.IsZero() {
 			if v, _ := snap.DataAt(RunNotable); v == true && !u.NotableExpireAt.IsZero() {
 				exp = u.NotableExpireAt
@@ -278,10 +311,8 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 		if err := tx.Update(ref, updates); err != nil {
 			return err
 		}
-		if len(snaps) > 1 && snaps[1].Exists() {
-			if holder, _ := snaps[1].DataAt("workflow_run_uuid"); holder == uuid {
-				return tx.Delete(refs[1])
-			}
+		if held {
+			return tx.Delete(refs[1])
 		}
 		return nil
 	}, firestore.MaxAttempts(3))
