@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -12,8 +10,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -94,48 +90,12 @@ func (s *stalled) Error() string {
 	return fmt.Sprintf("Firestore at %s stopped answering: a call got no answer within %s (%s)", s.host, s.call, app.EnvFirestoreTimeout)
 }
 
-// stallNoted records, for the message a failed command ends with, a Firestore call that waited
-// out its whole bound.
-func (c *cli) stallNoted(d time.Duration) []grpc.DialOption {
-	note := func(err error) {
-		if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
-			c.stall.CompareAndSwap(nil, &stalled{host: ledger.Endpoint(), call: d})
-		}
-	}
-	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		note(err)
-		return err
-	}
-	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		s, err := streamer(ctx, desc, cc, method, opts...)
-		if err != nil {
-			note(err)
-			return nil, err
-		}
-		return &notedStream{ClientStream: s, note: note}, nil
-	}
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
-}
-
-// notedStream notes how a stream's messages ended.
-type notedStream struct {
-	grpc.ClientStream
-	note func(error)
-}
-
-func (s *notedStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil && err != io.EOF {
-		s.note(err)
-	}
-	return err
-}
-
 // firestoreDial bounds every call of a command's Firestore connection (ledger.CallTimeout) and
-// notes one that waited out its bound (stallNoted).
+// notes the first that waited out its bound, for the message a failed command ends with.
 func (c *cli) firestoreDial(cfg app.Config, more ...grpc.DialOption) []grpc.DialOption {
-	return append(append(c.stallNoted(cfg.FirestoreTimeout), ledger.CallTimeout(cfg.FirestoreTimeout)...), more...)
+	d := cfg.FirestoreTimeout
+	noted := func() { c.stall.CompareAndSwap(nil, &stalled{host: ledger.Endpoint(), call: d}) }
+	return append(ledger.CallTimeout(d, noted), more...)
 }
 
 // openFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command

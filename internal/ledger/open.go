@@ -16,7 +16,9 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -177,26 +179,35 @@ func dialDiagnosis(timeout time.Duration) string {
 // whose context has no deadline, or a later one, gets one d from now. A Firestore that accepts
 // connections and never answers then fails each call within d instead of holding the caller
 // for as long as its context allows (the client's own retries are each bounded the same way).
-func CallTimeout(d time.Duration) []grpc.DialOption {
+// timedOut, when set, is called for each call or stream that ends DeadlineExceeded.
+func CallTimeout(d time.Duration, timedOut func()) []grpc.DialOption {
 	bound := func(ctx context.Context) (context.Context, context.CancelFunc) {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 			return ctx, func() {}
 		}
 		return context.WithTimeout(ctx, d)
 	}
+	note := func(err error) {
+		if timedOut != nil && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) {
+			timedOut()
+		}
+	}
 	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx, cancel := bound(ctx)
 		defer cancel()
-		return invoker(ctx, method, req, reply, cc, opts...)
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		note(err)
+		return err
 	}
 	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		ctx, cancel := bound(ctx)
 		s, err := streamer(ctx, desc, cc, method, opts...)
 		if err != nil {
 			cancel()
+			note(err)
 			return nil, err
 		}
-		return &boundedStream{ClientStream: s, cancel: cancel}, nil
+		return &boundedStream{ClientStream: s, cancel: cancel, note: note}, nil
 	}
 	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
 }
@@ -206,12 +217,16 @@ func CallTimeout(d time.Duration) []grpc.DialOption {
 type boundedStream struct {
 	grpc.ClientStream
 	cancel context.CancelFunc
+	note   func(error)
 }
 
 func (s *boundedStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil {
 		s.cancel()
+		if err != io.EOF {
+			s.note(err)
+		}
 	}
 	return err
 }

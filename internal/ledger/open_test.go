@@ -46,7 +46,7 @@ func frozenServer(t *testing.T) string {
 func TestCallTimeoutBoundsEveryCallWithoutAnEarlierDeadline(t *testing.T) {
 	const bound = 300 * time.Millisecond
 	conn, err := grpc.NewClient("passthrough:///"+frozenServer(t),
-		append(CallTimeout(bound), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		append(CallTimeout(bound, nil), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
