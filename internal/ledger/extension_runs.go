@@ -194,7 +194,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 		out, err = s.abandon(tx, runID, pauses, &settlement, decide)
 		return err
 	})
-	if err != nil && ambiguous(err) {
+	if err != nil && Ambiguous(err) {
 		if settled, ok := s.settledBy(ctx, runID, settlement.WorkflowRunUUID); ok {
 			return settled, nil
 		}

@@ -275,7 +275,7 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Rea
 			{Path: "settlement", Value: st},
 		})
 	})
-	if err != nil && ambiguous(err) && tried != nil && s.abandonedBy(ctx, leaseID, tried.WorkflowRunUUID) {
+	if err != nil && Ambiguous(err) && tried != nil && s.abandonedBy(ctx, leaseID, tried.WorkflowRunUUID) {
 		return true, "", nil
 	}
 	if err != nil {

@@ -8,12 +8,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ambiguous reports whether a settling transaction that failed with err may have committed all
-// the same: a Commit retried after Unavailable finds its transaction closed once the first try
-// landed (InvalidArgument), and a deadline or a lost connection may fall after the server
-// applied the writes. Such a failure is resolved by reading the row back (readBack): a row
-// that carries this run's settlement was settled by this run. Any other error wrote nothing.
-func ambiguous(err error) bool {
+// Ambiguous reports whether a transaction (a settlement, a run record's start or end) that
+// failed with err may have committed all the same: a Commit retried after Unavailable finds its
+// transaction closed once the first try landed (InvalidArgument), and a deadline or a lost
+// connection may fall after the server applied the writes. Such a failure is resolved by
+// reading back what it wrote: a row that carries this run's settlement was settled by this run.
+// Any other error wrote nothing (a refusal the transaction decided carries no such code).
+func Ambiguous(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}

@@ -372,7 +372,7 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 			firestore.Update{Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)},
 		))
 	})
-	if err != nil && ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
+	if err != nil && Ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
 		return tried, nil
 	}
 	if err != nil {

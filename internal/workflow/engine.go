@@ -550,7 +550,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	})
 	var busy *ledger.GuardHeldError
 	var paused *ledger.PausedError
-	if ambiguousCommit(err) {
+	if err != nil && ledger.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
 			// The commit landed and its answer was lost; the client's retry then failed (the
 			// transaction closed). The run started.
@@ -618,22 +618,6 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guar
 		return nil, false
 	}
 	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
-}
-
-// ambiguousCommit reports whether a write that failed with err may have landed all the same: a
-// Commit the client retried after Unavailable finds its transaction closed once the first try
-// landed (InvalidArgument), and a deadline or a lost connection may fall after the server
-// applied it. A refusal the transaction itself decided (a held guard, a taken uuid, a pause)
-// wrote nothing.
-func ambiguousCommit(err error) bool {
-	if err == nil || errors.Is(err, ledger.ErrGuardHeld) || errors.Is(err, ledger.ErrRunExists) || errors.Is(err, ledger.ErrPaused) {
-		return false
-	}
-	switch status.Code(err) {
-	case codes.InvalidArgument, codes.DeadlineExceeded, codes.Unavailable:
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // checkOptOut refuses, with forbidden wrapping ledger.ErrOrganizationDisabled, a run whose scope
