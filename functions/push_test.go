@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/message"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // hugeBody serves a JSON prefix and then filler, n bytes in all, without holding them, and

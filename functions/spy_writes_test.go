@@ -3,7 +3,7 @@ package functions
 import (
 	"strings"
 
-	"github.com/stalesweep/stalesweep/internal/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 )
 
 // docWrites is what the functions wrote to the documents one test owns, as the package's spy

@@ -1,5 +1,5 @@
 # Four identities of the module's own, and the Google service agents it relies on, each with
-# exactly what its calls need (internal/deploycheck holds every grant to this list, and the
+# exactly what its calls need (internal/testkit/deploycheck holds every grant to this list, and the
 # runtime's custom role to the permissions the code declares):
 #   runtime   — the four functions:
 #               a custom role with the executor calls the code makes: run.executions.get

@@ -1,5 +1,5 @@
 # The providers are pinned to the versions the module is checked against (docs/deploy.md):
-# internal/deploycheck runs terraform validate and plan with their schemas (internal/tfstandin).
+# internal/testkit/deploycheck runs terraform validate and plan with their schemas (internal/testkit/tfstandin).
 terraform {
   required_version = ">= 1.5"
   required_providers {

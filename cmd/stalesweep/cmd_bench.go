@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stalesweep/stalesweep/internal/bench"
+	"github.com/stalesweep/stalesweep/internal/testkit/bench"
 )
 
 func (c *cli) benchCmd() *cobra.Command {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // executors clear takes only a target the guard knows: a made-up one, or a mistyped region, is

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // explain reads a row of each age-settled collection and says what its workflow would do, in

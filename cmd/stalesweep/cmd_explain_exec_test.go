@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // explain runner_executions/ID: text by default, JSON with -o json, exit 4 for a missing row, 2

@@ -13,7 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // explain's text says what holds in words an operator can act on: a task that does not decode has

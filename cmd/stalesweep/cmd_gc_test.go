@@ -9,7 +9,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/retention"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // gc previews with --dry-run (JSON), then deletes the expired bookkeeping and prints its

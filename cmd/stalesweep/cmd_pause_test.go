@@ -13,7 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 const syncType = "runner.execution-sync-stale-cloud-run"

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // startedRun writes what the engine writes when a run starts on org's scope: its record and its

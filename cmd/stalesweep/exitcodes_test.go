@@ -14,7 +14,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // exitCase is one command line, the environment it runs in and the exit code it must end with.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // pm sweep --queue and pause --scope warn on stderr, and still exit 0, for a queue or scope that

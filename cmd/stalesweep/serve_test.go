@@ -18,7 +18,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // serve checks every setting the served targets read before it serves anything, and exits 2

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // The local script is what the operations guide tells people to run; CI runs it too, in its

@@ -39,7 +39,7 @@ const SyncBudgetDefault = 60 * time.Second
 // Parts says how to build the parts.
 type Parts struct {
 	// FirestoreDialOptions are added to the Firestore connection: tests watch it with them
-	// (internal/fsspy).
+	// (internal/testkit/fsspy).
 	FirestoreDialOptions []grpc.DialOption
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.WithPubSub()) }

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/breakertest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
-	"github.com/stalesweep/stalesweep/internal/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 

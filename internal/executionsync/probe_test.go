@@ -10,7 +10,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/memstore"
+	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
 // An organization has work exactly when one of its active rows of this provider was observed

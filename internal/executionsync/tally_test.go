@@ -20,7 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
-	"github.com/stalesweep/stalesweep/internal/memstore"
+	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 

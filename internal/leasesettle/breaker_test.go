@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/breakertest"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 

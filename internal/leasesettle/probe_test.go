@@ -8,7 +8,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/memstore"
+	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
 // A runner group has work exactly when it has an active lease.

@@ -15,11 +15,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // The writer methods stamp the staleness fields with Firestore's time, whatever the writer's

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // beforeSecondCount is a stream interceptor that runs move once, just before the second

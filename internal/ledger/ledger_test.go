@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // These tests hold docs/writers.md and docs/data-model.md to their promise that a worker in any

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestPauseIDsAreDeterministicAndDistinct(t *testing.T) {

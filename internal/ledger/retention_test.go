@@ -9,7 +9,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // A receipt expires the ordinary retention after the decision that wrote it, but never after

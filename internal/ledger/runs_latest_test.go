@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {

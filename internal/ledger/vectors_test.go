@@ -17,7 +17,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 var updateVectors = flag.Bool("update", false, "rewrite docs/contract/chain-vectors.json from vectorCases")

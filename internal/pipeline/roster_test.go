@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // rosterEnv is a fleet behind a spy, dispatched a few organizations per invocation with

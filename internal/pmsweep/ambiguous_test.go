@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/stalesweep/stalesweep/internal/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 )
 
 // A reclaim whose commit landed but whose answer was lost (Unavailable, which the client

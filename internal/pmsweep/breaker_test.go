@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/breakertest"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/memstore"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
 // A queue has work exactly when its least recently active working task is silent for the TTL,

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
-	"github.com/stalesweep/stalesweep/internal/memstore"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 

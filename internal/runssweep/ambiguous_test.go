@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 
-	"github.com/stalesweep/stalesweep/internal/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 )
 
 // faults are the ambiguous commits: two that landed, and one that did not (the extra try then

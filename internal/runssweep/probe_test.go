@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/memstore"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
 // The fleet has work exactly when one running invocation is idle past the deadline.

@@ -18,11 +18,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/fsspy"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
-	"github.com/stalesweep/stalesweep/internal/testenv"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
