@@ -1,9 +1,7 @@
 package app
 
 import (
-	"cmp"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
@@ -114,129 +111,34 @@ type Config struct {
 	Retention ledger.Retention
 }
 
-// ConfigFromEnv reads a Config. A malformed value is an error naming the variable; an absent
-// one leaves the field zero, which takes the default downstream.
+// ConfigFromEnv reads a Config from the settings table. A malformed value is an error naming the
+// variable; an absent one leaves the field zero, which takes the default downstream.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{
-		Project:          firstNonEmpty(getenv(EnvProject), getenv(EnvProjectFallback)),
-		Database:         getenv(EnvDatabase),
-		CloudRunEndpoint: getenv(EnvCloudRunEndpoint),
-		LogLevel:         getenv(EnvLogLevel),
+	c := Config{FirestoreTimeout: FirestoreTimeoutDefault, Auth: auth.Config{AcceptGcloud: true}}
+	for _, s := range settings {
+		if v := getenv(s.Name); v != "" {
+			if err := s.read(&c, s.Name, v); err != nil {
+				return Config{}, err
+			}
+		}
 	}
-	if _, err := logging.ParseLevelStrict(c.LogLevel); err != nil {
-		return Config{}, fmt.Errorf("%s=%q: %w", EnvLogLevel, c.LogLevel, err)
-	}
+	c.Project = firstNonEmpty(c.Project, getenv(EnvProjectFallback))
 	if c.Project == "" && getenv(ledger.EmulatorEnv) != "" {
 		c.Project = EmulatorProjectLocal
 	}
-	var err error
-	c.FirestoreTimeout, err = durationVar(getenv, EnvFirestoreTimeout)
-	if c.FirestoreTimeout = cmp.Or(c.FirestoreTimeout, FirestoreTimeoutDefault); err != nil || c.FirestoreTimeout < FirestoreTimeoutMin || c.FirestoreTimeout > FirestoreTimeoutMax {
-		return Config{}, fmt.Errorf("%s=%q: want a duration from %s to %s", EnvFirestoreTimeout, getenv(EnvFirestoreTimeout), FirestoreTimeoutMin, FirestoreTimeoutMax)
-	}
-	if c.Sync.Concurrency, err = intVar(getenv, EnvSyncConcurrency, 1, 256); err != nil {
-		return Config{}, err
-	}
-	if c.Sync.LostGrace, err = durationVar(getenv, EnvLostGrace); err != nil {
-		return Config{}, err
-	}
-	if c.Sync.Budget, err = durationVar(getenv, EnvRunBudget); err != nil {
-		return Config{}, err
-	}
-	if c.CloudRun.CallTimeout, err = durationVar(getenv, EnvExecutorTimeout); err != nil {
-		return Config{}, err
-	}
-	if c.Tx.Timeout, err = durationVar(getenv, EnvTxTimeout); err != nil {
-		return Config{}, err
-	}
-	if c.Dispatch.Budget, err = durationVar(getenv, EnvDispatchBudget); err != nil {
-		return Config{}, err
-	}
-	if c.SyncBudget, err = durationVar(getenv, EnvSyncBudget); err != nil {
-		return Config{}, err
-	}
-	if c.RosterMaxAge, err = rosterMaxAge(getenv); err != nil {
-		return Config{}, err
-	}
-	c.KubeClusters = getenv(EnvKubeClusters)
-	if c.KubeQPS, err = intVar(getenv, EnvKubeQPS, -1, 10_000); err != nil {
-		return Config{}, err
-	}
-	if c.KubeBurst, err = intVar(getenv, EnvKubeBurst, 1, 10_000); err != nil {
-		return Config{}, err
-	}
-	if c.KubeClientRetries, err = intVar(getenv, EnvKubeClientRetries, 0, 10); err != nil {
-		return Config{}, err
-	}
-	c.Topics = pipeline.Topics{Ticks: getenv(EnvTopicTicks), Sweeps: getenv(EnvTopicSweeps), Syncs: getenv(EnvTopicSyncs)}.WithDefaults()
-	c.Auth = auth.Config{Mode: getenv(EnvAuth), Audiences: list(getenv(EnvAuthAudience)), Allowed: list(getenv(EnvAllowedCallers)),
-		OnCloudRun: getenv(EnvCloudRunService) != ""}
-	switch c.Auth.Mode {
-	case "", auth.ModeGoogle, auth.ModeOff:
-	default:
-		return Config{}, fmt.Errorf("%s=%q: want %q or %q (exactly)", EnvAuth, c.Auth.Mode, auth.ModeGoogle, auth.ModeOff)
-	}
+	c.Topics = c.Topics.WithDefaults()
 	if c.Auth.Mode == auth.ModeOff && c.Auth.OnCloudRun {
 		return Config{}, fmt.Errorf("%s=off is for local use only and is refused on Cloud Run (%s is set)", EnvAuth, EnvCloudRunService)
 	}
-	switch v := getenv(EnvAuthAcceptGcloud); v {
-	case "", "true":
-		c.Auth.AcceptGcloud = true
-	case "false":
-	default:
-		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvAuthAcceptGcloud, v)
+	r := c.Retention
+	if r.Notable == 0 && r.Ordinary > ledger.RetentionNotableDefault {
+		return Config{}, fmt.Errorf("%s=%q: longer than %s's default (%s); set %s too, at least as long", EnvRetention, getenv(EnvRetention),
+			EnvRetentionNotable, ledger.RetentionNotableDefault, EnvRetentionNotable)
 	}
-	floor, err := intVar(getenv, EnvRunsSweepFloorMs, 1, 1<<53-1)
-	if err != nil {
+	if err := r.Validate(EnvRetention, EnvRetentionNotable); err != nil {
 		return Config{}, err
 	}
-	c.RunsSweep.ScheduledFloorMs = int64(floor)
-	maxReclaims, err := intVar(getenv, EnvPMMaxReclaims, 1, 1000)
-	if err != nil {
-		return Config{}, err
-	}
-	c.PMSweep.MaxReclaims = int64(maxReclaims)
-	ttlFloor, err := intVar(getenv, EnvPMTTLFloor, 1, 86400)
-	if err != nil {
-		return Config{}, err
-	}
-	c.PMSweep.TTLFloor = int64(ttlFloor)
-	guard := &c.Storm
-	if v := getenv(EnvStormFraction); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			return Config{}, fmt.Errorf("%s=%q: want a fraction greater than 0 and at most 1 (1 turns the storm guard off)", EnvStormFraction, v)
-		}
-		guard.Fraction = f
-	}
-	minRows, err := intVar(getenv, EnvStormMinRows, 1, 1_000_000)
-	if err != nil {
-		return Config{}, err
-	}
-	guard.MinRows = int64(minRows)
-	if v := getenv(EnvBlindFraction); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f < 1) {
-			return Config{}, fmt.Errorf("%s=%q: want a fraction greater than 0 and less than 1", EnvBlindFraction, v)
-		}
-		c.Blind.Fraction = f
-	}
-	blindMin, err := intVar(getenv, EnvBlindMinRows, 1, 1_000_000)
-	if err != nil {
-		return Config{}, err
-	}
-	c.Blind.MinRows = int64(blindMin)
-	if c.Blind.Window, err = durationVar(getenv, EnvBlindWindow); err != nil {
-		return Config{}, err
-	}
-	if c.Retention, err = retention(getenv); err != nil {
-		return Config{}, err
-	}
-	secs, err := intVar(getenv, EnvPlatformTimeout, 1, 86400)
-	if err != nil {
-		return Config{}, err
-	}
-	c.PlatformTimeout = time.Duration(secs) * time.Second
+	c.Retention = r.WithDefaults()
 	return c, nil
 }
 
@@ -286,81 +188,6 @@ func (c Config) within(d, def time.Duration) time.Duration {
 		d = min(d, c.PlatformTimeout*8/10)
 	}
 	return d
-}
-
-func intVar(getenv func(string) string, name string, lo, hi int) (int, error) {
-	v := getenv(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("%s=%q: want an integer from %d to %d", name, v, lo, hi)
-	}
-	return n, nil
-}
-
-func durationVar(getenv func(string) string, name string) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 15m", name, v)
-	}
-	return d, nil
-}
-
-// retention reads EnvRetention and EnvRetentionNotable: Go durations ("720h") or whole days
-// ("30d"), validated together (ledger.Retention.Validate) with the defaults filled in.
-func retention(getenv func(string) string) (ledger.Retention, error) {
-	var r ledger.Retention
-	var err error
-	if r.Ordinary, err = daysVar(getenv, EnvRetention); err != nil {
-		return r, err
-	}
-	if r.Notable, err = daysVar(getenv, EnvRetentionNotable); err != nil {
-		return r, err
-	}
-	if r.Notable == 0 && r.Ordinary > ledger.RetentionNotableDefault {
-		return r, fmt.Errorf("%s=%q: longer than %s's default (%s); set %s too, at least as long", EnvRetention, getenv(EnvRetention),
-			EnvRetentionNotable, ledger.RetentionNotableDefault, EnvRetentionNotable)
-	}
-	if err := r.Validate(EnvRetention, EnvRetentionNotable); err != nil {
-		return r, err
-	}
-	return r.WithDefaults(), nil
-}
-
-// daysVar reads a positive duration in Go's syntax or in whole days ("30d").
-func daysVar(getenv func(string) string, name string) (time.Duration, error) {
-	v := getenv(name)
-	if days, ok := strings.CutSuffix(v, "d"); ok && v != "" {
-		n, err := strconv.Atoi(days)
-		if err != nil || n <= 0 || n > 100*365 {
-			return 0, fmt.Errorf("%s=%q: want a whole number of days from 1 to 36500, such as 30d, or a duration such as 720h", name, v)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := durationVar(getenv, name)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: want a positive duration such as 720h, or whole days such as 30d", name, v)
-	}
-	return d, nil
-}
-
-// rosterMaxAge reads EnvRosterMaxAge: a positive duration up to pipeline.RosterMaxAgeMax, or
-// "off" (-1).
-func rosterMaxAge(getenv func(string) string) (time.Duration, error) {
-	if getenv(EnvRosterMaxAge) == "off" {
-		return -1, nil
-	}
-	d, err := durationVar(getenv, EnvRosterMaxAge)
-	if err != nil || d > pipeline.RosterMaxAgeMax {
-		return 0, fmt.Errorf("%s=%q: want a positive duration up to %s, such as 10m, or off", EnvRosterMaxAge, getenv(EnvRosterMaxAge), pipeline.RosterMaxAgeMax)
-	}
-	return d, nil
 }
 
 func firstNonEmpty(vs ...string) string {

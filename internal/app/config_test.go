@@ -119,3 +119,18 @@ func TestTheFirestoreTimeoutDefaultsToTenSecondsAndIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// Every setting is named once and documented, so the README's table (generated from the list)
+// has one row per variable a process reads.
+func TestEverySettingIsNamedOnceAndDocumented(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range settings {
+		if seen[s.Name] || s.Default == "" || s.Values == "" || s.Doc == "" || s.read == nil {
+			t.Errorf("setting %+v: named twice or missing a default, values, doc line or reader", s)
+		}
+		seen[s.Name] = true
+		if !strings.Contains(SettingsTable(), "| `"+s.Name+"` |") {
+			t.Errorf("%s has no row in the table", s.Name)
+		}
+	}
+}
