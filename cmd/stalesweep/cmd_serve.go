@@ -57,8 +57,8 @@ func serve(ctx context.Context, addr string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "stalesweep serve: functions on http://%s (FIRESTORE_EMULATOR_HOST=%q PUBSUB_EMULATOR_HOST=%q %s=%q)\n",
 		addr, os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("PUBSUB_EMULATOR_HOST"), app.EnvCloudRunEndpoint, cfg.CloudRunEndpoint)
-	switch {
-	case cfg.Auth.Mode == auth.ModeOff:
+	switch cfg.Auth.Mode {
+	case auth.ModeOff:
 		fmt.Fprintln(stderr, "stalesweep serve: AUTHENTICATION IS OFF (STALESWEEP_AUTH=off): any caller may start workflows; for local use only")
 	default:
 		fmt.Fprintf(stderr, "stalesweep serve: StartWorkflow takes Google ID tokens for %v (gcloud's own: %t) from %v\n", cfg.Auth.Audiences, cfg.Auth.AcceptGcloud, cfg.Auth.Allowed)

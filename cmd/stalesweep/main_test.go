@@ -196,7 +196,7 @@ func TestFakeCloudRunServesTheExecutionsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go io.Copy(io.Discard, pr)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	fields := strings.Fields(line) // "fake Cloud Run Executions on ADDR with N executions"
 	addr := fields[5]
 	client, err := cloudrun.Dial(context.Background(), addr)

@@ -72,9 +72,9 @@ func TestWaitHTTPWaitsForTheBodyAndGivesUpWhenTheProcessExits(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ready:
-			w.Write([]byte("all Ok"))
+			_, _ = w.Write([]byte("all Ok"))
 		default:
-			w.Write([]byte("starting"))
+			_, _ = w.Write([]byte("starting"))
 			if early.Add(1) == 3 {
 				cancel() // it has asked again twice: enough waiting
 			}
@@ -85,7 +85,7 @@ func TestWaitHTTPWaitsForTheBodyAndGivesUpWhenTheProcessExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer func() { _ = p.Stop() }() // a sleeper it kills: its exit status is the kill
 	err = p.WaitHTTP(ctx, srv.Client(), srv.URL, "", "Ok")
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("before the body is there: %v, want not ready, cancelled", err)
@@ -102,7 +102,7 @@ func TestWaitHTTPWaitsForTheBodyAndGivesUpWhenTheProcessExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Stop()
+	defer func() { _ = q.Stop() }() // already exited with 3
 	if err := q.WaitHTTP(context.Background(), srv.Client(), srv.URL+"/never", "", "absent"); err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Fatalf("a process that exits: %v, want exited before it was ready", err)
 	}
@@ -113,8 +113,8 @@ func TestWaitHTTPWaitsForTheBodyAndGivesUpWhenTheProcessExits(t *testing.T) {
 
 func TestTailKeepsTheLastBytes(t *testing.T) {
 	tl := NewTail(8)
-	tl.Write([]byte("0123456789"))
-	tl.Write([]byte("ab"))
+	_, _ = tl.Write([]byte("0123456789"))
+	_, _ = tl.Write([]byte("ab"))
 	if got := tl.String(); got != "456789ab" {
 		t.Errorf("String = %q, want the last 8 bytes", got)
 	}

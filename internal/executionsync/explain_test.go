@@ -152,7 +152,7 @@ func TestExplainAgreesWithTheNextRunOnEveryRowOfTheDemoDataset(t *testing.T) {
 	for _, id := range ids {
 		x, b, a := said[id], before[id], after[id]
 		wrote := a.Sync.Attempts != b.Sync.Attempts
-		ok := true
+		var ok bool
 		switch x.Verdict {
 		case executionsync.VerdictSettle:
 			ok = !a.Active && a.Outcome == x.Outcome && a.Settlement != nil && a.Settlement.Reason == x.Rule

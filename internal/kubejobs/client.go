@@ -23,7 +23,7 @@ const (
 	// all, far inside its budget. The API server's own priority and fairness still protects it,
 	// and its 429 stops the run (ResourceExhausted).
 	QPSDefault   float32 = 50
-	BurstDefault         = 100
+	BurstDefault int     = 100
 )
 
 // ClientConfig is how the adapter's client-go clients talk to every cluster. Zero values take

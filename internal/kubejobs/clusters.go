@@ -177,7 +177,7 @@ func (c ClusterConfig) RESTConfig(ctx context.Context, client ClientConfig) (*re
 	default:
 		cfg = &rest.Config{Host: c.Host, BearerTokenFile: c.TokenFile, TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile}}
 		if c.CAData != "" {
-			if cfg.TLSClientConfig.CAData, err = base64.StdEncoding.DecodeString(c.CAData); err != nil {
+			if cfg.CAData, err = base64.StdEncoding.DecodeString(c.CAData); err != nil {
 				return nil, fmt.Errorf("ca_data: %w", err)
 			}
 		}

@@ -190,7 +190,7 @@ func TestParseClusters(t *testing.T) {
 		}
 	}
 	cfg, err := c["lab"].RESTConfig(context.Background(), ClientConfig{Timeout: 3 * time.Second})
-	if err != nil || cfg.Host != "https://127.0.0.1:6443" || string(cfg.TLSClientConfig.CAData) != "foo" || cfg.BearerTokenFile != "/t" || cfg.Timeout != 3*time.Second {
+	if err != nil || cfg.Host != "https://127.0.0.1:6443" || string(cfg.CAData) != "foo" || cfg.BearerTokenFile != "/t" || cfg.Timeout != 3*time.Second {
 		t.Errorf("rest config = %+v %v", cfg, err)
 	}
 }

@@ -282,7 +282,7 @@ func GcloudIndexCommands(project, database string) []string {
 // shellQuote quotes s for a POSIX shell when it holds anything but letters, digits and -_.
 func shellQuote(s string) string {
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_' && r != '.' {
 			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 		}
 	}

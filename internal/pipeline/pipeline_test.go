@@ -277,7 +277,7 @@ func TestRunUUID(t *testing.T) {
 	if uuid.Validate(a) != nil {
 		t.Errorf("%q is not a uuid", a)
 	}
-	if pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org") == pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org") {
+	if first, second := pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org"), pipeline.RunUUID("", contract.ExecutionSyncCloudRun, "org"); first == second {
 		t.Error("without a tick id the run uuid must be fresh")
 	}
 }

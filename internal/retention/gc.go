@@ -232,7 +232,7 @@ func (r *run) collection(ctx context.Context, i int) error {
 		snaps, err := r.page(ctx, page)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // the budget ran out: the next run goes on where this stopped
 			}
 			return fmt.Errorf("find expired %s: %w", coll, err)
 		}
@@ -241,7 +241,7 @@ func (r *run) collection(ctx context.Context, i int) error {
 		}
 		for _, snap := range snaps {
 			if r.left <= 0 || ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // the limit or the budget is spent: the next run goes on
 			}
 			v, _ := snap.DataAt(ledger.ExpireField)
 			if !Expired(v, r.now) {
@@ -272,7 +272,7 @@ func (r *run) page(ctx context.Context, q firestore.Query) ([]*firestore.Documen
 // whose receipts and itself do not fit in what is left of the limit loses what fits and waits
 // for the next run (deferred).
 func (r *run) deleteRun(ctx context.Context, snap *firestore.DocumentSnapshot) {
-	receipts, err := r.page(ctx, snap.Ref.Collection(ledger.SyncsCollection).Query.Limit(r.left))
+	receipts, err := r.page(ctx, snap.Ref.Collection(ledger.SyncsCollection).Limit(r.left))
 	if err != nil {
 		r.fail(ledger.RunsCollection, fmt.Errorf("list receipts of run %s: %w", snap.Ref.ID, err))
 		return

@@ -64,8 +64,7 @@ func TestLinearRunWalksItsStatesAndRunsTheBodyInReconciling(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var bodyState string
-	var eng *workflow.Engine
-	eng = f.engine(workflow.Linear, []string{"completed_at", "failed_at"}, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
+	eng := f.engine(workflow.Linear, []string{"completed_at", "failed_at"}, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 		rec, err := f.runs.GetRun(ctx, run.UUID)
 		if err != nil {
 			return workflow.Result{}, err
@@ -170,7 +169,7 @@ func TestPanickingBodyFailsTheRunInsteadOfTheProcess(t *testing.T) {
 	f := newFixture(t)
 	eng := f.engine(workflow.Linear, []string{"failure_reason", "error"}, func(context.Context, workflow.Run) (workflow.Result, error) {
 		var m map[string]int
-		m["x"] = 1 // nil map write
+		m["x"] = 1 //nolint:staticcheck // SA5000 on purpose: the body panics as a runtime error
 		return workflow.Result{}, nil
 	})
 	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput})

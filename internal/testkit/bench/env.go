@@ -25,11 +25,10 @@ import (
 // env is what the measurements share: the emulators, the Cloud Run fake, and a client of it
 // whose calls are counted on the wire.
 type env struct {
-	stops  []func()
-	fake   *cloudrunfake.Server
-	run    *run.ExecutionsClient
-	calls  atomic.Int64 // GetExecution calls seen by the client interceptor
-	pubsub bool         // whether PUBSUB_EMULATOR_HOST names an emulator
+	stops []func()
+	fake  *cloudrunfake.Server
+	run   *run.ExecutionsClient
+	calls atomic.Int64 // GetExecution calls seen by the client interceptor
 }
 
 const pubsubEnv = "PUBSUB_EMULATOR_HOST"

@@ -218,7 +218,7 @@ func changedOutside(before, after docs, outside func(path string) bool) []string
 			out = append(out, fmt.Sprintf("%s of another scope was deleted", p))
 		case !inBefore:
 			out = append(out, fmt.Sprintf("%s appeared in another scope", p))
-		case !same(map[string]any(b), map[string]any(a)):
+		case !same(b, a):
 			out = append(out, fmt.Sprintf("%s of another scope changed: %v → %v", p, b, a))
 		}
 	}

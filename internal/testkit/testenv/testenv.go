@@ -73,7 +73,7 @@ func run(m Runner, opts ...Option) int {
 			fmt.Fprintf(os.Stderr, "FAIL: these tests need the Firestore emulator and none could be started: %v\n", err)
 			return 1
 		}
-		defer emu.Stop()
+		defer func() { _ = emu.Stop() }() // after the tests: nothing is left to report to
 		os.Setenv(ledger.EmulatorEnv, emu.Host)
 	}
 	if cfg.pubsub && os.Getenv(PubSubEmulatorEnv) == "" {
@@ -82,7 +82,7 @@ func run(m Runner, opts ...Option) int {
 			fmt.Fprintf(os.Stderr, "FAIL: these tests need the Pub/Sub emulator and none could be started: %v\n", err)
 			return 1
 		}
-		defer emu.Stop()
+		defer func() { _ = emu.Stop() }() // after the tests: nothing is left to report to
 		os.Setenv(PubSubEmulatorEnv, emu.Host)
 	}
 	return m.Run()
