@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	runClient := cloudrun.NewLazy(cfg.CloudRunEndpoint)
 	a.onClose(runClient.Close)
 
-	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx).WithRetention(cfg.Retention)
+	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx, cfg.Retention)
 	syncCfg := cfg.Sync
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		executors = append(executors, executionSync{executionsync.Kubernetes, kube})
 	}
 	// No row is settled lost while its executor target is blind (internal/blindguard).
-	blind := blindguard.New(ledger.NewTargetStore(a.Firestore).WithRetention(cfg.Retention), cfg.Blind, log)
+	blind := blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log)
 	for _, x := range executors {
 		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
 	}
@@ -227,7 +227,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		d.ContinueOn(cfg.Topics.Ticks)
 		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
-			d.RosterWith(ledger.NewRosterStore(a.Firestore).WithRetention(cfg.Retention, now), cfg.RosterMaxAge)
+			d.RosterWith(ledger.NewRosterStore(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge)
 		}
 		return &Pipeline{Engine: engine, Dispatcher: d}, nil
 	})

@@ -145,7 +145,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer runClient.Close()
 
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	orgA, orgB := uuid.NewString(), uuid.NewString()
 	// The demo organization has sweeps enabled; the other has opted out, and nothing may touch
 	// it whatever names it.

@@ -187,7 +187,7 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	f.e.clock.Advance(20 * time.Minute)
 	// The real sweeps judged the targets while they answered (blindguard.Guard.Seen), long
 	// enough ago that no judgment is fresh: the dry runs must assess, and record nothing.
-	targets := ledger.NewTargetStore(f.e.fs)
+	targets := ledger.NewTargetStore(f.e.fs, ledger.Retention{})
 	before := map[string]ledger.Target{}
 	for _, tgt := range []string{targetA, targetB} {
 		j, _, err := targets.Get(context.Background(), tgt)

@@ -122,7 +122,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	}
 
 	fs := testenv.Firestore(t)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	clock := testenv.NewClock(time.Now())

@@ -103,7 +103,7 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 	a := New(NewSet(clusters, time.Second), Config{Backoff: time.Millisecond})
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	ctx := context.Background()

@@ -30,7 +30,7 @@ func TestKubernetesDryRunDecidesAsTheRealRunThenDoesAndWritesNothing(t *testing.
 	a, cs := adapter(t)
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	var ids []string
 	put := func(provider string, r map[string]any) {
 		id := uuid.NewString()

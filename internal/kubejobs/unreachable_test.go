@@ -40,7 +40,7 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	ctx := context.Background()
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	for _, name := range []string{"build-1", "build-2"} {

@@ -40,7 +40,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	old := clock.Now().Add(-10 * time.Minute)

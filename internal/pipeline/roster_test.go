@@ -29,7 +29,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	e := &rosterEnv{spy: spy, roster: ledger.NewRosterStore(fs), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	e := &rosterEnv{spy: spy, roster: ledger.NewRosterStore(fs, ledger.Retention{}, nil), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
 	for i := range enabled + disabled {
 		e.put(t, fmt.Sprintf("org-%03d", i), i < enabled)

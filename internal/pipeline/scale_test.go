@@ -144,7 +144,7 @@ func newProbeEnv(t *testing.T, orgs int) *probeEnv {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	e := &probeEnv{spy: spy, store: ledger.NewExecutionStore(fs, ledger.TxConfig{}), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	e := &probeEnv{spy: spy, store: ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault)
 	bw := fs.BulkWriter(context.Background())
 	for range orgs {

@@ -35,7 +35,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	rows := map[string]time.Time{}
 	for i := range 8 {

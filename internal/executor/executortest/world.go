@@ -51,7 +51,7 @@ func newWorld(t *testing.T, h Harness, o worldOptions) *world {
 	w := &world{t: t, h: h, fsSpy: fsspy.New(), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)), org: uuid.NewString()}
 	fs := testenv.Firestore(t, append(w.fsSpy.DialOptions(), o.dial...)...)
 	testenv.Enable(t, fs, w.org)
-	w.store = ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	w.store = ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	w.runs = ledger.NewRunStore(fs)
 	w.fake = h.New(t, w.clock.Now, o.limits)
 	w.spy = &observeSpy{Executor: w.fake.Executor(), fake: w.fake}

@@ -335,13 +335,13 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 // (internal/app): probes on, the roster on (its default age), at the time clock gives,
 // publishing sweeps to topic.
 func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic string, cfg pipeline.DispatchConfig, clock ledger.Clock) (*pipeline.Dispatcher, error) {
-	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
 	if err != nil {
 		return nil, err
 	}
 	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), pub, topic, cfg, slog.New(slog.DiscardHandler),
 		workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)))
 	d.ProbeWith(clock)
-	d.RosterWith(ledger.NewRosterStore(fs), 0)
+	d.RosterWith(ledger.NewRosterStore(fs, ledger.Retention{}, nil), 0)
 	return d, nil
 }

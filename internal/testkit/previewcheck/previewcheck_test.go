@@ -295,7 +295,7 @@ func executionWorld(t *testing.T, kind executionsync.Kind, typ contract.Workflow
 	org := uuid.NewString()
 	var store *ledger.ExecutionStore
 	w := newWorld(t, typ, fmt.Sprintf(`{"organization_uuid": %q}`, org), func(w *world) workflow.Definition {
-		store = ledger.NewExecutionStore(w.fs, ledger.TxConfig{})
+		store = ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 		cfg := executionsync.Config{Provider: provider, LostGrace: 15 * time.Minute}.WithDefaults()
 		syncer := executionsync.NewSyncer(store, exec, typ, provider, w.clock.Now, cfg.LostGrace, logging.Discard())
 		wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, w.clock.Now)
@@ -418,7 +418,7 @@ func realExecutions(t *testing.T, w *world, out workflow.Outcome) plan {
 	var s executionsync.Stats
 	testenv.Decode(t, out.Output, &o)
 	testenv.Decode(t, out.Stats, &s)
-	store := ledger.NewExecutionStore(w.fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 	p := plan{}
 	for _, id := range o.StartedRunnerExecutionUUIDs {
 		r, err := store.Get(context.Background(), id)

@@ -45,7 +45,7 @@ const execStaleFor = 10 * time.Minute
 func executionRig(t *testing.T, r *rig, kind executionsync.Kind, exec executor.Executor) {
 	provider := kind.Provider
 	t.Helper()
-	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{}, ledger.Retention{})
 	cfg := executionsync.Config{Provider: provider, Concurrency: 4}.WithDefaults()
 	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard())
 	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now)
