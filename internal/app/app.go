@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	// No row is settled lost while its executor target is blind (internal/blindguard).
 	blind := blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log)
 	for _, x := range executors {
-		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
+		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log, blind)
 	}
 	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
 	// publishing its syncs.
@@ -130,12 +130,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		for _, x := range executors {
 			c := syncCfg
 			c.Provider = x.kind.Provider
-			wf, err := executionsync.New(store, x.exec, starter(a.Syncers[x.kind.Provider]), c, now)
+			// A dry run decides inline, with this provider's syncer, even on the pipeline.
+			s := a.Syncers[x.kind.Provider]
+			wf, err := executionsync.New(store, x.exec, starter(s), c, now, s)
 			if err != nil {
 				return nil, err
 			}
-			// A dry run decides inline, with this provider's syncer, even on the pipeline.
-			wf.PreviewWith(a.Syncers[x.kind.Provider])
 			if _, ok := a.ExecutionSyncs[x.kind.Provider]; !ok {
 				a.ExecutionSyncs[x.kind.Provider] = wf
 			}

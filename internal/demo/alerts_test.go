@@ -185,10 +185,10 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	const grace = 15 * time.Minute
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	adapter := cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond})
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log)
-	syncer.GuardTargets(blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log,
+		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}.WithDefaults()
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now)
+	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,9 +60,9 @@ type round func(ctx context.Context) (roundResult, error)
 // inlineRounds runs the workflow in this process, syncs inline.
 func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore, runClient cloudrun.ExecutionGetter, org string) (round, error) {
 	adapter := cloudrun.New(runClient, cloudrun.Config{})
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, o.LostGrace, o.Log)
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, o.LostGrace, o.Log, nil)
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: o.LostGrace}.WithDefaults()
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now)
+	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -238,12 +238,13 @@ func TestADryRunNeverPublishes(t *testing.T) {
 	pub := &publishing{}
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun}
 	for _, withSyncer := range []bool{false, true} {
-		wf, err := executionsync.New(e.store, e.exec, pub, cfg, e.clock.Now)
+		var preview *executionsync.Syncer
+		if withSyncer {
+			preview = e.syncer
+		}
+		wf, err := executionsync.New(e.store, e.exec, pub, cfg, e.clock.Now, preview)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if withSyncer {
-			wf.PreviewWith(e.syncer)
 		}
 		engine := workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: e.log}, wf.Definition(executionsync.CloudRun))
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})

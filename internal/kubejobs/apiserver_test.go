@@ -134,8 +134,8 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 			Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-time.Hour).Truncate(time.Microsecond)}))
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 10 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	must(t, err)
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.Kubernetes))

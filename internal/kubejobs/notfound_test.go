@@ -117,8 +117,8 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 		ids = append(ids, id)
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

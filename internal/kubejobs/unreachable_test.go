@@ -50,8 +50,8 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 		}
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func newProbeEnv(t *testing.T, orgs int) *probeEnv {
 	}
 	bw.End()
 	slices.Sort(e.enabled)
-	wf, err := executionsync.New(e.store, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return e.now })
+	wf, err := executionsync.New(e.store, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return e.now }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

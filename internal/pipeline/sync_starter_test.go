@@ -52,7 +52,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun}.WithDefaults()
 	wf, err := executionsync.New(store, cloudrun.New(client, cloudrun.Config{}),
-		&pipeline.SyncStarter{Publisher: ps.pub, Topic: pipeline.SyncsDefault}, cfg, func() time.Time { return now })
+		&pipeline.SyncStarter{Publisher: ps.pub, Topic: pipeline.SyncsDefault}, cfg, func() time.Time { return now }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -335,7 +335,7 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 // (internal/app): probes on, the roster on (its default age), at the time clock gives,
 // publishing sweeps to topic.
 func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic string, cfg pipeline.DispatchConfig, clock ledger.Clock) (*pipeline.Dispatcher, error) {
-	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -297,8 +297,8 @@ func executionWorld(t *testing.T, kind executionsync.Kind, typ contract.Workflow
 	w := newWorld(t, typ, fmt.Sprintf(`{"organization_uuid": %q}`, org), func(w *world) workflow.Definition {
 		store = ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 		cfg := executionsync.Config{Provider: provider, LostGrace: 15 * time.Minute}.WithDefaults()
-		syncer := executionsync.NewSyncer(store, exec, typ, provider, w.clock.Now, cfg.LostGrace, logging.Discard())
-		wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, w.clock.Now)
+		syncer := executionsync.NewSyncer(store, exec, typ, provider, w.clock.Now, cfg.LostGrace, logging.Discard(), nil)
+		wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, w.clock.Now, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

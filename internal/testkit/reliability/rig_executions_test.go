@@ -47,8 +47,8 @@ func executionRig(t *testing.T, r *rig, kind executionsync.Kind, exec executor.E
 	t.Helper()
 	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{}, ledger.Retention{})
 	cfg := executionsync.Config{Provider: provider, Concurrency: 4}.WithDefaults()
-	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now)
+	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now, nil)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
