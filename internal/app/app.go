@@ -217,19 +217,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		dispatch := cfg.Dispatch
 		dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
 		engine := workflow.NewEngine(engineOpts, append(fanout, others...)...)
-		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log, engine)
-		d.ListQueuesWith(tasks.ListQueues)
-		d.ListGroupsWith(leases.ListGroups)
-		// A paused scope costs no sweep; the engine checks the pause again at each run's start.
-		d.PausesWith(pauses)
-		// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
-		d.ProbeWith(ledger.ServerClock(a.Firestore))
-		d.ContinueOn(cfg.Topics.Ticks)
+		o := pipeline.DispatcherOptions{
+			Orgs: orgs, Publisher: publisher, SweepsTopic: cfg.Topics.Sweeps, Workflows: engine, Log: log, Config: dispatch,
+			ListQueues: tasks.ListQueues,
+			ListGroups: leases.ListGroups,
+			// A paused scope costs no sweep; the engine checks the pause again at each run's start.
+			Pauses: pauses,
+			// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
+			Probe:      ledger.ServerClock(a.Firestore),
+			TicksTopic: cfg.Topics.Ticks,
+		}
 		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
-			d.RosterWith(ledger.NewRosterStore(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge)
+			o.Roster, o.RosterMaxAge = ledger.NewRosterStore(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
 		}
-		return &Pipeline{Engine: engine, Dispatcher: d}, nil
+		return &Pipeline{Engine: engine, Dispatcher: pipeline.NewDispatcher(o)}, nil
 	})
 	return a, nil
 }

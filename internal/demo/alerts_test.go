@@ -259,14 +259,16 @@ func dispatchIncidents(t *testing.T, log *slog.Logger) {
 	}
 	tick := pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: []byte(`{"ttl": 600}`), TickID: "tick-" + uuid.NewString()}
 
-	capped := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), publisher{}, pipeline.SweepsDefault, pipeline.DispatchConfig{ListMax: 2}, log, defs)
-	capped.ListQueuesWith(queues)
+	dispatcher := func(pub pipeline.Publisher, cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
+		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: pipeline.SweepsDefault,
+			Workflows: defs, Log: log, Config: cfg, ListQueues: queues})
+	}
+	capped := dispatcher(publisher{}, pipeline.DispatchConfig{ListMax: 2})
 	if rep, err := capped.Dispatch(ctx, tick); err != nil || !rep.Capped {
 		t.Fatalf("dispatch with the queues at the list limit: %+v %v, want capped", rep, err)
 	}
 
-	stalled := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), publisher{stalled: true}, pipeline.SweepsDefault, pipeline.DispatchConfig{Budget: 100 * time.Millisecond}, log, defs)
-	stalled.ListQueuesWith(queues)
+	stalled := dispatcher(publisher{stalled: true}, pipeline.DispatchConfig{Budget: 100 * time.Millisecond})
 	if rep, err := stalled.Dispatch(ctx, tick); err == nil || rep.Deferred != 2 {
 		t.Fatalf("dispatch whose publishes outlast its budget: %+v %v, want 2 deferred and an error", rep, err)
 	}

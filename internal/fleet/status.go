@@ -155,14 +155,18 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		data = json.RawMessage(TickDataDefault[t])
 	}
 	rec := &recorder{keep: limit}
-	d := pipeline.NewDispatcher(orgs, rec, "stalesweep-status", f.Dispatch, slog.New(slog.NewTextHandler(io.Discard, nil)), f.Workflows)
-	d.ListQueuesWith(ledger.NewTaskStore(f.Firestore, ledger.TxConfig{}).ListQueues)
-	d.ListGroupsWith(ledger.NewLeaseStore(f.Firestore, ledger.TxConfig{}).ListGroups)
-	d.PausesWith(pauses)
-	d.ProbeWith(ledger.ServerClock(f.Firestore))
-	if f.RosterMaxAge >= 0 {
-		d.RosterWith(ledger.NewRosterStore(f.Firestore, f.Retention, time.Now), f.RosterMaxAge)
+	o := pipeline.DispatcherOptions{
+		Orgs: orgs, Publisher: rec, SweepsTopic: "stalesweep-status", Workflows: f.Workflows,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: f.Dispatch,
+		ListQueues: ledger.NewTaskStore(f.Firestore, ledger.TxConfig{}).ListQueues,
+		ListGroups: ledger.NewLeaseStore(f.Firestore, ledger.TxConfig{}).ListGroups,
+		Pauses:     pauses,
+		Probe:      ledger.ServerClock(f.Firestore),
 	}
+	if f.RosterMaxAge >= 0 {
+		o.Roster, o.RosterMaxAge = ledger.NewRosterStore(f.Firestore, f.Retention, time.Now), f.RosterMaxAge
+	}
+	d := pipeline.NewDispatcher(o)
 	// A tick id lets the dispatcher read the roster; it names no run, since nothing is published.
 	rep, err := d.Dispatch(ctx, pipeline.Tick{WorkflowType: t, InitialData: data, Trigger: "schedule", TickID: "status-" + uuid.NewString()})
 	ws.Dispatch = rep

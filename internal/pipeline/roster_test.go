@@ -48,10 +48,13 @@ func (e *rosterEnv) put(t *testing.T, id string, enabled bool) {
 // invocation's report.
 func (e *rosterEnv) tick(t *testing.T, id string) []pipeline.Report {
 	t.Helper()
-	d := pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8}, logging.Discard(), seeded())
-	d.ContinueOn(ticksTopic)
-	d.ProbeWith(ledger.LocalClock(func() time.Time { return e.now }))
-	d.RosterWith(e.roster, 10*time.Minute)
+	d := pipeline.NewDispatcher(pipeline.DispatcherOptions{
+		Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: seeded(), Log: logging.Discard(),
+		Config:     pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8},
+		TicksTopic: ticksTopic,
+		Probe:      ledger.LocalClock(func() time.Time { return e.now }),
+		Roster:     e.roster, RosterMaxAge: 10 * time.Minute,
+	})
 	next := tick
 	next.TickID = id
 	var reps []pipeline.Report
