@@ -101,7 +101,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 		"host": srv.URL, "ca_data": base64.StdEncoding.EncodeToString(srv.CAData), "token_file": tokenFile}}})
 	clusters, err := ParseClusters(string(cfgJSON))
 	must(t, err)
-	a := New(NewSet(clusters, 5*time.Second), Config{Backoff: 10 * time.Millisecond})
+	a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{Timeout: 5 * time.Second}}), Config{Backoff: 10 * time.Millisecond})
 	// RoleBindings reach the authorizer through a cache: wait until the sweeper may get a Job.
 	deadline := time.Now().Add(15 * time.Second)
 	for {

@@ -53,7 +53,7 @@ func TestOnlyTheAPIServersOwnNotFoundForTheJobIsUnknown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := New(NewSet(clusters, time.Second), Config{Backoff: time.Millisecond})
+			a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{Timeout: time.Second}}), Config{Backoff: time.Millisecond})
 			snap, err := a.Observe(context.Background(), ref(runningJob("build-1")))
 			switch {
 			case tt.unknown && (err != nil || snap.Verdict != executor.VerdictUnknown):
@@ -100,7 +100,7 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(NewSet(clusters, time.Second), Config{Backoff: time.Millisecond})
+	a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{Timeout: time.Second}}), Config{Backoff: time.Millisecond})
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
@@ -33,8 +34,7 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := NewSet(SetConfig{Client: ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	a := New(set, Config{Backoff: time.Millisecond})
 
 	fs := testenv.Firestore(t)

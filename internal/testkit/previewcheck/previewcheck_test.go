@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
@@ -360,8 +361,7 @@ func seedKubernetes(t *testing.T) *world {
 	})
 	running := job("build-live", func(j *batchv1.Job) { j.Status.Active, j.Status.Ready = 1, &one })
 	cs := fake.NewClientset(succeeded, running)
-	set := kubejobs.NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := kubejobs.NewSet(kubejobs.SetConfig{Client: kubejobs.ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	w, store, org := executionWorld(t, executionsync.Kubernetes, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, kubejobs.New(set, kubejobs.Config{Backoff: time.Millisecond}))
 	for _, name := range []string{"build-done", "build-live", "build-deleted"} {
 		putExecution(t, w, store, org, ledger.ProviderKubernetes, map[string]any{"cluster": "eu", "namespace": "runners", "job": name, "uid": "uid-" + name})

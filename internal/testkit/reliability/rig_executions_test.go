@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
@@ -112,8 +113,7 @@ func cloudRunRig(t *testing.T) *rig {
 func kubernetesRig(t *testing.T) *rig {
 	r := newRig(t, contract.ExecutionSyncKubernetes, "settlement")
 	cs := fake.NewClientset()
-	set := kubejobs.NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := kubejobs.NewSet(kubejobs.SetConfig{Client: kubejobs.ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	// As internal/app builds it, over the exported Set, with every API call counted.
 	exec := kubejobs.New(trippedClusters{Clusters: set, trip: r.trip}, kubejobs.Config{Backoff: time.Millisecond})
 	executionRig(t, r, executionsync.Kubernetes, exec)
