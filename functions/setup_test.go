@@ -228,7 +228,7 @@ func (w world) stale(t *testing.T, org string, kind rowKind) string {
 
 func (w world) row(t *testing.T, id string) ledger.Execution {
 	t.Helper()
-	r, err := ledger.NewExecutionStore(w.fs, ledger.TxConfig{}).Get(context.Background(), id)
+	r, err := ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{}).Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

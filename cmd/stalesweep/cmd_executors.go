@@ -31,7 +31,7 @@ func (c *cli) executorsCmd() *cobra.Command {
 			return c.usageError(cmd, "%v", err)
 		}
 		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client, cfg app.Config) int {
-			targets, err := ledger.NewTargetStore(fsc).List(ctx, 1000)
+			targets, err := ledger.NewTargetStore(fsc, ledger.Retention{}).List(ctx, 1000)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
 				return exitFailed
@@ -72,7 +72,7 @@ target, unless --force.`,
 		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client, cfg app.Config) int {
 			// Only a target the guard knows is cleared: a typo would write a made-up target
 			// and leave the real one blind.
-			store := ledger.NewTargetStore(fsc)
+			store := ledger.NewTargetStore(fsc, ledger.Retention{})
 			known, err := store.Known(ctx, target)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
@@ -90,7 +90,7 @@ target, unless --force.`,
 			// compared with it wherever the functions run.
 			now, err := ledger.ServerClock(fsc)(ctx)
 			if err == nil {
-				err = ledger.NewTargetStore(fsc).WithRetention(cfg.Retention).Clear(ctx, target, localActor(), now)
+				err = ledger.NewTargetStore(fsc, cfg.Retention).Clear(ctx, target, localActor(), now)
 			}
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)

@@ -24,7 +24,7 @@ func TestExecutorsClearRefusesATargetTheGuardDoesNotKnow(t *testing.T) {
 	fs := testenv.FirestoreProject(t, project)
 	ctx := context.Background()
 	const real = "cloud_run:projects/p9/locations/europe-west9"
-	store := ledger.NewTargetStore(fs)
+	store := ledger.NewTargetStore(fs, ledger.Retention{})
 	if _, err := store.Record(ctx, ledger.Target{Target: real, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func init() { explainers[ledger.ExecutionsCollection] = explainExecution }
 // explainExecution explains a runner execution by the execution-sync workflow of its provider
 // (cloud_run, kubernetes): the row's own field picks it.
 func explainExecution(ctx context.Context, a *app.App, id string, o explain.Options) (explain.Explanation, error) {
-	p, err := ledger.NewExecutionStore(a.Firestore, a.Config.Tx).Peek(ctx, id, ledger.Reads{})
+	p, err := ledger.NewExecutionStore(a.Firestore, a.Config.Tx, ledger.Retention{}).Peek(ctx, id, ledger.Reads{})
 	switch {
 	case err != nil:
 		return explain.Explanation{}, err

@@ -154,7 +154,7 @@ organization without a document is not listed: it is not swept either.`, ledger.
 // orgReader reads organizations with the declared workflows and the execution syncs' rows.
 func orgReader(fsc *firestore.Client) fleet.Reader {
 	return fleet.Reader{
-		Orgs: ledger.NewOrganizationStore(fsc), Runs: ledger.NewRunStore(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}),
+		Orgs: ledger.NewOrganizationStore(fsc), Runs: ledger.NewRunStore(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
 		Workflows: app.Declared(), Kinds: []executionsync.Kind{executionsync.CloudRun, executionsync.Kubernetes},
 	}
 }

@@ -37,7 +37,7 @@ func TestStatusShowsTheNextTickFleetWideAndWritesNothing(t *testing.T) {
 	if code, _, stderr := invoke(t, "pause", syncType, "--scope", paused, "--reason", "INC-9"); code != exitOK {
 		t.Fatalf("pause: %d %s", code, stderr)
 	}
-	if _, err := ledger.NewTargetStore(fs).Record(t.Context(), ledger.Target{Target: "cloud_run:projects/p/locations/l", Blind: true, JudgedAt: time.Now(), Asked: 10, Unknown: 9}); err != nil {
+	if _, err := ledger.NewTargetStore(fs, ledger.Retention{}).Record(t.Context(), ledger.Target{Target: "cloud_run:projects/p/locations/l", Blind: true, JudgedAt: time.Now(), Asked: 10, Unknown: 9}); err != nil {
 		t.Fatal(err)
 	}
 	before := documents(t, fs)

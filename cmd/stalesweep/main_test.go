@@ -436,7 +436,7 @@ func TestExecutorsListsAndClearsATarget(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
 	fs := testenv.FirestoreProject(t, project)
 	const target = "cloud_run:projects/p/locations/europe-west1"
-	store := ledger.NewTargetStore(fs)
+	store := ledger.NewTargetStore(fs, ledger.Retention{})
 	if _, err := store.Record(context.Background(), ledger.Target{Target: target, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
 		t.Fatal(err)
 	}

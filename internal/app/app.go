@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	runClient := cloudrun.NewLazy(cfg.CloudRunEndpoint)
 	a.onClose(runClient.Close)
 
-	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx).WithRetention(cfg.Retention)
+	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx, cfg.Retention)
 	syncCfg := cfg.Sync
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
@@ -119,9 +119,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		executors = append(executors, executionSync{executionsync.Kubernetes, kube})
 	}
 	// No row is settled lost while its executor target is blind (internal/blindguard).
-	blind := blindguard.New(ledger.NewTargetStore(a.Firestore).WithRetention(cfg.Retention), cfg.Blind, log)
+	blind := blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log)
 	for _, x := range executors {
-		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log).GuardTargets(blind)
+		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log, blind)
 	}
 	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
 	// publishing its syncs.
@@ -130,12 +130,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		for _, x := range executors {
 			c := syncCfg
 			c.Provider = x.kind.Provider
-			wf, err := executionsync.New(store, x.exec, starter(a.Syncers[x.kind.Provider]), c, now)
+			// A dry run decides inline, with this provider's syncer, even on the pipeline.
+			s := a.Syncers[x.kind.Provider]
+			wf, err := executionsync.New(store, x.exec, starter(s), c, now, s)
 			if err != nil {
 				return nil, err
 			}
-			// A dry run decides inline, with this provider's syncer, even on the pipeline.
-			wf.PreviewWith(a.Syncers[x.kind.Provider])
 			if _, ok := a.ExecutionSyncs[x.kind.Provider]; !ok {
 				a.ExecutionSyncs[x.kind.Provider] = wf
 			}
@@ -217,19 +217,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		dispatch := cfg.Dispatch
 		dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
 		engine := workflow.NewEngine(engineOpts, append(fanout, others...)...)
-		d := pipeline.NewDispatcher(orgs, publisher, cfg.Topics.Sweeps, dispatch, log, engine)
-		d.ListQueuesWith(tasks.ListQueues)
-		d.ListGroupsWith(leases.ListGroups)
-		// A paused scope costs no sweep; the engine checks the pause again at each run's start.
-		d.PausesWith(pauses)
-		// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
-		d.ProbeWith(ledger.ServerClock(a.Firestore))
-		d.ContinueOn(cfg.Topics.Ticks)
+		o := pipeline.DispatcherOptions{
+			Orgs: orgs, Publisher: publisher, SweepsTopic: cfg.Topics.Sweeps, Workflows: engine, Log: log, Config: dispatch,
+			ListQueues: tasks.ListQueues,
+			ListGroups: leases.ListGroups,
+			// A paused scope costs no sweep; the engine checks the pause again at each run's start.
+			Pauses: pauses,
+			// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
+			Probe:      ledger.ServerClock(a.Firestore),
+			TicksTopic: cfg.Topics.Ticks,
+		}
 		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
-			d.RosterWith(ledger.NewRosterStore(a.Firestore).WithRetention(cfg.Retention, now), cfg.RosterMaxAge)
+			o.Roster, o.RosterMaxAge = ledger.NewRosterStore(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
 		}
-		return &Pipeline{Engine: engine, Dispatcher: d}, nil
+		return &Pipeline{Engine: engine, Dispatcher: pipeline.NewDispatcher(o)}, nil
 	})
 	return a, nil
 }

@@ -24,5 +24,5 @@ func kubernetesExecutor(cfg Config) (syncExecutor, error) {
 	client := kubejobs.ClientConfig{
 		Timeout: cfg.CloudRun.CallTimeout, QPS: float32(cfg.KubeQPS), Burst: cfg.KubeBurst, ClientRetries: cfg.KubeClientRetries,
 	}
-	return kubejobs.New(kubejobs.NewSetWith(clusters, client), kubejobs.Config{CallTimeout: cfg.CloudRun.CallTimeout}), nil
+	return kubejobs.New(kubejobs.NewSet(kubejobs.SetConfig{Clusters: clusters, Client: client}), kubejobs.Config{CallTimeout: cfg.CloudRun.CallTimeout}), nil
 }

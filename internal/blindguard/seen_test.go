@@ -29,7 +29,7 @@ func (s *countingStore) Record(ctx context.Context, t ledger.Target) (ledger.Tar
 // process: the second answer within the Interval writes nothing; one after it judges again.
 func TestSeenStoresAHealthyTargetsJudgmentOncePerInterval(t *testing.T) {
 	fs := testenv.FirestoreProject(t, testenv.Project())
-	store := &countingStore{TargetStore: ledger.NewTargetStore(fs)}
+	store := &countingStore{TargetStore: ledger.NewTargetStore(fs, ledger.Retention{})}
 	g := blindguard.New(store, blindguard.Config{}, logging.Discard())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)

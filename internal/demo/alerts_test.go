@@ -183,12 +183,12 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	}
 	t.Cleanup(func() { client.Close() })
 	const grace = 15 * time.Minute
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	adapter := cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond})
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log)
-	syncer.GuardTargets(blindguard.New(ledger.NewTargetStore(fs), blindguard.Config{MinRows: 3}, log))
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log,
+		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}.WithDefaults()
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now)
+	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,14 +259,16 @@ func dispatchIncidents(t *testing.T, log *slog.Logger) {
 	}
 	tick := pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: []byte(`{"ttl": 600}`), TickID: "tick-" + uuid.NewString()}
 
-	capped := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), publisher{}, pipeline.SweepsDefault, pipeline.DispatchConfig{ListMax: 2}, log, defs)
-	capped.ListQueuesWith(queues)
+	dispatcher := func(pub pipeline.Publisher, cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
+		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: pipeline.SweepsDefault,
+			Workflows: defs, Log: log, Config: cfg, ListQueues: queues})
+	}
+	capped := dispatcher(publisher{}, pipeline.DispatchConfig{ListMax: 2})
 	if rep, err := capped.Dispatch(ctx, tick); err != nil || !rep.Capped {
 		t.Fatalf("dispatch with the queues at the list limit: %+v %v, want capped", rep, err)
 	}
 
-	stalled := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), publisher{stalled: true}, pipeline.SweepsDefault, pipeline.DispatchConfig{Budget: 100 * time.Millisecond}, log, defs)
-	stalled.ListQueuesWith(queues)
+	stalled := dispatcher(publisher{stalled: true}, pipeline.DispatchConfig{Budget: 100 * time.Millisecond})
 	if rep, err := stalled.Dispatch(ctx, tick); err == nil || rep.Deferred != 2 {
 		t.Fatalf("dispatch whose publishes outlast its budget: %+v %v, want 2 deferred and an error", rep, err)
 	}

@@ -60,9 +60,9 @@ type round func(ctx context.Context) (roundResult, error)
 // inlineRounds runs the workflow in this process, syncs inline.
 func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore, runClient cloudrun.ExecutionGetter, org string) (round, error) {
 	adapter := cloudrun.New(runClient, cloudrun.Config{})
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, o.LostGrace, o.Log)
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, o.LostGrace, o.Log, nil)
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: o.LostGrace}.WithDefaults()
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now)
+	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer runClient.Close()
 
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	orgA, orgB := uuid.NewString(), uuid.NewString()
 	// The demo organization has sweeps enabled; the other has opted out, and nothing may touch
 	// it whatever names it.

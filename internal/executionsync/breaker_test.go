@@ -41,11 +41,11 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	const total = 150
 	e := newEnv(t, options{})
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
-	rows := ledger.NewExecutionStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
+	rows := ledger.NewExecutionStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second}, ledger.Retention{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun}.WithDefaults()
 	syncer := executionsync.NewSyncer(applyThrough{Store: e.store, rows: rows, count: count}, e.exec, contract.ExecutionSyncCloudRun,
-		ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, e.log)
-	wf, err := executionsync.New(e.store, e.exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now)
+		ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, e.log, nil)
+	wf, err := executionsync.New(e.store, e.exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

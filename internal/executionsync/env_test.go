@@ -80,7 +80,7 @@ func newEnv(t *testing.T, o options) *env {
 	}
 	t.Cleanup(func() { client.Close() })
 
-	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{})
+	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{}, ledger.Retention{})
 	e.runs = ledger.NewRunStore(e.fs)
 	if o.cloudRun.Backoff == 0 {
 		o.cloudRun.Backoff = time.Millisecond
@@ -96,11 +96,12 @@ func newEnv(t *testing.T, o options) *env {
 	if o.logs != nil {
 		log = logging.New(o.logs, slog.LevelInfo)
 	}
-	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log)
+	var guard executionsync.TargetJudge
 	if o.guard != nil {
-		syncer.GuardTargets(blindguard.New(ledger.NewTargetStore(e.fs), *o.guard, log))
+		guard = blindguard.New(ledger.NewTargetStore(e.fs, ledger.Retention{}), *o.guard, log)
 	}
-	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now)
+	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log, guard)
+	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ const (
 // exist is ErrNoRow.
 func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 	if w.syncer == nil {
-		return explain.Explanation{}, errors.New("explain: this workflow was built without a syncer (PreviewWith)")
+		return explain.Explanation{}, errors.New("explain: this workflow was built without a syncer")
 	}
 	p, err := w.store.Peek(ctx, id, ledger.Reads{})
 	if err != nil {

@@ -117,7 +117,7 @@ func TestExplainAgreesWithTheNextRunOnEveryRowOfTheDemoDataset(t *testing.T) {
 	e := newEnv(t, options{cfg: executionsync.Config{LostGrace: 15 * time.Minute}, guard: &blindguard.Config{}})
 	ids, optedOut := demoFleet(e)
 	wf, err := executionsync.New(e.store, e.exec, &executionsync.Inline{Syncer: e.syncer, Concurrency: 4},
-		executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: 15 * time.Minute}, e.clock.Now)
+		executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: 15 * time.Minute}, e.clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestExplainSaysWhyAndWhatItAsked(t *testing.T) {
 	e := newEnv(t, options{})
 	id := e.stale(failed)
 	wf, err := executionsync.New(e.store, e.exec, &executionsync.Inline{Syncer: e.syncer, Concurrency: 1},
-		executionsync.Config{Provider: ledger.ProviderCloudRun}, e.clock.Now)
+		executionsync.Config{Provider: ledger.ProviderCloudRun}, e.clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

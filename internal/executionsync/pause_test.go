@@ -91,7 +91,7 @@ func TestASyncMessageOfAPausedOrganizationIsRefusedUntilResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard())
+	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
 	raw, _ := json.Marshal(message.Sync{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
 		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt, OverridePause: true})
 	var req message.Sync

@@ -187,7 +187,7 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	f.e.clock.Advance(20 * time.Minute)
 	// The real sweeps judged the targets while they answered (blindguard.Guard.Seen), long
 	// enough ago that no judgment is fresh: the dry runs must assess, and record nothing.
-	targets := ledger.NewTargetStore(f.e.fs)
+	targets := ledger.NewTargetStore(f.e.fs, ledger.Retention{})
 	before := map[string]ledger.Target{}
 	for _, tgt := range []string{targetA, targetB} {
 		j, _, err := targets.Get(context.Background(), tgt)
@@ -238,12 +238,13 @@ func TestADryRunNeverPublishes(t *testing.T) {
 	pub := &publishing{}
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun}
 	for _, withSyncer := range []bool{false, true} {
-		wf, err := executionsync.New(e.store, e.exec, pub, cfg, e.clock.Now)
+		var preview *executionsync.Syncer
+		if withSyncer {
+			preview = e.syncer
+		}
+		wf, err := executionsync.New(e.store, e.exec, pub, cfg, e.clock.Now, preview)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if withSyncer {
-			wf.PreviewWith(e.syncer)
 		}
 		engine := workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: e.log}, wf.Definition(executionsync.CloudRun))
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})

@@ -50,7 +50,7 @@ func TestTheProbeFindsAStaleRow(t *testing.T) {
 		in, _ := json.Marshal(executionsync.Input{OrganizationUUID: org, Limit: 25, MinAgeSeconds: cmp.Or(c.minAge, 60)})
 		inputs = append(inputs, in)
 	}
-	wf, err := executionsync.New(s, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return now })
+	wf, err := executionsync.New(s, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return now }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

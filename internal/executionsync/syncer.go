@@ -103,7 +103,7 @@ type Syncer struct {
 	now      func() time.Time
 	grace    time.Duration
 	log      *slog.Logger
-	judge    TargetJudge // nil: no blind-executor guard (GuardTargets)
+	judge    TargetJudge // nil: no blind-executor guard
 	// keepAlive is how often a row that stays unknown is written again (quiet): half the
 	// guard's window, so that a held row never drops out of the guard's count.
 	keepAlive time.Duration
@@ -117,15 +117,6 @@ type TargetJudge interface {
 	Assess(ctx context.Context, target string, now time.Time) (ledger.Target, error)
 }
 
-// GuardTargets turns on the blind-executor guard: no row is settled lost unless a fresh
-// judgment of its executor target, read in the row's transaction, says the target is not blind.
-// Every process that syncs in production has it on (internal/app).
-func (s *Syncer) GuardTargets(j TargetJudge) *Syncer {
-	s.judge = j
-	s.keepAlive = keepAliveOf(j)
-	return s
-}
-
 // keepAliveOf is half the window over which j counts the rows a target answered about (the
 // default window's when j does not say).
 func keepAliveOf(j TargetJudge) time.Duration {
@@ -137,9 +128,12 @@ func keepAliveOf(j TargetJudge) time.Duration {
 }
 
 // NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
-// grace is how long a row may stay unknown before it is lost.
-func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger) *Syncer {
-	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, keepAlive: keepAliveOf(nil)}
+// grace is how long a row may stay unknown before it is lost. guard, when not nil, is the
+// blind-executor guard: no row is settled lost unless a fresh judgment of its executor target,
+// read in the row's transaction, says the target is not blind. Every process that syncs in
+// production has one (internal/app).
+func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger, guard TargetJudge) *Syncer {
+	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, judge: guard, keepAlive: keepAliveOf(guard)}
 }
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,

@@ -284,12 +284,13 @@ func TestSyncRunDecidesAndCountsEachRow(t *testing.T) {
 			defer cancel()
 			c.seed(s, a, cancel)
 			clock := func() time.Time { return now }
-			syncer := executionsync.NewSyncer(s, a, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock, grace, logging.Discard())
+			var guard executionsync.TargetJudge
 			if c.guard {
-				syncer.GuardTargets(judge{s})
+				guard = judge{s}
 			}
+			syncer := executionsync.NewSyncer(s, a, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock, grace, logging.Discard(), guard)
 			wf, err := executionsync.New(s, a, &executionsync.Inline{Syncer: syncer, Concurrency: 1},
-				executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}, clock)
+				executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}, clock, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

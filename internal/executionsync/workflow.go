@@ -61,29 +61,24 @@ type Workflow struct {
 	cfg     Config
 	now     func() time.Time
 	// syncer decides a dry run's rows and explain's: the syncer of this workflow's rows, guard
-	// and grace included (PreviewWith; an Inline starter's by default).
+	// and grace included.
 	syncer *Syncer
 }
 
-// New returns the workflow. cfg is completed with its defaults and validated.
-func New(store Store, exec executor.Executor, starter Starter, cfg Config, now func() time.Time) (*Workflow, error) {
+// New returns the workflow. cfg is completed with its defaults and validated. preview is the
+// syncer a dry run and explain decide rows with: the one that syncs this workflow's rows, with
+// its guard and grace. A workflow whose starter publishes its syncs needs it, since a dry run
+// never publishes; nil takes an Inline starter's syncer.
+func New(store Store, exec executor.Executor, starter Starter, cfg Config, now func() time.Time, preview *Syncer) (*Workflow, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Workflow{store: store, exec: exec, starter: starter, cfg: cfg, now: now}
-	if in, ok := starter.(*Inline); ok {
+	w := &Workflow{store: store, exec: exec, starter: starter, cfg: cfg, now: now, syncer: preview}
+	if in, ok := starter.(*Inline); ok && preview == nil {
 		w.syncer = in.Syncer
 	}
 	return w, nil
-}
-
-// PreviewWith sets the syncer a dry run and explain decide rows with: the one that syncs this
-// workflow's rows, with its guard and grace. A workflow whose starter publishes its syncs needs
-// it, since a dry run never publishes; with an Inline starter its syncer is the default.
-func (w *Workflow) PreviewWith(s *Syncer) *Workflow {
-	w.syncer = s
-	return w
 }
 
 // Definition returns the workflow as the engine runs it, as kind k.
@@ -174,7 +169,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	if run.DryRun {
 		if w.syncer == nil {
 			return out, stats, &workflow.StepError{Step: "preview", Layer: "workflow", Reason: "dry_run_unavailable",
-				Err: errors.New("this workflow was built without a syncer to preview with (PreviewWith)")}
+				Err: errors.New("this workflow was built without a syncer to preview with")}
 		}
 		starter = &dryStarter{syncer: w.syncer, concurrency: w.cfg.Concurrency, dry: newDryRun()}
 	}

@@ -749,7 +749,7 @@ func TestASecondDeliveryOfASyncIsADuplicateAndWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard())
+	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
 	req := message.Sync{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
 		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt}
 	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncUnknown {

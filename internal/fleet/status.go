@@ -119,7 +119,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	}
 	st := Status{At: now, Workflows: []WorkflowStatus{}, BlindTargets: []BlindTarget{}}
 	orgs := ledger.NewOrganizationStore(f.Firestore)
-	reader := Reader{Orgs: orgs, Runs: ledger.NewRunStore(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}), Workflows: f.Declared, Kinds: f.Kinds}
+	reader := Reader{Orgs: orgs, Runs: ledger.NewRunStore(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
 	pauses := ledger.NewPauseStore(f.Firestore)
 	for _, t := range f.Declared.Types() {
 		ws, err := f.workflow(ctx, t, cfg, limit, now, reader, orgs, pauses)
@@ -136,7 +136,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 		off, st.OptedOutMore = off[:limit], true
 	}
 	st.OptedOut = off
-	targets, err := ledger.NewTargetStore(f.Firestore).List(ctx, StatusLimitMax)
+	targets, err := ledger.NewTargetStore(f.Firestore, ledger.Retention{}).List(ctx, StatusLimitMax)
 	if err != nil {
 		return Status{}, err
 	}
@@ -155,14 +155,18 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		data = json.RawMessage(TickDataDefault[t])
 	}
 	rec := &recorder{keep: limit}
-	d := pipeline.NewDispatcher(orgs, rec, "stalesweep-status", f.Dispatch, slog.New(slog.NewTextHandler(io.Discard, nil)), f.Workflows)
-	d.ListQueuesWith(ledger.NewTaskStore(f.Firestore, ledger.TxConfig{}).ListQueues)
-	d.ListGroupsWith(ledger.NewLeaseStore(f.Firestore, ledger.TxConfig{}).ListGroups)
-	d.PausesWith(pauses)
-	d.ProbeWith(ledger.ServerClock(f.Firestore))
-	if f.RosterMaxAge >= 0 {
-		d.RosterWith(ledger.NewRosterStore(f.Firestore).WithRetention(f.Retention, time.Now), f.RosterMaxAge)
+	o := pipeline.DispatcherOptions{
+		Orgs: orgs, Publisher: rec, SweepsTopic: "stalesweep-status", Workflows: f.Workflows,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: f.Dispatch,
+		ListQueues: ledger.NewTaskStore(f.Firestore, ledger.TxConfig{}).ListQueues,
+		ListGroups: ledger.NewLeaseStore(f.Firestore, ledger.TxConfig{}).ListGroups,
+		Pauses:     pauses,
+		Probe:      ledger.ServerClock(f.Firestore),
 	}
+	if f.RosterMaxAge >= 0 {
+		o.Roster, o.RosterMaxAge = ledger.NewRosterStore(f.Firestore, f.Retention, time.Now), f.RosterMaxAge
+	}
+	d := pipeline.NewDispatcher(o)
 	// A tick id lets the dispatcher read the roster; it names no run, since nothing is published.
 	rep, err := d.Dispatch(ctx, pipeline.Tick{WorkflowType: t, InitialData: data, Trigger: "schedule", TickID: "status-" + uuid.NewString()})
 	ws.Dispatch = rep

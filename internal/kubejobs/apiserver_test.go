@@ -101,7 +101,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 		"host": srv.URL, "ca_data": base64.StdEncoding.EncodeToString(srv.CAData), "token_file": tokenFile}}})
 	clusters, err := ParseClusters(string(cfgJSON))
 	must(t, err)
-	a := New(NewSet(clusters, 5*time.Second), Config{Backoff: 10 * time.Millisecond})
+	a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{Timeout: 5 * time.Second}}), Config{Backoff: 10 * time.Millisecond})
 	// RoleBindings reach the authorizer through a cache: wait until the sweeper may get a Job.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -122,7 +122,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	}
 
 	fs := testenv.Firestore(t)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	clock := testenv.NewClock(time.Now())
@@ -134,8 +134,8 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 			Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-time.Hour).Truncate(time.Microsecond)}))
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 10 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	must(t, err)
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.Kubernetes))

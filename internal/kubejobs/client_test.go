@@ -42,7 +42,7 @@ func TestOnlyThePolicyRetriesUnlessClientRetriesAreSet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := New(NewSetWith(clusters, ClientConfig{ClientRetries: tt.clientRetries}), Config{Backoff: time.Millisecond})
+			a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{ClientRetries: tt.clientRetries}}), Config{Backoff: time.Millisecond})
 			_, err = a.Observe(context.Background(), ref(runningJob("build-1")))
 			if status.Code(err) != tt.code || requests.Load() != tt.requests {
 				t.Errorf("code %s after %d requests (%v), want %s after %d", status.Code(err), requests.Load(), err, tt.code, tt.requests)

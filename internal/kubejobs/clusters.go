@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
@@ -200,23 +199,24 @@ type Set struct {
 	clients map[string]func(namespace string) JobGetter
 }
 
-// NewSet returns the clusters of configs; timeout bounds each request, and the other client
-// settings take their defaults.
-func NewSet(configs map[string]ClusterConfig, timeout time.Duration) *Set {
-	return NewSetWith(configs, ClientConfig{Timeout: timeout})
+// SetConfig is what a Set is built from.
+type SetConfig struct {
+	// Clusters are the configured clusters, by name.
+	Clusters map[string]ClusterConfig
+	// Client is how Clusters' clients reach them; zero values take the defaults.
+	Client ClientConfig
+	// Ready are batch/v1 clients ready to use (a fake clientset's BatchV1(), say), by cluster
+	// name. Their requests are their own: Client does not reach them.
+	Ready map[string]batchclient.BatchV1Interface
 }
 
-// NewSetWith returns the clusters of configs, reached with client's settings.
-func NewSetWith(configs map[string]ClusterConfig, client ClientConfig) *Set {
-	return &Set{configs: configs, client: client.WithDefaults(), clients: map[string]func(string) JobGetter{}}
-}
-
-// Add makes a ready batch/v1 client (a fake clientset's BatchV1(), say) available under name.
-// Its requests are its own: the Set's ClientConfig does not reach them.
-func (s *Set) Add(name string, c batchclient.BatchV1Interface) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clients[name] = func(namespace string) JobGetter { return c.Jobs(namespace) }
+// NewSet returns the clusters c describes.
+func NewSet(c SetConfig) *Set {
+	s := &Set{configs: c.Clusters, client: c.Client.WithDefaults(), clients: map[string]func(string) JobGetter{}}
+	for name, bc := range c.Ready {
+		s.clients[name] = func(namespace string) JobGetter { return bc.Jobs(namespace) }
+	}
+	return s
 }
 
 // Jobs returns the Jobs of a namespace on a named cluster.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -50,10 +51,11 @@ type kubeFake struct {
 
 func newKubeFake(t *testing.T, _ func() time.Time, limits executortest.Limits) executortest.Fake {
 	f := &kubeFake{cs: fake.NewClientset()}
-	set := NewSet(nil, time.Second)
+	ready := map[string]batchclient.BatchV1Interface{}
 	for _, c := range clusterNames {
-		set.Add(c, f.cs.BatchV1())
+		ready[c] = f.cs.BatchV1()
 	}
+	set := NewSet(SetConfig{Client: ClientConfig{Timeout: time.Second}, Ready: ready})
 	f.exec = New(ctxClusters{set, f}, Config{CallTimeout: limits.CallTimeout, MaxAttempts: limits.MaxAttempts, Backoff: time.Millisecond})
 	f.cs.PrependReactor("get", "jobs", f.react)
 	return f

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stalesweep/stalesweep/internal/executor"
@@ -84,8 +85,7 @@ func ref(j *batchv1.Job) map[string]any {
 func adapter(t *testing.T, objs ...runtime.Object) (*Adapter, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)
-	set := NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := NewSet(SetConfig{Client: ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	return New(set, Config{Backoff: time.Millisecond}), cs
 }
 

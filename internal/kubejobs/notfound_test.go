@@ -53,7 +53,7 @@ func TestOnlyTheAPIServersOwnNotFoundForTheJobIsUnknown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := New(NewSet(clusters, time.Second), Config{Backoff: time.Millisecond})
+			a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{Timeout: time.Second}}), Config{Backoff: time.Millisecond})
 			snap, err := a.Observe(context.Background(), ref(runningJob("build-1")))
 			switch {
 			case tt.unknown && (err != nil || snap.Verdict != executor.VerdictUnknown):
@@ -100,10 +100,10 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(NewSet(clusters, time.Second), Config{Backoff: time.Millisecond})
+	a := New(NewSet(SetConfig{Clusters: clusters, Client: ClientConfig{Timeout: time.Second}}), Config{Backoff: time.Millisecond})
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	ctx := context.Background()
@@ -117,8 +117,8 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 		ids = append(ids, id)
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

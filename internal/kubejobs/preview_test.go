@@ -30,7 +30,7 @@ func TestKubernetesDryRunDecidesAsTheRealRunThenDoesAndWritesNothing(t *testing.
 	a, cs := adapter(t)
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	var ids []string
 	put := func(provider string, r map[string]any) {
 		id := uuid.NewString()
@@ -52,8 +52,8 @@ func TestKubernetesDryRunDecidesAsTheRealRunThenDoesAndWritesNothing(t *testing.
 	put(ledger.ProviderCloudRun, map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"})
 
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
@@ -33,14 +34,13 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := NewSet(SetConfig{Client: ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	a := New(set, Config{Backoff: time.Millisecond})
 
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	ctx := context.Background()
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	for _, name := range []string{"build-1", "build-2"} {
@@ -50,8 +50,8 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 		}
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now)
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,15 +115,10 @@ func (c TxConfig) withDefaults() TxConfig {
 	return c
 }
 
-// NewExecutionStore returns a store on client.
-func NewExecutionStore(client *firestore.Client, cfg TxConfig) *ExecutionStore {
-	return &ExecutionStore{client: client, cfg: cfg.withDefaults(), keep: DefaultRetention(), now: time.Now}
-}
-
-// WithRetention sets when the receipts the store writes expire (receiptExpiry).
-func (s *ExecutionStore) WithRetention(r Retention) *ExecutionStore {
-	s.keep = r.WithDefaults()
-	return s
+// NewExecutionStore returns a store on client whose receipts expire after keep
+// (receiptExpiry; zero durations take the defaults).
+func NewExecutionStore(client *firestore.Client, cfg TxConfig, keep Retention) *ExecutionStore {
+	return &ExecutionStore{client: client, cfg: cfg.withDefaults(), keep: keep.WithDefaults(), now: time.Now}
 }
 
 func (s *ExecutionStore) ref(uuid string) *firestore.DocumentRef {

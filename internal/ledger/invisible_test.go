@@ -73,7 +73,7 @@ func TestInvisibleCountsOneSnapshotWhileTheScopeMoves(t *testing.T) {
 			}
 		}
 	}))
-	inv, err := ledger.NewExecutionStore(fs, ledger.TxConfig{}).Invisible(ctx, "o", ledger.ProviderCloudRun)
+	inv, err := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}).Invisible(ctx, "o", ledger.ProviderCloudRun)
 	if err != nil {
 		t.Fatal(err)
 	}

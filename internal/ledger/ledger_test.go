@@ -23,7 +23,7 @@ func TestScanSelectsStaleActiveRowsOfOneOrganizationAndProviderOldestFirst(t *te
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	ctx := context.Background()
 	put := func(id, org, provider string, active bool, observed time.Time) {
 		t.Helper()
@@ -75,7 +75,7 @@ func TestScanSelectsStaleActiveRowsOfOneOrganizationAndProviderOldestFirst(t *te
 func TestScanMarksUndecodableRowsInsteadOfFailing(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	ctx := context.Background()
 	_, err := fs.Collection(ledger.ExecutionsCollection).Doc("bad").Set(ctx, map[string]any{
 		"organization_uuid": "org", "provider": "cloud_run", "active": true, "observed_at": t0.Add(-time.Hour),
@@ -103,7 +103,7 @@ func TestApplyOnAMissingRowWritesNothing(t *testing.T) {
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	called := false
 	ch, err := store.Apply(context.Background(), "nope", ledger.Reads{}, func(ledger.Execution, ledger.Facts) ledger.ExecutionChange {
 		called = true
@@ -124,7 +124,7 @@ func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	ctx := context.Background()
 	if err := store.Put(ctx, ledger.Execution{UUID: "r", OrganizationUUID: "o", Provider: "cloud_run", Active: true, Status: "running",
 		ObservedAt: t0.Add(-time.Hour), Sync: ledger.SyncState{Attempts: 2, UnknownSince: t0.Add(-time.Minute)}}); err != nil {

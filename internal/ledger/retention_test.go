@@ -20,7 +20,7 @@ func TestAReceiptExpiresWithItsRunOrBefore(t *testing.T) {
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
 	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}).WithRetention(keep)
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, keep)
 	runs := ledger.NewRunStore(fs)
 	for _, c := range []struct {
 		run       string
@@ -84,7 +84,7 @@ func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
 	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}).WithRetention(keep)
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, keep)
 	runs := ledger.NewRunStore(fs)
 	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: "run", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestJudgmentsAndTheRosterExpire(t *testing.T) {
 		at, _ := v.(time.Time)
 		return at
 	}
-	targets := ledger.NewTargetStore(fs).WithRetention(keep)
+	targets := ledger.NewTargetStore(fs, keep)
 	const target = "cloud_run:projects/p/locations/l"
 	path := ledger.TargetsCollection + "/" + ledger.TargetID(target)
 	if _, err := targets.Record(ctx, ledger.Target{Target: target, Blind: true, JudgedAt: t0}); err != nil {
@@ -174,7 +174,7 @@ func TestJudgmentsAndTheRosterExpire(t *testing.T) {
 		t.Errorf("a clearance expires %v, want %v", got, want)
 	}
 
-	roster := ledger.NewRosterStore(fs).WithRetention(keep, testenv.Fixed(t0))
+	roster := ledger.NewRosterStore(fs, keep, testenv.Fixed(t0))
 	if err := roster.PutShards(ctx, "v1", "", []string{"org-a", "org-b"}); err != nil {
 		t.Fatal(err)
 	}

@@ -66,15 +66,13 @@ type RosterStore struct {
 	now    func() time.Time // the clock shards' expiry is reckoned from
 }
 
-// NewRosterStore returns a store on client.
-func NewRosterStore(client *firestore.Client) *RosterStore {
-	return &RosterStore{client: client, keep: DefaultRetention(), now: time.Now}
-}
-
-// WithRetention sets when the roster's documents expire, reckoned from now's clock for shards.
-func (s *RosterStore) WithRetention(r Retention, now func() time.Time) *RosterStore {
-	s.keep, s.now = r.WithDefaults(), now
-	return s
+// NewRosterStore returns a store on client whose documents expire after keep (zero durations
+// take the defaults), reckoned for shards from now's clock (nil: time.Now).
+func NewRosterStore(client *firestore.Client, keep Retention, now func() time.Time) *RosterStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &RosterStore{client: client, keep: keep.WithDefaults(), now: now}
 }
 
 func (s *RosterStore) col() *firestore.CollectionRef { return s.client.Collection(RosterCollection) }

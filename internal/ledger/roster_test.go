@@ -40,7 +40,7 @@ func TestARosterReadsBackWhatWasWritten(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
-	s := ledger.NewRosterStore(fs)
+	s := ledger.NewRosterStore(fs, ledger.Retention{}, nil)
 	if _, ok, err := s.Current(ctx); ok || err != nil {
 		t.Fatalf("a new project has a roster: %v %v", ok, err)
 	}
@@ -118,7 +118,7 @@ func TestTheLaterRosterStandsAndTheReplacedOneGoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
-	s := ledger.NewRosterStore(fs)
+	s := ledger.NewRosterStore(fs, ledger.Retention{}, nil)
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	put := func(version string, ids ...string) ledger.Roster {
 		if err := s.PutShards(ctx, version, "", ids); err != nil {

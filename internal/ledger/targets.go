@@ -46,15 +46,10 @@ type TargetStore struct {
 	keep   Retention
 }
 
-// NewTargetStore returns a store on client.
-func NewTargetStore(client *firestore.Client) *TargetStore {
-	return &TargetStore{client: client, keep: DefaultRetention()}
-}
-
-// WithRetention sets when the judgments the store writes expire.
-func (s *TargetStore) WithRetention(r Retention) *TargetStore {
-	s.keep = r.WithDefaults()
-	return s
+// NewTargetStore returns a store on client whose judgments expire after keep (zero durations
+// take the defaults).
+func NewTargetStore(client *firestore.Client, keep Retention) *TargetStore {
+	return &TargetStore{client: client, keep: keep.WithDefaults()}
 }
 
 func (s *TargetStore) ref(target string) *firestore.DocumentRef {

@@ -49,7 +49,7 @@ const (
 	ListMaxDefault          = 10000
 	BudgetDefault           = 60 * time.Second
 	// RosterMaxAgeDefault is how long a roster of organizations is read before a tick lists
-	// the organizations again and rebuilds it (RosterWith).
+	// the organizations again and rebuilds it (DispatcherOptions.Roster).
 	RosterMaxAgeDefault = 10 * time.Minute
 	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
 	// ledger.RosterOrphanAge at least.
@@ -60,8 +60,8 @@ const (
 type DispatchConfig struct {
 	PageSize int // organizations read per query
 	// ShardScopes is how many scopes one invocation enumerates before it hands the rest of the
-	// tick to the next (a continuation on the ticks topic), when ContinueOn is set: a tick has
-	// no cap, and each invocation's time and memory are bounded.
+	// tick to the next (a continuation on the ticks topic), when DispatcherOptions.TicksTopic is
+	// set: a tick has no cap, and each invocation's time and memory are bounded.
 	ShardScopes int
 	// ProbeConcurrency is how many probes run at once.
 	ProbeConcurrency int
@@ -111,11 +111,11 @@ type Dispatcher struct {
 	workflows  Workflows
 	queues     func(ctx context.Context, limit int) ([]string, error)
 	groups     func(ctx context.Context, org string, limit int) ([]string, error)
-	clock      ledger.Clock // set: probe each scope before publishing (ProbeWith)
-	ticksTopic string       // set: hand the rest of a large tick on (ContinueOn)
+	clock      ledger.Clock // set: probe each scope before publishing
+	ticksTopic string       // set: hand the rest of a large tick on
 	roster     *ledger.RosterStore
 	rosterAge  time.Duration
-	pauses     PauseLister // set: skip paused scopes (PausesWith)
+	pauses     PauseLister // set: skip paused scopes
 }
 
 // PauseLister lists the pauses of a workflow type; *ledger.PauseStore is one.
@@ -123,55 +123,64 @@ type PauseLister interface {
 	List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error)
 }
 
-// PausesWith has each invocation read its workflow's pauses once (at most ledger.PauseListMax)
-// and publish nothing for a paused scope, nor anything at all under a fleet-wide pause. It is
-// the cheap half: the engine checks the pause again when each run starts, and every settling
-// transaction of the execution syncs checks it again, so a pause this read missed (one past
-// the list's bound, one taken after the read, a read that failed) still stops the run.
-func (d *Dispatcher) PausesWith(p PauseLister) { d.pauses = p }
+// DispatcherOptions is what a Dispatcher is built from. Orgs, Publisher, SweepsTopic, Workflows
+// and Log are required; each of the rest, left zero, leaves its feature off.
+type DispatcherOptions struct {
+	Orgs      *ledger.OrganizationStore
+	Publisher Publisher
+	// SweepsTopic is where the sweep messages go.
+	SweepsTopic string
+	// Workflows are the workflows dispatched.
+	Workflows Workflows
+	Log       *slog.Logger
+	Config    DispatchConfig
 
-// RosterWith has ticks read the organizations from the roster (ledger.RosterStore) — a few
-// documents for the whole fleet — instead of listing every organizations document, while the
-// roster is younger than maxAge (0: RosterMaxAgeDefault; at most RosterMaxAgeMax). A tick
-// that finds it older, or none, lists the organizations and writes what it listed as the next
-// roster. An organization that enables sweeps is therefore swept from the next rebuild, within
-// maxAge and a tick; one that opts out is refused by its sweep and by every settling
-// transaction, whatever the roster says.
-func (d *Dispatcher) RosterWith(store *ledger.RosterStore, maxAge time.Duration) {
-	d.roster, d.rosterAge = store, min(cmp.Or(maxAge, RosterMaxAgeDefault), RosterMaxAgeMax)
+	// ListQueues is how queue-scoped workflows (pm.sweep) enumerate their scopes.
+	ListQueues func(ctx context.Context, limit int) ([]string, error)
+	// ListGroups is how runner-group-scoped workflows (runner.workspace-lease-settle) enumerate
+	// the groups of an organization.
+	ListGroups func(ctx context.Context, org string, limit int) ([]string, error)
+	// Probe turns probes on: before publishing a scope's sweep, the dispatcher asks the
+	// workflow's Probe whether the scope has work, at the time Probe gives (read once per
+	// invocation), and publishes nothing for a quiet one. A probe that fails publishes the
+	// sweep: a probe never hides work.
+	Probe ledger.Clock
+	// TicksTopic lets one invocation hand the rest of a tick on: after ShardScopes scopes, or
+	// with a quarter of its budget left, it publishes a continuation of the tick to TicksTopic —
+	// the same tick, its id, and the organization to resume after — and stops. Every invocation
+	// of one tick names the same runs, so a redelivered continuation starts nothing twice.
+	TicksTopic string
+	// Roster has ticks read the organizations from the roster — a few documents for the whole
+	// fleet — instead of listing every organizations document, while the roster is younger than
+	// RosterMaxAge (0: RosterMaxAgeDefault; at most RosterMaxAgeMax). A tick that finds it
+	// older, or none, lists the organizations and writes what it listed as the next roster. An
+	// organization that enables sweeps is therefore swept from the next rebuild, within
+	// RosterMaxAge and a tick; one that opts out is refused by its sweep and by every settling
+	// transaction, whatever the roster says.
+	Roster       *ledger.RosterStore
+	RosterMaxAge time.Duration
+	// Pauses has each invocation read its workflow's pauses once (at most
+	// ledger.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
+	// fleet-wide pause. It is the cheap half: the engine checks the pause again when each run
+	// starts, and every settling transaction of the execution syncs checks it again, so a pause
+	// this read missed (one past the list's bound, one taken after the read, a read that
+	// failed) still stops the run.
+	Pauses PauseLister
 }
 
-// ListGroupsWith sets how runner-group-scoped workflows (runner.workspace-lease-settle)
-// enumerate the groups of an organization.
-func (d *Dispatcher) ListGroupsWith(list func(ctx context.Context, org string, limit int) ([]string, error)) {
-	d.groups = list
-}
-
-// ListQueuesWith sets how queue-scoped workflows (pm.sweep) enumerate their scopes.
-func (d *Dispatcher) ListQueuesWith(list func(ctx context.Context, limit int) ([]string, error)) {
-	d.queues = list
-}
-
-// ProbeWith turns probes on: before publishing a scope's sweep, the dispatcher asks the
-// workflow's Probe whether the scope has work, at the time clock gives (read once per
-// invocation), and publishes nothing for a quiet one. A probe that fails publishes the sweep:
-// a probe never hides work.
-func (d *Dispatcher) ProbeWith(clock ledger.Clock) { d.clock = clock }
-
-// ContinueOn lets one invocation hand the rest of a tick on: after ShardScopes scopes, or with a
-// quarter of its budget left, it publishes a continuation of the tick to topic — the same
-// tick, its id, and the organization to resume after — and stops. Every invocation of one tick
-// names the same runs, so a redelivered continuation starts nothing twice.
-func (d *Dispatcher) ContinueOn(topic string) { d.ticksTopic = topic }
-
-// NewDispatcher returns a dispatcher publishing to the sweeps topic the runs of workflows.
-func NewDispatcher(orgs *ledger.OrganizationStore, pub Publisher, sweepsTopic string, cfg DispatchConfig, log *slog.Logger, workflows Workflows) *Dispatcher {
+// NewDispatcher returns the dispatcher o describes, its zero bounds filled with the defaults.
+func NewDispatcher(o DispatcherOptions) *Dispatcher {
+	cfg := o.Config
 	cfg.PageSize = cmp.Or(cfg.PageSize, PageSizeDefault)
 	cfg.ShardScopes = cmp.Or(cfg.ShardScopes, ShardScopesDefault)
 	cfg.ProbeConcurrency = cmp.Or(cfg.ProbeConcurrency, ProbeConcurrencyDefault)
 	cfg.ListMax = cmp.Or(cfg.ListMax, ListMaxDefault)
 	cfg.Budget = cmp.Or(cfg.Budget, BudgetDefault)
-	return &Dispatcher{orgs: orgs, pub: pub, topic: sweepsTopic, cfg: cfg, log: log, workflows: workflows}
+	return &Dispatcher{
+		orgs: o.Orgs, pub: o.Publisher, topic: o.SweepsTopic, cfg: cfg, log: o.Log, workflows: o.Workflows,
+		queues: o.ListQueues, groups: o.ListGroups, clock: o.Probe, ticksTopic: o.TicksTopic, pauses: o.Pauses,
+		roster: o.Roster, rosterAge: min(cmp.Or(o.RosterMaxAge, RosterMaxAgeDefault), RosterMaxAgeMax),
+	}
 }
 
 // page is one page of a tick's scopes, and the organization to resume after ("" when it was

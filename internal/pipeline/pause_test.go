@@ -25,8 +25,7 @@ func TestATickPublishesNoSweepForAPausedScopeAndDoesForAnother(t *testing.T) {
 	put(tick.WorkflowType, paused, time.Time{})
 	put(contract.ExecutionSyncKubernetes, "", time.Time{})             // another workflow's fleet pause
 	put(tick.WorkflowType, e.enabled[1], time.Now().Add(-time.Minute)) // ended
-	d := e.dispatcher(pipeline.DispatchConfig{PageSize: 2})
-	d.PausesWith(pauses)
+	d := e.build(pipeline.DispatcherOptions{Config: pipeline.DispatchConfig{PageSize: 2}, Pauses: pauses})
 	dispatch := func(id string) (pipeline.Report, map[string]bool) {
 		t.Helper()
 		tk := tick

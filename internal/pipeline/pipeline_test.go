@@ -115,7 +115,14 @@ func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
 }
 
 func (e dispatchEnv) dispatcher(cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
-	return pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, cfg, logging.Discard(), seeded())
+	return e.build(pipeline.DispatcherOptions{Config: cfg})
+}
+
+// build is the dispatcher o describes, on the env's organizations and Pub/Sub, of the seeded
+// workflows.
+func (e dispatchEnv) build(o pipeline.DispatcherOptions) *pipeline.Dispatcher {
+	o.Orgs, o.Publisher, o.SweepsTopic, o.Log, o.Workflows = e.orgs, e.ps.pub, pipeline.SweepsDefault, logging.Discard(), seeded()
+	return pipeline.NewDispatcher(o)
 }
 
 var tick = pipeline.Tick{
@@ -211,8 +218,9 @@ func TestATickNamingOneOrganizationDispatchesOnlyIt(t *testing.T) {
 func TestATickNamingAnOrganizationThatOptedOutPublishesNothing(t *testing.T) {
 	t.Parallel()
 	e := newDispatchEnv(t, 1, 1)
-	d := e.dispatcher(pipeline.DispatchConfig{})
-	d.ListGroupsWith(func(context.Context, string, int) ([]string, error) { return []string{uuid.NewString()}, nil })
+	d := e.build(pipeline.DispatcherOptions{
+		ListGroups: func(context.Context, string, int) ([]string, error) { return []string{uuid.NewString()}, nil },
+	})
 	for _, org := range []string{e.disabled[0], uuid.NewString()} {
 		for _, typ := range []contract.WorkflowType{contract.ExecutionSyncCloudRun, contract.WorkspaceLeaseSettle} {
 			named := tick
@@ -314,15 +322,17 @@ func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 2}, logging.Discard(), seeded())
-	d.ListQueuesWith(tasks.ListQueues)
+	build := func(cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
+		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: ledger.NewOrganizationStore(fs), Publisher: ps.pub, SweepsTopic: pipeline.SweepsDefault,
+			Workflows: seeded(), Log: logging.Discard(), Config: cfg, ListQueues: tasks.ListQueues})
+	}
+	d := build(pipeline.DispatchConfig{PageSize: 2})
 	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: json.RawMessage(`{"ttl": 600}`), TickID: "t"})
 	if err != nil || rep.Published != 3 || rep.Capped {
 		t.Fatalf("report %+v err %v", rep, err)
 	}
 	// A list without a cursor that reaches ListMax says so.
-	capped := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{ListMax: 3}, logging.Discard(), seeded())
-	capped.ListQueuesWith(tasks.ListQueues)
+	capped := build(pipeline.DispatchConfig{ListMax: 3})
 	if rep, err := capped.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: json.RawMessage(`{"ttl": 600}`), TickID: "t-capped"}); err != nil || !rep.Capped {
 		t.Errorf("queues listed up to ListMax: report %+v err %v, want capped", rep, err)
 	}
@@ -352,14 +362,12 @@ func TestGroupScopedTicksGoToEveryGroupOfEveryEnabledOrganization(t *testing.T) 
 			groups[org] = append(groups[org], g)
 		}
 	}
-	d := e.dispatcher(pipeline.DispatchConfig{PageSize: 1})
-	d.ListGroupsWith(leases.ListGroups)
+	d := e.build(pipeline.DispatcherOptions{Config: pipeline.DispatchConfig{PageSize: 1}, ListGroups: leases.ListGroups})
 	rep, err := d.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, InitialData: json.RawMessage(`{"max_settlements": 20}`), TickID: "g"})
 	if err != nil || rep.Published != 6 || rep.Capped {
 		t.Fatalf("report %+v err %v", rep, err)
 	}
-	capped := e.dispatcher(pipeline.DispatchConfig{ListMax: 3})
-	capped.ListGroupsWith(leases.ListGroups)
+	capped := e.build(pipeline.DispatcherOptions{Config: pipeline.DispatchConfig{ListMax: 3}, ListGroups: leases.ListGroups})
 	if rep, err := capped.Dispatch(context.Background(), pipeline.Tick{WorkflowType: contract.WorkspaceLeaseSettle, InitialData: json.RawMessage(`{"max_settlements": 20}`), TickID: "g-capped"}); err != nil || !rep.Capped {
 		t.Errorf("groups listed up to ListMax: report %+v err %v, want capped", rep, err)
 	}

@@ -29,7 +29,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	e := &rosterEnv{spy: spy, roster: ledger.NewRosterStore(fs), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	e := &rosterEnv{spy: spy, roster: ledger.NewRosterStore(fs, ledger.Retention{}, nil), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
 	for i := range enabled + disabled {
 		e.put(t, fmt.Sprintf("org-%03d", i), i < enabled)
@@ -48,10 +48,13 @@ func (e *rosterEnv) put(t *testing.T, id string, enabled bool) {
 // invocation's report.
 func (e *rosterEnv) tick(t *testing.T, id string) []pipeline.Report {
 	t.Helper()
-	d := pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8}, logging.Discard(), seeded())
-	d.ContinueOn(ticksTopic)
-	d.ProbeWith(ledger.LocalClock(func() time.Time { return e.now }))
-	d.RosterWith(e.roster, 10*time.Minute)
+	d := pipeline.NewDispatcher(pipeline.DispatcherOptions{
+		Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: seeded(), Log: logging.Discard(),
+		Config:     pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8},
+		TicksTopic: ticksTopic,
+		Probe:      ledger.LocalClock(func() time.Time { return e.now }),
+		Roster:     e.roster, RosterMaxAge: 10 * time.Minute,
+	})
 	next := tick
 	next.TickID = id
 	var reps []pipeline.Report

@@ -64,8 +64,7 @@ func TestATickGoesOnUntilEveryOrganizationIsDispatched(t *testing.T) {
 	t.Parallel()
 	e := newDispatchEnv(t, 23, 3)
 	e.ps = newPubSub(t, pipeline.SweepsDefault, ticksTopic)
-	d := pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8}, logging.Discard(), seeded())
-	d.ContinueOn(ticksTopic)
+	d := e.build(pipeline.DispatcherOptions{Config: pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8}, TicksTopic: ticksTopic})
 	ctx := context.Background()
 
 	rep, err := d.Dispatch(ctx, tick)
@@ -144,7 +143,7 @@ func newProbeEnv(t *testing.T, orgs int) *probeEnv {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	e := &probeEnv{spy: spy, store: ledger.NewExecutionStore(fs, ledger.TxConfig{}), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	e := &probeEnv{spy: spy, store: ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault)
 	bw := fs.BulkWriter(context.Background())
 	for range orgs {
@@ -156,7 +155,7 @@ func newProbeEnv(t *testing.T, orgs int) *probeEnv {
 	}
 	bw.End()
 	slices.Sort(e.enabled)
-	wf, err := executionsync.New(e.store, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return e.now })
+	wf, err := executionsync.New(e.store, nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, func() time.Time { return e.now }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,9 +180,8 @@ func (e *probeEnv) rows(t *testing.T, org string, n int, at time.Time, ref bool)
 }
 
 func (e *probeEnv) dispatcher(defs definitions) *pipeline.Dispatcher {
-	d := pipeline.NewDispatcher(e.orgs, e.ps.pub, pipeline.SweepsDefault, pipeline.DispatchConfig{PageSize: 50}, logging.Discard(), defs)
-	d.ProbeWith(ledger.LocalClock(func() time.Time { return e.now }))
-	return d
+	return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: defs,
+		Log: logging.Discard(), Config: pipeline.DispatchConfig{PageSize: 50}, Probe: ledger.LocalClock(func() time.Time { return e.now })})
 }
 
 // A quiet organization costs its probe — one query, no invocation, no run, no write — and only

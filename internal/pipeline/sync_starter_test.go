@@ -35,7 +35,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	org := uuid.NewString()
 	rows := map[string]time.Time{}
 	for i := range 8 {
@@ -52,7 +52,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun}.WithDefaults()
 	wf, err := executionsync.New(store, cloudrun.New(client, cloudrun.Config{}),
-		&pipeline.SyncStarter{Publisher: ps.pub, Topic: pipeline.SyncsDefault}, cfg, func() time.Time { return now })
+		&pipeline.SyncStarter{Publisher: ps.pub, Topic: pipeline.SyncsDefault}, cfg, func() time.Time { return now }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

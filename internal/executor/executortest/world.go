@@ -51,7 +51,7 @@ func newWorld(t *testing.T, h Harness, o worldOptions) *world {
 	w := &world{t: t, h: h, fsSpy: fsspy.New(), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)), org: uuid.NewString()}
 	fs := testenv.Firestore(t, append(w.fsSpy.DialOptions(), o.dial...)...)
 	testenv.Enable(t, fs, w.org)
-	w.store = ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	w.store = ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	w.runs = ledger.NewRunStore(fs)
 	w.fake = h.New(t, w.clock.Now, o.limits)
 	w.spy = &observeSpy{Executor: w.fake.Executor(), fake: w.fake}
@@ -64,8 +64,8 @@ func wire(t *testing.T, kind executionsync.Kind, exec executor.Executor, store *
 	now func() time.Time, concurrency int, grace time.Duration) *workflow.Engine {
 	t.Helper()
 	cfg := executionsync.Config{Provider: kind.Provider, Concurrency: concurrency, LostGrace: grace}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, exec, kind.Type, kind.Provider, now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, now)
+	syncer := executionsync.NewSyncer(store, exec, kind.Type, kind.Provider, now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,12 +76,12 @@ func measureBlind(ctx context.Context, e *env, p *progress, res *Result) error {
 	if err != nil {
 		return err
 	}
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	adapter := cloudrun.New(e.run, cloudrun.Config{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Budget: 10 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.now, cfg.LostGrace, logging.Discard()).
-		GuardTargets(blindguard.New(ledger.NewTargetStore(fs), blindguard.Config{}, logging.Discard()))
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.now)
+	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.now, cfg.LostGrace, logging.Discard(),
+		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
+	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.now, nil)
 	if err != nil {
 		return err
 	}

@@ -278,7 +278,7 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 	var reads, writes, rosterWrites, quietSweeps int
 	for i := range period {
 		at := start.Add(time.Duration(i) * time.Minute)
-		d, err := probingDispatcher(fs, topics, "sweeps", pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
+		d, err := probingDispatcher(fs, topics, "sweeps", "", pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
 		if err != nil {
 			return err
 		}
@@ -333,15 +333,17 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 
 // probingDispatcher is a dispatcher of the Cloud Run sync over fs as production builds it
 // (internal/app): probes on, the roster on (its default age), at the time clock gives,
-// publishing sweeps to topic.
-func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic string, cfg pipeline.DispatchConfig, clock ledger.Clock) (*pipeline.Dispatcher, error) {
-	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now)
+// publishing sweeps to topic and continuations to ticksTopic ("": none).
+func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic, ticksTopic string, cfg pipeline.DispatchConfig, clock ledger.Clock) (*pipeline.Dispatcher, error) {
+	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now, nil)
 	if err != nil {
 		return nil, err
 	}
-	d := pipeline.NewDispatcher(ledger.NewOrganizationStore(fs), pub, topic, cfg, slog.New(slog.DiscardHandler),
-		workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)))
-	d.ProbeWith(clock)
-	d.RosterWith(ledger.NewRosterStore(fs), 0)
-	return d, nil
+	return pipeline.NewDispatcher(pipeline.DispatcherOptions{
+		Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: topic, Config: cfg, Log: slog.New(slog.DiscardHandler),
+		Workflows:  workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)),
+		Probe:      clock,
+		Roster:     ledger.NewRosterStore(fs, ledger.Retention{}, nil),
+		TicksTopic: ticksTopic,
+	}), nil
 }

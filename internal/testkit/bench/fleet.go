@@ -84,12 +84,11 @@ func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error
 	p.say("fleet: %d organizations written, %d with a stale row, in %s", n, stale, time.Since(began).Round(time.Millisecond))
 
 	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
-	d, err := probingDispatcher(fs, topics, "sweeps", pipeline.DispatchConfig{PageSize: min(sz.fleetShard, 5000), ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
+	d, err := probingDispatcher(fs, topics, "sweeps", "ticks", pipeline.DispatchConfig{PageSize: min(sz.fleetShard, 5000), ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
 		ledger.ServerClock(fs))
 	if err != nil {
 		return err
 	}
-	d.ContinueOn("ticks")
 
 	// The first tick finds no roster: it lists the fleet and builds one. The next reads it, as
 	// every tick does until the roster is RosterMaxAgeDefault old. Each must reach every

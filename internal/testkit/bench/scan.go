@@ -67,7 +67,7 @@ func scanOnce(ctx context.Context, fresh, others int) (float64, float64, int, er
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	store := ledger.NewExecutionStore(fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	q := ledger.ScanQuery{OrganizationUUID: org, Provider: ledger.ProviderCloudRun, Horizon: now.Add(-time.Minute), PageSize: 25}
 	floorQuery := fs.Collection(ledger.ExecutionsCollection).Where("organization_uuid", "==", "nobody").Limit(25)
 	var times, floors []float64

@@ -44,7 +44,7 @@ func memoryExecutions() executionsWorld {
 
 func ledgerExecutions(t *testing.T) func(fs *firestore.Client) executionsWorld {
 	return func(fs *firestore.Client) executionsWorld {
-		s := ledger.NewExecutionStore(fs, txConfig)
+		s := ledger.NewExecutionStore(fs, txConfig, ledger.Retention{})
 		raw := func(id, org, provider string, observed any) map[string]any {
 			return map[string]any{"organization_uuid": org, "provider": provider, "active": true, "status": "running",
 				"observed_at": observed, "provider_ref": "not-a-map"}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
@@ -295,10 +296,10 @@ func executionWorld(t *testing.T, kind executionsync.Kind, typ contract.Workflow
 	org := uuid.NewString()
 	var store *ledger.ExecutionStore
 	w := newWorld(t, typ, fmt.Sprintf(`{"organization_uuid": %q}`, org), func(w *world) workflow.Definition {
-		store = ledger.NewExecutionStore(w.fs, ledger.TxConfig{})
+		store = ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 		cfg := executionsync.Config{Provider: provider, LostGrace: 15 * time.Minute}.WithDefaults()
-		syncer := executionsync.NewSyncer(store, exec, typ, provider, w.clock.Now, cfg.LostGrace, logging.Discard())
-		wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, w.clock.Now)
+		syncer := executionsync.NewSyncer(store, exec, typ, provider, w.clock.Now, cfg.LostGrace, logging.Discard(), nil)
+		wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, w.clock.Now, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,8 +361,7 @@ func seedKubernetes(t *testing.T) *world {
 	})
 	running := job("build-live", func(j *batchv1.Job) { j.Status.Active, j.Status.Ready = 1, &one })
 	cs := fake.NewClientset(succeeded, running)
-	set := kubejobs.NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := kubejobs.NewSet(kubejobs.SetConfig{Client: kubejobs.ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	w, store, org := executionWorld(t, executionsync.Kubernetes, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, kubejobs.New(set, kubejobs.Config{Backoff: time.Millisecond}))
 	for _, name := range []string{"build-done", "build-live", "build-deleted"} {
 		putExecution(t, w, store, org, ledger.ProviderKubernetes, map[string]any{"cluster": "eu", "namespace": "runners", "job": name, "uid": "uid-" + name})
@@ -418,7 +418,7 @@ func realExecutions(t *testing.T, w *world, out workflow.Outcome) plan {
 	var s executionsync.Stats
 	testenv.Decode(t, out.Output, &o)
 	testenv.Decode(t, out.Stats, &s)
-	store := ledger.NewExecutionStore(w.fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 	p := plan{}
 	for _, id := range o.StartedRunnerExecutionUUIDs {
 		r, err := store.Get(context.Background(), id)

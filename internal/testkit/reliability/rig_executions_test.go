@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
@@ -45,10 +46,10 @@ const execStaleFor = 10 * time.Minute
 func executionRig(t *testing.T, r *rig, kind executionsync.Kind, exec executor.Executor) {
 	provider := kind.Provider
 	t.Helper()
-	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{})
+	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{}, ledger.Retention{})
 	cfg := executionsync.Config{Provider: provider, Concurrency: 4}.WithDefaults()
-	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard())
-	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now)
+	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now, nil)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -112,8 +113,7 @@ func cloudRunRig(t *testing.T) *rig {
 func kubernetesRig(t *testing.T) *rig {
 	r := newRig(t, contract.ExecutionSyncKubernetes, "settlement")
 	cs := fake.NewClientset()
-	set := kubejobs.NewSet(nil, time.Second)
-	set.Add("eu", cs.BatchV1())
+	set := kubejobs.NewSet(kubejobs.SetConfig{Client: kubejobs.ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
 	// As internal/app builds it, over the exported Set, with every API call counted.
 	exec := kubejobs.New(trippedClusters{Clusters: set, trip: r.trip}, kubejobs.Config{Backoff: time.Millisecond})
 	executionRig(t, r, executionsync.Kubernetes, exec)
