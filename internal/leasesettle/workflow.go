@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -364,7 +363,6 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		s       Settlement
 		settled bool
 		refused string
-		err     error
 	}
 	var reads ledger.Reads
 	if !run.IncludeDisabled {
@@ -374,23 +372,11 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		// The fleet's pause, the organization's and the group's.
 		reads.Pauses = ledger.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
 	}
-	var paused atomic.Bool
-	results := make([]result, len(candidates))
 	abandon := w.store.AbandonLease
 	if run.DryRun {
 		abandon = w.store.PreviewAbandonLease
 	}
-	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			// The budget is spent or the store breaker tripped: no further lease is tried.
-			results[i] = result{err: ctx.Err()}
-			return false
-		}
-		if paused.Load() {
-			results[i] = result{refused: RefusePaused}
-			return false
-		}
-		seen := candidates[i]
+	results, errs, _ := agesweep.Settle(ctx, candidates, w.cfg.Concurrency, func(ctx context.Context, seen ledger.WorkspaceLease) (result, error) {
 		var s Settlement
 		settled, refused, err := abandon(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
 			if why := Refuse(l, in, facts, run.IncludeDisabled); why != "" {
@@ -410,28 +396,24 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 				"heartbeat_at": l.HeartbeatAt, "heartbeat_age_seconds": age, "heartbeat_timeout_seconds": int64(timeout / time.Second),
 			}}, ""
 		})
-		results[i] = result{s: s, settled: settled, refused: refused, err: err}
-		workflow.NoteRow(ctx, err)
-		if refused == RefusePaused {
-			paused.Store(true)
-		}
-		return err != nil && ctx.Err() == nil
-	})
+		return result{s: s, settled: settled, refused: refused}, err
+	}, func(r result) (result, bool) { return result{refused: RefusePaused}, r.refused == RefusePaused })
 	for i, r := range results {
+		err := errs[i]
 		l := log.With("lease_uuid", candidates[i].UUID, "workspace_id", candidates[i].WorkspaceID)
 		if stats.Preview != nil {
-			previewSettle(stats.Preview, candidates[i].UUID, r.s, r.settled, r.refused, r.err, ctx.Err() != nil)
+			previewSettle(stats.Preview, candidates[i].UUID, r.s, r.settled, r.refused, err, ctx.Err() != nil)
 			if r.settled {
 				continue // a dry run settles nothing: its output says so
 			}
 			l = slog.New(slog.DiscardHandler)
 		}
 		switch {
-		case r.err != nil && ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil:
 			stats.OutOfBudget = true
-		case r.err != nil:
+		case err != nil:
 			stats.Errored++
-			l.Warn("abandoning a lease failed; nothing written", "error", r.err.Error())
+			l.Warn("abandoning a lease failed; nothing written", "error", err.Error())
 		case r.refused == RefuseDisabled:
 			stats.Refused[r.refused]++
 			l.Warn("the organization opted out of sweeps during the run; lease left as it is")

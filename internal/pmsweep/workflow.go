@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -267,27 +267,13 @@ scan:
 		}
 		p.Count("defer", "max_stale", stats.Deferred)
 	}
-	results := make([]ledger.Reclaim, len(stale))
-	errs := make([]error, len(stale))
-	var paused ledger.PauseSeen
-	parallel.ForEach(ctx, len(stale), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return false
-		}
-		if p := paused.Pause(); p != nil {
-			results[i], errs[i] = ledger.Reclaim{Why: ledger.LeftPaused, Pause: p}, nil
-			return false
-		}
-		t := stale[i]
+	results, errs, left := agesweep.Settle(ctx, stale, w.cfg.Concurrency, func(ctx context.Context, t ledger.Task) (ledger.Reclaim, error) {
 		if in.DryRun {
-			results[i], errs[i] = w.store.PreviewReclaim(ctx, in.Queue, t.ID, pauses, Reclaimable(t, w.cfg.MaxReclaims))
-		} else {
-			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, pauses, now, Reclaimable(t, w.cfg.MaxReclaims))
+			return w.store.PreviewReclaim(ctx, in.Queue, t.ID, pauses, Reclaimable(t, w.cfg.MaxReclaims))
 		}
-		workflow.NoteRow(ctx, errs[i])
-		paused.Note(results[i].Pause)
-		return errs[i] != nil
+		return w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, pauses, now, Reclaimable(t, w.cfg.MaxReclaims))
+	}, func(r ledger.Reclaim) (ledger.Reclaim, bool) {
+		return ledger.Reclaim{Why: ledger.LeftPaused, Pause: r.Pause}, r.Pause != nil
 	})
 
 	for i, t := range stale {
@@ -320,8 +306,8 @@ scan:
 			l.Info("task raced: its worker was alive after all", "why", res.Why)
 		}
 	}
-	if p := paused.Pause(); p != nil && !in.DryRun {
-		log.Warn("the sweep was paused while it ran (on the queue, or fleet-wide): the tasks left were not reclaimed", "paused", p.String(), "left", stats.Paused)
+	if left != nil && !in.DryRun {
+		log.Warn("the sweep was paused while it ran (on the queue, or fleet-wide): the tasks left were not reclaimed", "paused", left.Pause.String(), "left", stats.Paused)
 	}
 	return out, stats, nil
 }

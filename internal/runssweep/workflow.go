@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -195,30 +195,15 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
 	}
 
-	results := make([]ledger.Abandonment, len(idle))
-	errs := make([]error, len(idle))
-	var paused ledger.PauseSeen
-	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return false
-		}
-		if p := paused.Pause(); p != nil {
-			results[i], errs[i] = ledger.Abandonment{Why: ledger.LeftPaused, Pause: p}, nil
-			return false
-		}
-		r := idle[i]
-		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
+	results, errs, left := agesweep.Settle(ctx, idle, w.cfg.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
+		return w.store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
 			At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
 			Evidence: map[string]any{
 				"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
 				"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
 			},
 		}, Abandonable(r, deadline))
-		workflow.NoteRow(ctx, errs[i])
-		paused.Note(results[i].Pause)
-		return errs[i] != nil // contention: worth one more try once the others are done
-	})
+	}, pausedLeft)
 
 	for i, r := range idle {
 		res, err := results[i], errs[i]
@@ -253,8 +238,8 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 			stats.Moved++
 		}
 	}
-	if p := paused.Pause(); p != nil {
-		log.Warn("the sweep was paused while it ran: the runs left were not abandoned", "paused", p.String(), "left", stats.Paused)
+	if left != nil {
+		log.Warn("the sweep was paused while it ran: the runs left were not abandoned", "paused", left.Pause.String(), "left", stats.Paused)
 	}
 	if stats.Errored > 0 && stats.Errored == len(idle) {
 		return out, stats, &workflow.StepError{Step: "abandon", Layer: "firestore", Reason: "abandon_failed",
@@ -273,23 +258,9 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 	if stats.Malformed != nil {
 		p.Count("skip", "malformed", stats.Malformed.Count)
 	}
-	results := make([]ledger.Abandonment, len(idle))
-	errs := make([]error, len(idle))
-	var paused ledger.PauseSeen
-	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return false
-		}
-		if p := paused.Pause(); p != nil {
-			results[i], errs[i] = ledger.Abandonment{Why: ledger.LeftPaused, Pause: p}, nil
-			return false
-		}
-		results[i], errs[i] = w.store.PreviewAbandon(ctx, idle[i].RunID, pauses, Abandonable(idle[i], deadline))
-		workflow.NoteRow(ctx, errs[i])
-		paused.Note(results[i].Pause)
-		return errs[i] != nil
-	})
+	results, errs, _ := agesweep.Settle(ctx, idle, w.cfg.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
+		return w.store.PreviewAbandon(ctx, r.RunID, pauses, Abandonable(r, deadline))
+	}, pausedLeft)
 	for i, r := range idle {
 		res, err := results[i], errs[i]
 		switch {
@@ -363,6 +334,11 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 		after = &ledger.RunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
 	}
 	return idle, false, nil
+}
+
+// pausedLeft is what Settle notes for an idle run not tried once a pause refused one.
+func pausedLeft(a ledger.Abandonment) (ledger.Abandonment, bool) {
+	return ledger.Abandonment{Why: ledger.LeftPaused, Pause: a.Pause}, a.Pause != nil
 }
 
 func firstErr(errs []error) error {
