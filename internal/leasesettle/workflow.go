@@ -64,15 +64,11 @@ type Store interface {
 }
 
 // Workflow is runner.workspace-lease-settle.
-type Workflow struct {
-	store Store
-	cfg   Config
-	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
-}
+type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the workflow.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
+	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
 }
 
 // Declared is the workflow's declaration: one run covers one runner group of one organization;
@@ -95,7 +91,7 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, _ time.Time
 	if err := json.Unmarshal(input, &in); err != nil {
 		return false, err
 	}
-	active, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, nil, 1)
+	active, err := w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, nil, 1)
 	return len(active) > 0, err
 }
 
@@ -106,7 +102,7 @@ func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.
 	if err := json.Unmarshal(input, &in); err != nil {
 		return contract.Invalid("initial_data", "type", "%v", err)
 	}
-	g, err := w.store.GetGroup(ctx, in.RunnerGroupUUID)
+	g, err := w.Store.GetGroup(ctx, in.RunnerGroupUUID)
 	switch {
 	case errors.Is(err, ledger.ErrGroupNotFound):
 		return contract.Invalid("runner_group_uuid", "exists", "no runner group %s exists", in.RunnerGroupUUID)
@@ -122,9 +118,9 @@ func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	var in Input
-	if err := json.Unmarshal(run.Input, &in); err != nil {
-		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	in, err := agesweep.Decode[Input](run.Input)
+	if err != nil {
+		return workflow.Result{}, err
 	}
 	out, stats, err := w.RunOnce(ctx, run, in)
 	return workflow.Result{Output: out, Stats: stats}, err
@@ -169,7 +165,7 @@ func Refuse(l ledger.WorkspaceLease, in Input, facts ledger.Facts, includeDisabl
 // lease what it would abandon, keep, refuse or leave for the next run, and why. It fails as the
 // real run would when the storm guard holds.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
 	log := run.Logger.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
 	out := Output{RunnerGroupUUID: in.RunnerGroupUUID, OrganizationUUID: in.OrganizationUUID, MaxSettlements: in.MaxSettlements, Settlements: []Settlement{}}
@@ -180,13 +176,13 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		stats.Preview = p
 	}
 	fail := func(step string, err error) (Output, Stats, error) {
-		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
+		return out, stats, agesweep.StoreError(step, err)
 	}
-	now, err := w.clock(ctx)
+	now, err := w.Now(ctx)
 	if err != nil {
-		return fail("clock", err)
+		return out, stats, err
 	}
-	group, err := w.store.GetGroup(ctx, in.RunnerGroupUUID)
+	group, err := w.Store.GetGroup(ctx, in.RunnerGroupUUID)
 	if err != nil {
 		return fail("group", err)
 	}
@@ -201,9 +197,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var malformed ledger.Malformed
 	unread := false   // the scan stopped with stale heartbeats still behind it
 	complete := false // the scan read every active lease of the group
-	for out.Examined < w.cfg.MaxExamined {
-		want := min(w.cfg.PageSize, w.cfg.MaxExamined-out.Examined)
-		page, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
+	for out.Examined < w.Config.MaxExamined {
+		want := min(w.Config.PageSize, w.Config.MaxExamined-out.Examined)
+		page, err := w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
 		if err != nil {
 			if ctx.Err() != nil {
 				stats.OutOfBudget = true
@@ -217,7 +213,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 				holders = append(holders, l.HolderUUID)
 			}
 		}
-		instances, err := w.store.Instances(ctx, holders)
+		instances, err := w.Store.Instances(ctx, holders)
 		if err != nil {
 			return fail("holders", err)
 		}
@@ -262,7 +258,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 			break // nothing behind can be taken this run or counts toward the guard
 		}
 		after = &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
-		if out.Examined >= w.cfg.MaxExamined {
+		if out.Examined >= w.Config.MaxExamined {
 			stats.ScanCapped = true
 			unread = stale(last)
 			log.Warn("lease scan stopped at its cap; the rest of the group waits for the next run", "examined", out.Examined)
@@ -274,7 +270,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		out.Outcome, out.Reason = OutcomeNothingToSettle, "the run's budget ran out while it read the group's leases; nothing was written"
 		return out, stats, nil
 	}
-	inv, err := w.store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	inv, err := w.Store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
 	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread, complete, out.Examined)
 	if err != nil {
@@ -337,20 +333,20 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread, complete bool, examined int) (storm.Verdict, error) {
 	aged := ageAlone
 	if unread {
-		total, err := w.store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
+		total, err := w.Store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
 		if err != nil {
 			return storm.Verdict{}, err
 		}
 		aged = max(aged, total-staleOther)
 	}
 	if complete {
-		return w.cfg.Storm.Judge(aged, int64(examined)), nil
+		return w.Config.Storm.Judge(aged, int64(examined)), nil
 	}
-	live, err := w.store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	live, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
 	if err != nil {
 		return storm.Verdict{}, err
 	}
-	return w.cfg.Storm.Judge(aged, live), nil
+	return w.Config.Storm.Judge(aged, live), nil
 }
 
 // settle abandons each candidate in its own transaction, which checks that the run may write
@@ -372,11 +368,11 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		// The fleet's pause, the organization's and the group's.
 		reads.Pauses = ledger.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
 	}
-	abandon := w.store.AbandonLease
+	abandon := w.Store.AbandonLease
 	if run.DryRun {
-		abandon = w.store.PreviewAbandonLease
+		abandon = w.Store.PreviewAbandonLease
 	}
-	results, errs, _ := agesweep.Settle(ctx, candidates, w.cfg.Concurrency, func(ctx context.Context, seen ledger.WorkspaceLease) (result, error) {
+	results, errs, _ := agesweep.Settle(ctx, candidates, w.Config.Concurrency, func(ctx context.Context, seen ledger.WorkspaceLease) (result, error) {
 		var s Settlement
 		settled, refused, err := abandon(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
 			if why := Refuse(l, in, facts, run.IncludeDisabled); why != "" {

@@ -33,15 +33,11 @@ type Store interface {
 const ReasonIdle = "idle_past_deadline"
 
 // Workflow is the sweep.
-type Workflow struct {
-	store Store
-	cfg   Config
-	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
-}
+type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
+	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
 }
 
 // Declared is the sweep's declaration: one run covers the whole fleet; it settles on age alone;
@@ -55,7 +51,7 @@ func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
 		Declaration: Declared,
 		States:      workflow.Atomic,
-		Check:       w.check,
+		Check:       agesweep.OffCommand(w.scheduled),
 		Scheduled:   w.scheduled,
 		Probe:       workflow.ProbeEach(w.probe),
 		Body:        w.body,
@@ -69,21 +65,13 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	if err := json.Unmarshal(input, &in); err != nil {
 		return false, err
 	}
-	idle, err := w.store.ScanIdle(ctx, Deadline(now, in.OlderThanMs), nil, 1)
+	idle, err := w.Store.ScanIdle(ctx, Deadline(now, in.OlderThanMs), nil, 1)
 	return len(idle) > 0, err
-}
-
-// check applies the scheduled floor to every run not started from the command.
-func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
-	if trigger == workflow.TriggerLocal {
-		return nil
-	}
-	return w.scheduled(input)
 }
 
 // scheduled is the floor every path but the command applies.
 func (w *Workflow) scheduled(input json.RawMessage) error {
-	return CheckFloor(input, w.cfg.ScheduledFloorMs)
+	return CheckFloor(input, w.Config.ScheduledFloorMs)
 }
 
 // CheckFloor refuses an input whose older_than_ms is below floor.
@@ -93,9 +81,9 @@ func CheckFloor(input json.RawMessage, floor int64) error {
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	var in Input
-	if err := json.Unmarshal(run.Input, &in); err != nil {
-		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	in, err := agesweep.Decode[Input](run.Input)
+	if err != nil {
+		return workflow.Result{}, err
 	}
 	out, stats, err := w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, Pauses(run.OverridePause), run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
@@ -149,22 +137,22 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 // runOnce is one sweep, or its dry run; each abandonment reads the pause documents pauses
 // names. The first one a pause refuses stops the rest: none is tried after it (stats.paused).
 func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, override, dry bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
 	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
 	stats := Stats{}
-	now, err := w.clock(ctx)
+	now, err := w.Now(ctx)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "clock", Layer: "firestore", Reason: "clock_failed", Err: err}
+		return out, stats, err
 	}
 	deadline := Deadline(now, in.OlderThanMs)
 	stats.Deadline = deadline.Format(time.RFC3339Nano)
 
 	idle, capped, err := w.scan(ctx, deadline, in.Limit, &stats, log)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
+		return out, stats, agesweep.StoreError("scan", err)
 	}
-	inv, err := w.store.Invisible(ctx)
+	inv, err := w.Store.Invisible(ctx)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
 	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
@@ -172,16 +160,16 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	// followed by a count.
 	aged := int64(len(idle))
 	if len(idle) == in.Limit || capped {
-		if aged, err = w.store.CountIdle(ctx, deadline); err != nil {
-			return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+		if aged, err = w.Store.CountIdle(ctx, deadline); err != nil {
+			return out, stats, agesweep.StoreError("count", err)
 		}
 		aged = max(aged, int64(len(idle))) // a run read idle may have moved since
 	}
-	live, err := w.store.CountRunning(ctx)
+	live, err := w.Store.CountRunning(ctx)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+		return out, stats, agesweep.StoreError("count", err)
 	}
-	verdict := w.cfg.Storm.Judge(aged, live).Override(override)
+	verdict := w.Config.Storm.Judge(aged, live).Override(override)
 	stats.StormGuard = &verdict
 	if dry {
 		return out, stats, w.preview(ctx, idle, now, deadline, verdict, pauses, &stats)
@@ -195,8 +183,8 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
 	}
 
-	results, errs, left := agesweep.Settle(ctx, idle, w.cfg.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
-		return w.store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
+	results, errs, left := agesweep.Settle(ctx, idle, w.Config.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
+		return w.Store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
 			At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
 			Evidence: map[string]any{
 				"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
@@ -242,8 +230,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 		log.Warn("the sweep was paused while it ran: the runs left were not abandoned", "paused", left.Pause.String(), "left", stats.Paused)
 	}
 	if stats.Errored > 0 && stats.Errored == len(idle) {
-		return out, stats, &workflow.StepError{Step: "abandon", Layer: "firestore", Reason: "abandon_failed",
-			Err: fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs))}
+		return out, stats, agesweep.StoreError("abandon", fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs)))
 	}
 	return out, stats, nil
 }
@@ -258,8 +245,8 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 	if stats.Malformed != nil {
 		p.Count("skip", "malformed", stats.Malformed.Count)
 	}
-	results, errs, _ := agesweep.Settle(ctx, idle, w.cfg.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
-		return w.store.PreviewAbandon(ctx, r.RunID, pauses, Abandonable(r, deadline))
+	results, errs, _ := agesweep.Settle(ctx, idle, w.Config.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
+		return w.Store.PreviewAbandon(ctx, r.RunID, pauses, Abandonable(r, deadline))
 	}, pausedLeft)
 	for i, r := range idle {
 		res, err := results[i], errs[i]
@@ -314,7 +301,7 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 		if want <= 0 {
 			return idle, true, nil
 		}
-		page, err := w.store.ScanIdle(ctx, deadline, after, want)
+		page, err := w.Store.ScanIdle(ctx, deadline, after, want)
 		if err != nil {
 			return nil, false, err
 		}
