@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -56,7 +57,7 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			t.Parallel()
 			var p *pauser
 			// One lease at a time, so that the pause falls between two abandonments.
-			e := newEnv(t, leasesettle.Config{Concurrency: 1}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
+			e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
 			p.pause = func() {
 				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
 					Scope: c.scope(e), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
@@ -54,7 +55,7 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			t.Parallel()
 			var p *pauser
 			// One task at a time, so that the pause falls between two reclaims.
-			e := newEnv(t, pmsweep.Config{Concurrency: 1}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
+			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
 			p.pause = func() {
 				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
 					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -54,7 +55,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			var p *pauser
 			e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
 			// One run at a time, so that the pause falls between two abandonments.
-			e.wf = runssweep.New(p, runssweep.Config{Concurrency: 1}, ledger.LocalClock(e.clock.Now))
+			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.clock.Now))
 			e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 			p.pause = func() {
 				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.clock.Now().Add(-2 * time.Minute), Reason: "incident"}

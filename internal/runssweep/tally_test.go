@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
@@ -233,7 +234,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			c.seed(s, cancel)
-			wf := runssweep.New(s, runssweep.Config{Concurrency: 1}, ledger.LocalClock(func() time.Time { return now }))
+			wf := runssweep.New(s, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(ctx, "run-1", c.in, c.override, logging.Discard())
 			got := tally{scanned: stats.Scanned, moved: stats.Moved, errored: stats.Errored, deferred: stats.Deferred,
 				released: stats.InterlocksReleased, heldByOther: stats.InterlocksHeldByOther, outOfBu: stats.OutOfBudget}
