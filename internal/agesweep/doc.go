@@ -2,9 +2,10 @@
 // pmsweep, leasesettle): each supplies its scan query, its rule, its transaction and its seed's
 // output, and walks the same steps:
 //
-//	clock       now is read once, from Firestore's clock, and every age in the run is judged on it
-//	scan        the scope's aged rows, oldest first, a page at a time; a row that does not decode
-//	            is noted (ledger.Malformed) and read past, never settled, within a bound
+//	clock       now is read once (Sweep.Now), from Firestore's clock, and every age in the run is judged on it
+//	scan        the scope's aged rows, oldest first, a page at a time (Pages), within the sweep's
+//	            bound; a row that does not decode is noted (ledger.Malformed) and read past,
+//	            never settled
 //	invisible   the scope's rows no scan can see are counted and reported, never settled
 //	guard       the aged rows (all of them, not only this run's share) against the live ones:
 //	            the storm verdict; while it holds nothing is settled on age alone

@@ -193,20 +193,18 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var candidates []ledger.WorkspaceLease
 	var reasons []string           // each candidate's reason
 	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
-	var after *ledger.LeaseCursor
 	var malformed ledger.Malformed
-	unread := false   // the scan stopped with stale heartbeats still behind it
-	complete := false // the scan read every active lease of the group
-	for out.Examined < w.Config.MaxExamined {
-		want := min(w.Config.PageSize, w.Config.MaxExamined-out.Examined)
-		page, err := w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
-		if err != nil {
-			if ctx.Err() != nil {
-				stats.OutOfBudget = true
-				break
-			}
-			return fail("scan", err)
-		}
+	unread := false // the scan stopped with stale heartbeats still behind it
+	var holdersErr error
+	page := func(ctx context.Context, after *ledger.LeaseCursor, want int) ([]ledger.WorkspaceLease, error) {
+		return w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
+	}
+	cursor := func(last ledger.WorkspaceLease) *ledger.LeaseCursor {
+		return &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
+	}
+	want := func() int { return min(w.Config.PageSize, w.Config.MaxExamined-out.Examined) }
+	// complete: the scan read every active lease of the group
+	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.WorkspaceLease, full bool) bool {
 		holders := make([]string, 0, len(page))
 		for _, l := range page {
 			if l.Malformed == "" {
@@ -215,7 +213,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		}
 		instances, err := w.Store.Instances(ctx, holders)
 		if err != nil {
-			return fail("holders", err)
+			holdersErr = err
+			return false
 		}
 		for _, l := range page {
 			out.Examined++
@@ -249,20 +248,27 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 				}
 			}
 		}
-		if len(page) < want {
-			complete = true // read them all
-			break
+		if !full {
+			return false // read them all
 		}
 		last := page[len(page)-1]
 		if len(candidates) >= in.MaxSettlements && !stale(last) {
-			break // nothing behind can be taken this run or counts toward the guard
+			return false // nothing behind can be taken this run or counts toward the guard
 		}
-		after = &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
 		if out.Examined >= w.Config.MaxExamined {
 			stats.ScanCapped = true
 			unread = stale(last)
 			log.Warn("lease scan stopped at its cap; the rest of the group waits for the next run", "examined", out.Examined)
 		}
+		return true
+	})
+	switch {
+	case holdersErr != nil:
+		return fail("holders", holdersErr)
+	case err != nil && ctx.Err() != nil:
+		stats.OutOfBudget = true
+	case err != nil:
+		return fail("scan", err)
 	}
 	stats.Malformed = malformed.Report()
 

@@ -166,18 +166,19 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	var stale []ledger.Task
 	var longestLive time.Duration
 	var malformed ledger.Malformed
-	var after *ledger.TaskCursor
-scan:
-	for {
-		page, err := w.Store.ScanWorking(ctx, in.Queue, after, w.Config.PageSize)
-		if err != nil {
-			return fail("scan", err)
-		}
+	page := func(ctx context.Context, after *ledger.TaskCursor, want int) ([]ledger.Task, error) {
+		return w.Store.ScanWorking(ctx, in.Queue, after, want)
+	}
+	cursor := func(last ledger.Task) *ledger.TaskCursor {
+		return &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+	}
+	pageSize := func() int { return w.Config.PageSize }
+	if _, err := agesweep.Pages(ctx, page, cursor, pageSize, func(page []ledger.Task, _ bool) bool {
 		for _, t := range page {
 			if t.Malformed != "" {
 				if malformed.Count == ledger.MalformedReadMax {
 					stats.Capped = true // more unreadable tasks than one run reads past
-					break scan
+					return false
 				}
 				malformed.Note(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection+"/"+t.ID, t.Malformed)
 				continue
@@ -186,21 +187,19 @@ scan:
 			switch {
 			case Stale(t, now, ttl) && len(stale) == w.Config.MaxStale:
 				stats.Capped = true
-				break scan
+				return false
 			case Stale(t, now, ttl):
 				stale = append(stale, t)
 			case age > warnAt:
 				stats.NearTTL++
 				longestLive = max(longestLive, age)
 			default:
-				break scan
+				return false
 			}
 		}
-		if len(page) < w.Config.PageSize {
-			break
-		}
-		last := page[len(page)-1]
-		after = &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+		return true
+	}); err != nil {
+		return fail("scan", err)
 	}
 	stats.Malformed = malformed.Report()
 	// scanned is every task of the queue, as the seed's walk covers them all; only the working

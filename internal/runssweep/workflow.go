@@ -295,16 +295,20 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 	var idle []ledger.ExtensionRun
 	var malformed ledger.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
-	var after *ledger.RunCursor
-	for read := 0; len(idle) < limit; {
-		want := min(limit-len(idle), limit+ledger.MalformedReadMax-read)
-		if want <= 0 {
-			return idle, true, nil
+	read := 0
+	page := func(ctx context.Context, after *ledger.RunCursor, want int) ([]ledger.ExtensionRun, error) {
+		return w.Store.ScanIdle(ctx, deadline, after, want)
+	}
+	cursor := func(last ledger.ExtensionRun) *ledger.RunCursor {
+		return &ledger.RunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+	}
+	want := func() int {
+		if len(idle) >= limit {
+			return 0
 		}
-		page, err := w.Store.ScanIdle(ctx, deadline, after, want)
-		if err != nil {
-			return nil, false, err
-		}
+		return min(limit-len(idle), limit+ledger.MalformedReadMax-read)
+	}
+	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.ExtensionRun, _ bool) bool {
 		read += len(page)
 		stats.Scanned += len(page)
 		for _, r := range page {
@@ -314,13 +318,12 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 			}
 			idle = append(idle, r)
 		}
-		if len(page) < want {
-			break
-		}
-		last := page[len(page)-1]
-		after = &ledger.RunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+		return true
+	})
+	if err != nil {
+		return nil, false, err
 	}
-	return idle, false, nil
+	return idle, !complete && len(idle) < limit, nil
 }
 
 // pausedLeft is what Settle notes for an idle run not tried once a pause refused one.
