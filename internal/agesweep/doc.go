@@ -8,9 +8,11 @@
 //	            never settled
 //	invisible   the scope's rows no scan can see are counted and reported, never settled
 //	guard       the aged rows (all of them, not only this run's share) against the live ones:
-//	            the storm verdict; while it holds nothing is settled on age alone
+//	            the storm verdict; while it holds nothing is settled on age alone (Guard names
+//	            the counts in its log lines)
 //	settle      one transaction per candidate (Settle), on a bounded pool
-//	tally       each candidate's result counted in the run's output and stats
+//	tally       each candidate's result counted in the run's output and stats; in a dry run
+//	            noted in its preview (PreviewFailed for a read that failed or was not made)
 //
 // What holds in Settle:
 //   - At most concurrency transactions run at once, the candidates in a random order.

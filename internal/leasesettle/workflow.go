@@ -297,10 +297,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		}
 		stats.Kept[storm.Reason] += len(candidates) - len(kept)
 		candidates = kept
-		log.Error("storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them", alerts.StormGuardTripped.Attr(),
-			"aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
+		guard.Held(log, verdict, "storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them")
 	} else if verdict.Overridden {
-		log.Warn("storm guard overridden by the operator: abandoning past it", "aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
+		guard.Overridden(log, verdict)
 	}
 	if p != nil {
 		p.StormGuardWouldStop = verdict.Holds()
@@ -330,6 +329,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}
 	return out, stats, nil
 }
+
+// guard names the workflow's leases in its storm guard's log lines.
+var guard = agesweep.Guard{Aged: "aged", Live: "active", Settling: "abandoning"}
 
 // judge is the storm guard's verdict on a run that examined ageAlone leases it would abandon on
 // heartbeat age alone and staleOther stale ones it judged otherwise. When stale leases were left
@@ -440,11 +442,10 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 // previewSettle notes in a dry run's preview what the abandoning transaction would do with one
 // candidate, as PreviewAbandonLease decided it.
 func previewSettle(p *explain.Preview, id string, s Settlement, settled bool, refused string, err error, outOfBudget bool) {
+	if agesweep.PreviewFailed(p, id, err, outOfBudget) {
+		return
+	}
 	switch {
-	case err != nil && outOfBudget:
-		p.Add(id, "defer", "out_of_budget", "not re-read: the run's budget ran out")
-	case err != nil:
-		p.Add(id, "error", "read_failed", err.Error())
 	case refused == RefusePaused:
 		p.Add(id, "refuse", refused, "the workflow is paused on the runner group: nothing would be abandoned until it is resumed")
 	case refused != "":

@@ -123,6 +123,9 @@ func Stale(t ledger.Task, now time.Time, ttl time.Duration) bool {
 	return now.Sub(t.LastActivityAt) > ttl
 }
 
+// guard names the sweep's tasks in its storm guard's log lines.
+var guard = agesweep.Guard{Aged: "silent", Live: "working", Settling: "reclaiming"}
+
 // ageSeconds is how long a task has been silent, in whole seconds.
 func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
 
@@ -237,11 +240,10 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	case verdict.Holds() && in.DryRun:
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the storm guard would refuse this sweep: %d of %d working tasks are silent, more than the %d allowed", verdict.Aged, verdict.Live, verdict.Allowed))
 	case verdict.Holds():
-		log.Error("storm guard: silent tasks are too large a share of the working ones; reclaimed none", alerts.StormGuardTripped.Attr(),
-			"silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed, "ttl", in.TTL)
+		guard.Held(log, verdict, "storm guard: silent tasks are too large a share of the working ones; reclaimed none", "ttl", in.TTL)
 		return out, stats, verdict.StepError()
 	case verdict.Overridden:
-		log.Warn("storm guard overridden by the operator: reclaiming past it", "silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed)
+		guard.Overridden(log, verdict)
 	}
 
 	var p *explain.Preview
@@ -302,12 +304,11 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 // previewRow notes in a dry run's preview what the sweep would do with one stale task, given
 // what PreviewReclaim said of it (res, err) and whether the storm guard would stop the sweep.
 func previewRow(p *explain.Preview, t ledger.Task, res ledger.Reclaim, err error, outOfBudget, held bool, age int64) {
+	if agesweep.PreviewFailed(p, t.ID, err, outOfBudget) {
+		return
+	}
 	silent := fmt.Sprintf("silent %ds (last activity %s)", age, t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout))
 	switch {
-	case err != nil && outOfBudget:
-		p.Add(t.ID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
-	case err != nil:
-		p.Add(t.ID, "error", "read_failed", err.Error())
 	case res.Why == ledger.LeftPaused:
 		where := "on the queue"
 		if res.Pause != nil && res.Pause.Fleet() {

@@ -115,6 +115,9 @@ func Abandonable(seen ledger.ExtensionRun, deadline time.Time) func(ledger.Exten
 	}
 }
 
+// guard names the sweep's rows in its storm guard's log lines.
+var guard = agesweep.Guard{Aged: "idle", Live: "running", Settling: "abandoning"}
+
 // firestoreMin is the earliest time Firestore stores.
 var firestoreMin = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -176,11 +179,10 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	}
 	switch {
 	case verdict.Holds():
-		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none", alerts.StormGuardTripped.Attr(),
-			"idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed, "older_than_ms", in.OlderThanMs)
+		guard.Held(log, verdict, "storm guard: idle app invocations are too large a share of the running ones; abandoned none", "older_than_ms", in.OlderThanMs)
 		return out, stats, verdict.StepError()
 	case verdict.Overridden:
-		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
+		guard.Overridden(log, verdict)
 	}
 
 	results, errs, left := agesweep.Settle(ctx, idle, w.Config.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
@@ -250,14 +252,13 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 	}, pausedLeft)
 	for i, r := range idle {
 		res, err := results[i], errs[i]
+		agesweep.PreviewFailed(p, r.RunID, err, ctx.Err() != nil)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			stats.Deferred++
 			stats.OutOfBudget = true
-			p.Add(r.RunID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
 		case err != nil:
 			stats.Errored++
-			p.Add(r.RunID, "error", "read_failed", err.Error())
 		case res.Why == ledger.LeftPaused:
 			stats.Paused++
 			p.Add(r.RunID, "keep", string(ledger.LeftPaused), "the sweep is paused fleet-wide: nothing would be abandoned until it is resumed")
