@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/agesweep"
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
-	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a run decided, in a form a table can state.
@@ -248,21 +248,9 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			if out.Swept != len(out.Runs) {
 				t.Errorf("swept %d, but %d runs listed", out.Swept, len(out.Runs))
 			}
-			if stats.Malformed != nil {
-				got.malformed = stats.Malformed.Count
-			}
-			if stats.Invisible != nil {
-				got.invis = int(stats.Invisible.Count)
-			}
-			if v := stats.StormGuard; v != nil {
-				got.aged, got.live, got.tripped, got.overridden = v.Aged, v.Live, v.Tripped, v.Overridden
-			}
-			var se *workflow.StepError
-			if errors.As(err, &se) {
-				got.failed = se.Reason
-			} else if err != nil {
-				t.Fatalf("run failed without a step error: %v", err)
-			}
+			steps := sweeptest.StepsOf(t, stats.Malformed, stats.Invisible, stats.StormGuard, err)
+			got.malformed, got.invis, got.failed = steps.Malformed, steps.Invisible, steps.Failed
+			got.aged, got.live, got.tripped, got.overridden = steps.Aged, steps.Live, steps.Tripped, steps.Overridden
 			want := c.want
 			if slices.Equal(want.swept, []string{"?"}) && len(got.swept) == 1 {
 				want.swept = got.swept // which one went first is the pool's random order
