@@ -248,12 +248,8 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 
 	var p *explain.Preview
 	if in.DryRun {
-		p = explain.NewPreview(explain.ReadOnlyTransaction)
-		p.StormGuardWouldStop = verdict.Holds()
+		p = agesweep.NewPreview(verdict, stats.Malformed)
 		stats.Preview = p
-		if stats.Malformed != nil {
-			p.Count("skip", "malformed", stats.Malformed.Count)
-		}
 		p.Count("defer", "max_stale", stats.Deferred)
 	}
 	results, errs, left := agesweep.Settle(ctx, stale, w.Config.Concurrency, func(ctx context.Context, t ledger.Task) (ledger.Reclaim, error) {

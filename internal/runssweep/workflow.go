@@ -10,7 +10,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -241,12 +240,8 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 // by PreviewAbandon as Abandon would, noted in stats.Preview, nothing written. It fails as the
 // real run would when the guard holds (then every run it would abandon is kept by the guard).
 func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, pauses []string, stats *Stats) error {
-	p := explain.NewPreview(explain.ReadOnlyTransaction)
+	p := agesweep.NewPreview(verdict, stats.Malformed)
 	stats.Preview = p
-	p.StormGuardWouldStop = verdict.Holds()
-	if stats.Malformed != nil {
-		p.Count("skip", "malformed", stats.Malformed.Count)
-	}
 	results, errs, _ := agesweep.Settle(ctx, idle, w.Config.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
 		return w.Store.PreviewAbandon(ctx, r.RunID, pauses, Abandonable(r, deadline))
 	}, pausedLeft)
