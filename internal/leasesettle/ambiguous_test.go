@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc/codes"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
-	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -23,11 +22,7 @@ import (
 // the run's extra try, and the read-back must not have counted it first.
 func TestAnAmbiguousAbandonmentIsCountedByWhatTheLeaseHolds(t *testing.T) {
 	t.Parallel()
-	for name, fault := range map[string]*fsfaulttest.Commits{
-		"landed, Unavailable":      fsfaulttest.New(codes.Unavailable),
-		"landed, DeadlineExceeded": fsfaulttest.New(codes.DeadlineExceeded),
-		"lost, DeadlineExceeded":   fsfaulttest.Lost(codes.DeadlineExceeded, nil),
-	} {
+	for name, fault := range sweeptest.AmbiguousCommits() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, leasesettle.Config{}, nil)

@@ -6,65 +6,63 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
-	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Holders whose clocks are an hour off either way, heartbeating as a live holder does, never
-// lose their leases — even when they cannot be resolved, the only case judged on heartbeat age:
-// staleness is judged on Firestore's clock, as in production (server timestamps, ServerClock),
-// and the run's own clock (here an hour ahead) does not enter it either. A lease Firestore last
-// saw two hours ago is abandoned, so the run does settle.
+// lose their leases — even when they cannot be resolved, the only case judged on heartbeat age;
+// a lease Firestore last saw two hours ago is abandoned (sweeptest.RunClockSkew).
 func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	ctx := context.Background()
-	store := ledger.NewLeaseStore(fs, ledger.TxConfig{})
-	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the run's own clock
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: skewed, Log: logging.Discard()},
-		leasesettle.New(store, leasesettle.Config{}, ledger.ServerClock(fs)).Definition())
-	org, group := uuid.NewString(), uuid.NewString()
-	testenv.Enable(t, fs, org)
-	// An hour less a minute: any clock an hour off on either side would cross it.
-	if err := store.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
-		t.Fatal(err)
-	}
-	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}
-	for name, skew := range live {
-		holder := func() time.Time { return time.Now().Add(skew) }
-		// The holder's instance record is missing: only the heartbeat's age speaks for it.
-		lease := ledger.WorkspaceLease{UUID: name, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: name, HolderUUID: "unregistered-" + name}
-		if err := store.Acquire(ctx, lease, holder()); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.Heartbeat(ctx, name, lease.HolderUUID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	longAgo := ledger.NewLeaseStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(time.Now().Add(-2 * time.Hour))})
-	if err := longAgo.Acquire(ctx, ledger.WorkspaceLease{UUID: "dead", OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: "dead", HolderUUID: "gone"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-
-	raw, _ := json.Marshal(map[string]any{"organization_uuid": org, "runner_group_uuid": group})
-	out, err := engine.Start(ctx, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal})
-	if err != nil || out.Status != workflow.StateCompleted {
-		t.Fatalf("run: %v %v", out.Err, err)
-	}
-	var o leasesettle.Output
-	testenv.Decode(t, out.Output, &o)
-	if o.Examined != 3 || o.Settled != 1 || o.Settlements[0].LeaseUUID != "dead" {
-		t.Errorf("output %+v, want only the lease Firestore last saw two hours ago abandoned", o)
-	}
-	for name := range live {
-		if l, err := store.GetLease(ctx, name); err != nil || l.Status != ledger.LeaseActive {
-			t.Errorf("the live holder whose clock is %s lost its lease: %+v %v", name, l, err)
-		}
-	}
+	var store *ledger.LeaseStore
+	sweeptest.RunClockSkew(t, sweeptest.ClockSkew{
+		New: func(fs *firestore.Client, clock ledger.Clock) workflow.Definition {
+			store = ledger.NewLeaseStore(fs, ledger.TxConfig{})
+			return leasesettle.New(store, leasesettle.Config{}, clock).Definition()
+		},
+		Scope: func(t *testing.T, fs *firestore.Client) sweeptest.Scope {
+			ctx := context.Background()
+			org, group := uuid.NewString(), uuid.NewString()
+			testenv.Enable(t, fs, org)
+			// An hour less a minute: any clock an hour off on either side would cross it.
+			if err := store.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(map[string]any{"organization_uuid": org, "runner_group_uuid": group})
+			return sweeptest.Scope{
+				Input: raw,
+				Live: func(ctx context.Context, name string, holder func() time.Time) error {
+					// The holder's instance record is missing: only the heartbeat's age speaks for it.
+					lease := ledger.WorkspaceLease{UUID: name, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: name, HolderUUID: "unregistered-" + name}
+					if err := store.Acquire(ctx, lease, holder()); err != nil {
+						return err
+					}
+					return store.Heartbeat(ctx, name, lease.HolderUUID)
+				},
+				Dead: func(ctx context.Context, name string, at time.Time) error {
+					longAgo := ledger.NewLeaseStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(at)})
+					return longAgo.Acquire(ctx, ledger.WorkspaceLease{UUID: name, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: name, HolderUUID: "gone"}, time.Now())
+				},
+				Check: func(t *testing.T, out workflow.Outcome, live []string) {
+					var o leasesettle.Output
+					testenv.Decode(t, out.Output, &o)
+					if o.Examined != 3 || o.Settled != 1 || o.Settlements[0].LeaseUUID != "dead" {
+						t.Errorf("output %+v, want only the lease Firestore last saw two hours ago abandoned", o)
+					}
+					for _, name := range live {
+						if l, err := store.GetLease(context.Background(), name); err != nil || l.Status != ledger.LeaseActive {
+							t.Errorf("the live holder whose clock is %s lost its lease: %+v %v", name, l, err)
+						}
+					}
+				},
+			}
+		},
+	})
 }

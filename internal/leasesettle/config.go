@@ -2,8 +2,8 @@ package leasesettle
 
 import (
 	"cmp"
-	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
@@ -19,28 +19,25 @@ const (
 const (
 	MaxExaminedDefault = 5000 // active leases read per run at most
 	PageSizeDefault    = 200
-	ConcurrencyDefault = 8
-	BudgetDefault      = 4 * time.Minute
+	ConcurrencyDefault = agesweep.ConcurrencyDefault
+	BudgetDefault      = agesweep.BudgetDefault
 )
 
 // Config tunes the workflow. Zero values take the defaults.
 type Config struct {
 	MaxExamined int
 	PageSize    int
-	Concurrency int
-	Budget      time.Duration
-	// Storm stops a run from abandoning, on heartbeat age alone, more than a fraction of the
-	// group's active leases. Leases whose holder is terminal are not age alone: exempt.
-	Storm storm.Config
+	// Bounds' storm guard stops a run from abandoning, on heartbeat age alone, more than a
+	// fraction of the group's active leases. Leases whose holder is terminal are not age alone:
+	// exempt.
+	agesweep.Bounds
 }
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	c.MaxExamined = cmp.Or(c.MaxExamined, MaxExaminedDefault)
 	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
-	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
-	c.Budget = cmp.Or(c.Budget, BudgetDefault)
-	c.Storm = c.Storm.WithDefaults()
+	c.Bounds = c.Bounds.WithDefaults()
 	return c
 }
 

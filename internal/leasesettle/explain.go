@@ -36,14 +36,14 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		l.Status, _ = row.Fields["status"].(string)
 	}
 	e.Scope = l.OrganizationUUID + "/" + l.RunnerGroupUUID
-	now, err := w.clock(ctx)
+	now, err := w.Clock(ctx)
 	if err != nil {
 		return e, fmt.Errorf("read the clock: %w", err)
 	}
 	stamped := row.HasTimestamp("heartbeat_at")
 	group, gerr := ledger.RunnerGroup{}, ledger.ErrGroupNotFound
 	if l.RunnerGroupUUID != "" {
-		group, gerr = w.store.GetGroup(ctx, l.RunnerGroupUUID)
+		group, gerr = w.Store.GetGroup(ctx, l.RunnerGroupUUID)
 	}
 	if gerr != nil && !errors.Is(gerr, ledger.ErrGroupNotFound) {
 		return e, gerr
@@ -62,7 +62,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		previewd error
 	)
 	if row.Malformed == "" && groupOK {
-		_, refusal, previewd = w.store.PreviewAbandonLease(ctx, leaseID, ledger.Reads{Organization: l.OrganizationUUID},
+		_, refusal, previewd = w.Store.PreviewAbandonLease(ctx, leaseID, ledger.Reads{Organization: l.OrganizationUUID},
 			func(fresh ledger.WorkspaceLease, h ledger.HolderView, f ledger.Facts) (*ledger.Settlement, string) {
 				l, holder, facts, reRead = fresh, h, f, true
 				if why := Refuse(fresh, in, f, false); why != "" {

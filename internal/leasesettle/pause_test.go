@@ -3,10 +3,11 @@ package leasesettle_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -18,18 +19,12 @@ import (
 // first abandonment commits, and counts the abandonments tried.
 type pauser struct {
 	leasesettle.Store
-	mu    sync.Mutex
-	calls int
-	pause func()
+	sweeptest.PauseAfterFirst
 }
 
 func (p *pauser) AbandonLease(ctx context.Context, id string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error) {
 	abandoned, refused, err := p.Store.AbandonLease(ctx, id, reads, decide)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.calls++; p.calls == 1 {
-		p.pause()
-	}
+	p.Tried()
 	return abandoned, refused, err
 }
 
@@ -56,8 +51,8 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			t.Parallel()
 			var p *pauser
 			// One lease at a time, so that the pause falls between two abandonments.
-			e := newEnv(t, leasesettle.Config{Concurrency: 1}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
-			p.pause = func() {
+			e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
+			p.Pause = func() {
 				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
 					Scope: c.scope(e), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {
 					t.Error(err)
@@ -85,9 +80,9 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 				}
 			}
 			switch {
-			case c.paused && (abandoned != 1 || o.Settled != 1 || s.Refused[leasesettle.RefusePaused] != 2 || s.Raced != 0 || p.calls != 2):
+			case c.paused && (abandoned != 1 || o.Settled != 1 || s.Refused[leasesettle.RefusePaused] != 2 || s.Raced != 0 || p.Calls() != 2):
 				t.Errorf("abandoned %d, settled %d, stats %+v, %d transactions; want 1 abandoned before the pause, 2 refused paused, and no transaction after the first refused one",
-					abandoned, o.Settled, s, p.calls)
+					abandoned, o.Settled, s, p.Calls())
 			case !c.paused && (abandoned != 3 || o.Settled != 3 || s.Refused[leasesettle.RefusePaused] != 0):
 				t.Errorf("abandoned %d, settled %d, stats %+v; want all 3", abandoned, o.Settled, s)
 			}

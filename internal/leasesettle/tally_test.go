@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -249,21 +250,9 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 			if out.Settled != len(out.Settlements) {
 				t.Errorf("settled %d, but %d settlements listed", out.Settled, len(out.Settlements))
 			}
-			if stats.Malformed != nil {
-				got.malformed = stats.Malformed.Count
-			}
-			if stats.Invisible != nil {
-				got.invis = int(stats.Invisible.Count)
-			}
-			if v := stats.StormGuard; v != nil {
-				got.aged, got.live, got.tripped, got.overridden = v.Aged, v.Live, v.Tripped, v.Overridden
-			}
-			var se *workflow.StepError
-			if errors.As(err, &se) {
-				got.failed = se.Reason
-			} else if err != nil {
-				t.Fatalf("run failed without a step error: %v", err)
-			}
+			steps := sweeptest.StepsOf(t, stats.Malformed, stats.Invisible, stats.StormGuard, err)
+			got.malformed, got.invis, got.failed = steps.Malformed, steps.Invisible, steps.Failed
+			got.aged, got.live, got.tripped, got.overridden = steps.Aged, steps.Live, steps.Tripped, steps.Overridden
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("got  %+v\nwant %+v", got, c.want)
 			}

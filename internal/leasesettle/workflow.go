@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -65,15 +64,11 @@ type Store interface {
 }
 
 // Workflow is runner.workspace-lease-settle.
-type Workflow struct {
-	store Store
-	cfg   Config
-	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
-}
+type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the workflow.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
+	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
 }
 
 // Declared is the workflow's declaration: one run covers one runner group of one organization;
@@ -96,7 +91,7 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, _ time.Time
 	if err := json.Unmarshal(input, &in); err != nil {
 		return false, err
 	}
-	active, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, nil, 1)
+	active, err := w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, nil, 1)
 	return len(active) > 0, err
 }
 
@@ -107,7 +102,7 @@ func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.
 	if err := json.Unmarshal(input, &in); err != nil {
 		return contract.Invalid("initial_data", "type", "%v", err)
 	}
-	g, err := w.store.GetGroup(ctx, in.RunnerGroupUUID)
+	g, err := w.Store.GetGroup(ctx, in.RunnerGroupUUID)
 	switch {
 	case errors.Is(err, ledger.ErrGroupNotFound):
 		return contract.Invalid("runner_group_uuid", "exists", "no runner group %s exists", in.RunnerGroupUUID)
@@ -123,9 +118,9 @@ func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	var in Input
-	if err := json.Unmarshal(run.Input, &in); err != nil {
-		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	in, err := agesweep.Decode[Input](run.Input)
+	if err != nil {
+		return workflow.Result{}, err
 	}
 	out, stats, err := w.RunOnce(ctx, run, in)
 	return workflow.Result{Output: out, Stats: stats}, err
@@ -170,7 +165,7 @@ func Refuse(l ledger.WorkspaceLease, in Input, facts ledger.Facts, includeDisabl
 // lease what it would abandon, keep, refuse or leave for the next run, and why. It fails as the
 // real run would when the storm guard holds.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
 	log := run.Logger.With("organization_uuid", in.OrganizationUUID, "runner_group_uuid", in.RunnerGroupUUID)
 	out := Output{RunnerGroupUUID: in.RunnerGroupUUID, OrganizationUUID: in.OrganizationUUID, MaxSettlements: in.MaxSettlements, Settlements: []Settlement{}}
@@ -181,13 +176,13 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		stats.Preview = p
 	}
 	fail := func(step string, err error) (Output, Stats, error) {
-		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
+		return out, stats, agesweep.StoreError(step, err)
 	}
-	now, err := w.clock(ctx)
+	now, err := w.Now(ctx)
 	if err != nil {
-		return fail("clock", err)
+		return out, stats, err
 	}
-	group, err := w.store.GetGroup(ctx, in.RunnerGroupUUID)
+	group, err := w.Store.GetGroup(ctx, in.RunnerGroupUUID)
 	if err != nil {
 		return fail("group", err)
 	}
@@ -198,29 +193,28 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var candidates []ledger.WorkspaceLease
 	var reasons []string           // each candidate's reason
 	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
-	var after *ledger.LeaseCursor
 	var malformed ledger.Malformed
-	unread := false   // the scan stopped with stale heartbeats still behind it
-	complete := false // the scan read every active lease of the group
-	for out.Examined < w.cfg.MaxExamined {
-		want := min(w.cfg.PageSize, w.cfg.MaxExamined-out.Examined)
-		page, err := w.store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
-		if err != nil {
-			if ctx.Err() != nil {
-				stats.OutOfBudget = true
-				break
-			}
-			return fail("scan", err)
-		}
+	unread := false // the scan stopped with stale heartbeats still behind it
+	var holdersErr error
+	page := func(ctx context.Context, after *ledger.LeaseCursor, want int) ([]ledger.WorkspaceLease, error) {
+		return w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
+	}
+	cursor := func(last ledger.WorkspaceLease) *ledger.LeaseCursor {
+		return &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
+	}
+	want := func() int { return min(w.Config.PageSize, w.Config.MaxExamined-out.Examined) }
+	// complete: the scan read every active lease of the group
+	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.WorkspaceLease, full bool) bool {
 		holders := make([]string, 0, len(page))
 		for _, l := range page {
 			if l.Malformed == "" {
 				holders = append(holders, l.HolderUUID)
 			}
 		}
-		instances, err := w.store.Instances(ctx, holders)
+		instances, err := w.Store.Instances(ctx, holders)
 		if err != nil {
-			return fail("holders", err)
+			holdersErr = err
+			return false
 		}
 		for _, l := range page {
 			out.Examined++
@@ -254,20 +248,27 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 				}
 			}
 		}
-		if len(page) < want {
-			complete = true // read them all
-			break
+		if !full {
+			return false // read them all
 		}
 		last := page[len(page)-1]
 		if len(candidates) >= in.MaxSettlements && !stale(last) {
-			break // nothing behind can be taken this run or counts toward the guard
+			return false // nothing behind can be taken this run or counts toward the guard
 		}
-		after = &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
-		if out.Examined >= w.cfg.MaxExamined {
+		if out.Examined >= w.Config.MaxExamined {
 			stats.ScanCapped = true
 			unread = stale(last)
 			log.Warn("lease scan stopped at its cap; the rest of the group waits for the next run", "examined", out.Examined)
 		}
+		return true
+	})
+	switch {
+	case holdersErr != nil:
+		return fail("holders", holdersErr)
+	case err != nil && ctx.Err() != nil:
+		stats.OutOfBudget = true
+	case err != nil:
+		return fail("scan", err)
 	}
 	stats.Malformed = malformed.Report()
 
@@ -275,7 +276,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		out.Outcome, out.Reason = OutcomeNothingToSettle, "the run's budget ran out while it read the group's leases; nothing was written"
 		return out, stats, nil
 	}
-	inv, err := w.store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	inv, err := w.Store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
 	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread, complete, out.Examined)
 	if err != nil {
@@ -296,10 +297,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		}
 		stats.Kept[storm.Reason] += len(candidates) - len(kept)
 		candidates = kept
-		log.Error("storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them", alerts.StormGuardTripped.Attr(),
-			"aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
+		guard.Held(log, verdict, "storm guard: leases with unresolvable holders and stale heartbeats are too large a share of the group's active leases; abandoned none of them")
 	} else if verdict.Overridden {
-		log.Warn("storm guard overridden by the operator: abandoning past it", "aged", verdict.Aged, "active", verdict.Live, "allowed", verdict.Allowed)
+		guard.Overridden(log, verdict)
 	}
 	if p != nil {
 		p.StormGuardWouldStop = verdict.Holds()
@@ -330,6 +330,9 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	return out, stats, nil
 }
 
+// guard names the workflow's leases in its storm guard's log lines.
+var guard = agesweep.Guard{Aged: "aged", Live: "active", Settling: "abandoning"}
+
 // judge is the storm guard's verdict on a run that examined ageAlone leases it would abandon on
 // heartbeat age alone and staleOther stale ones it judged otherwise. When stale leases were left
 // unread (the scan's cap), every one of them is counted as age alone: the guard errs on the side
@@ -338,20 +341,20 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread, complete bool, examined int) (storm.Verdict, error) {
 	aged := ageAlone
 	if unread {
-		total, err := w.store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
+		total, err := w.Store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
 		if err != nil {
 			return storm.Verdict{}, err
 		}
 		aged = max(aged, total-staleOther)
 	}
 	if complete {
-		return w.cfg.Storm.Judge(aged, int64(examined)), nil
+		return w.Config.Storm.Judge(aged, int64(examined)), nil
 	}
-	live, err := w.store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	live, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
 	if err != nil {
 		return storm.Verdict{}, err
 	}
-	return w.cfg.Storm.Judge(aged, live), nil
+	return w.Config.Storm.Judge(aged, live), nil
 }
 
 // settle abandons each candidate in its own transaction, which checks that the run may write
@@ -364,7 +367,6 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		s       Settlement
 		settled bool
 		refused string
-		err     error
 	}
 	var reads ledger.Reads
 	if !run.IncludeDisabled {
@@ -374,23 +376,11 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		// The fleet's pause, the organization's and the group's.
 		reads.Pauses = ledger.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
 	}
-	var paused atomic.Bool
-	results := make([]result, len(candidates))
-	abandon := w.store.AbandonLease
+	abandon := w.Store.AbandonLease
 	if run.DryRun {
-		abandon = w.store.PreviewAbandonLease
+		abandon = w.Store.PreviewAbandonLease
 	}
-	parallel.ForEach(ctx, len(candidates), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			// The budget is spent or the store breaker tripped: no further lease is tried.
-			results[i] = result{err: ctx.Err()}
-			return false
-		}
-		if paused.Load() {
-			results[i] = result{refused: RefusePaused}
-			return false
-		}
-		seen := candidates[i]
+	results, errs, _ := agesweep.Settle(ctx, candidates, w.Config.Concurrency, func(ctx context.Context, seen ledger.WorkspaceLease) (result, error) {
 		var s Settlement
 		settled, refused, err := abandon(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
 			if why := Refuse(l, in, facts, run.IncludeDisabled); why != "" {
@@ -410,28 +400,24 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 				"heartbeat_at": l.HeartbeatAt, "heartbeat_age_seconds": age, "heartbeat_timeout_seconds": int64(timeout / time.Second),
 			}}, ""
 		})
-		results[i] = result{s: s, settled: settled, refused: refused, err: err}
-		workflow.NoteRow(ctx, err)
-		if refused == RefusePaused {
-			paused.Store(true)
-		}
-		return err != nil && ctx.Err() == nil
-	})
+		return result{s: s, settled: settled, refused: refused}, err
+	}, func(r result) (result, bool) { return result{refused: RefusePaused}, r.refused == RefusePaused })
 	for i, r := range results {
+		err := errs[i]
 		l := log.With("lease_uuid", candidates[i].UUID, "workspace_id", candidates[i].WorkspaceID)
 		if stats.Preview != nil {
-			previewSettle(stats.Preview, candidates[i].UUID, r.s, r.settled, r.refused, r.err, ctx.Err() != nil)
+			previewSettle(stats.Preview, candidates[i].UUID, r.s, r.settled, r.refused, err, ctx.Err() != nil)
 			if r.settled {
 				continue // a dry run settles nothing: its output says so
 			}
 			l = slog.New(slog.DiscardHandler)
 		}
 		switch {
-		case r.err != nil && ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil:
 			stats.OutOfBudget = true
-		case r.err != nil:
+		case err != nil:
 			stats.Errored++
-			l.Warn("abandoning a lease failed; nothing written", "error", r.err.Error())
+			l.Warn("abandoning a lease failed; nothing written", "error", err.Error())
 		case r.refused == RefuseDisabled:
 			stats.Refused[r.refused]++
 			l.Warn("the organization opted out of sweeps during the run; lease left as it is")
@@ -456,11 +442,10 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 // previewSettle notes in a dry run's preview what the abandoning transaction would do with one
 // candidate, as PreviewAbandonLease decided it.
 func previewSettle(p *explain.Preview, id string, s Settlement, settled bool, refused string, err error, outOfBudget bool) {
+	if agesweep.PreviewFailed(p, id, err, outOfBudget) {
+		return
+	}
 	switch {
-	case err != nil && outOfBudget:
-		p.Add(id, "defer", "out_of_budget", "not re-read: the run's budget ran out")
-	case err != nil:
-		p.Add(id, "error", "read_failed", err.Error())
 	case refused == RefusePaused:
 		p.Add(id, "refuse", refused, "the workflow is paused on the runner group: nothing would be abandoned until it is resumed")
 	case refused != "":

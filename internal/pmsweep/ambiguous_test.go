@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
-	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 )
 
 // A reclaim whose commit landed but whose answer was lost (Unavailable, which the client
@@ -20,11 +18,7 @@ import (
 // extra try, and the read-back must not have counted it first.
 func TestAnAmbiguousReclaimIsCountedByWhatTheTaskHolds(t *testing.T) {
 	t.Parallel()
-	for name, fault := range map[string]*fsfaulttest.Commits{
-		"landed, Unavailable":      fsfaulttest.New(codes.Unavailable),
-		"landed, DeadlineExceeded": fsfaulttest.New(codes.DeadlineExceeded),
-		"lost, DeadlineExceeded":   fsfaulttest.Lost(codes.DeadlineExceeded, nil),
-	} {
+	for name, fault := range sweeptest.AmbiguousCommits() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, pmsweep.Config{}, nil)

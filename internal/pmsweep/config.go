@@ -2,8 +2,8 @@ package pmsweep
 
 import (
 	"cmp"
-	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
@@ -28,8 +28,8 @@ const (
 	MaxReclaimsDefault = 5    // reclaims of one task before it is failed as poison
 	MaxStaleDefault    = 1000 // stale tasks handled per run; the rest wait for the next
 	PageSizeDefault    = 200
-	ConcurrencyDefault = 8
-	BudgetDefault      = 4 * time.Minute
+	ConcurrencyDefault = agesweep.ConcurrencyDefault
+	BudgetDefault      = agesweep.BudgetDefault
 	// TTLFloorDefault is the least ttl, in seconds, a sweep started off the command line
 	// accepts: with heartbeats every TTL/3, a smaller one reclaims tasks whose workers are alive.
 	TTLFloorDefault = 60
@@ -40,14 +40,12 @@ type Config struct {
 	MaxReclaims int64
 	MaxStale    int
 	PageSize    int
-	Concurrency int
-	Budget      time.Duration
 	// TTLFloor is the least ttl (seconds) a run not started from the command accepts: the
 	// scheduled path (Dispatch, Sweep) and HTTP.
 	TTLFloor int64
-	// Storm stops a sweep that would reclaim more than a fraction of the queue's working
-	// tasks: a stall of the store or the network, not a queue of dead workers.
-	Storm storm.Config
+	// Bounds' storm guard stops a sweep that would reclaim more than a fraction of the queue's
+	// working tasks: a stall of the store or the network, not a queue of dead workers.
+	agesweep.Bounds
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -55,10 +53,8 @@ func (c Config) WithDefaults() Config {
 	c.MaxReclaims = cmp.Or(c.MaxReclaims, MaxReclaimsDefault)
 	c.MaxStale = cmp.Or(c.MaxStale, MaxStaleDefault)
 	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
-	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
-	c.Budget = cmp.Or(c.Budget, BudgetDefault)
 	c.TTLFloor = cmp.Or(c.TTLFloor, TTLFloorDefault)
-	c.Storm = c.Storm.WithDefaults()
+	c.Bounds = c.Bounds.WithDefaults()
 	return c
 }
 

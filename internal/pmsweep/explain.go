@@ -29,7 +29,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 		return e, err
 	}
 	e.Row = row.Fields
-	now, err := w.clock(ctx)
+	now, err := w.Clock(ctx)
 	if err != nil {
 		return e, fmt.Errorf("read the clock: %w", err)
 	}
@@ -76,13 +76,13 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 		e.Verdict, e.Rule, e.Detail = "skip", "not_stale", "silent for at most the TTL: its worker may be alive"
 		return e, nil
 	}
-	res, err := w.store.PreviewReclaim(ctx, queue, id, nil, Reclaimable(t, w.cfg.MaxReclaims))
+	res, err := w.Store.PreviewReclaim(ctx, queue, id, nil, Reclaimable(t, w.Config.MaxReclaims))
 	switch {
 	case err != nil:
 		return e, err
 	case res.Poisoned:
 		e.Verdict, e.Outcome, e.Rule = "fail_as_poison", ledger.TaskFailed, "max_reclaims"
-		e.Detail = fmt.Sprintf("reclaimed %d times already: failed instead of requeued (more than %d)", t.ReclaimCount, w.cfg.MaxReclaims)
+		e.Detail = fmt.Sprintf("reclaimed %d times already: failed instead of requeued (more than %d)", t.ReclaimCount, w.Config.MaxReclaims)
 	case res.Reclaimed:
 		e.Verdict, e.Outcome, e.Rule = "reclaim", ledger.TaskNew, "silent_past_ttl"
 		e.Detail = "a preempt heartbeat on the heartbeat head, then a reclaim status: requeued as new"

@@ -3,10 +3,11 @@ package pmsweep_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
@@ -18,18 +19,12 @@ import (
 // reclaim commits, and counts the reclaims tried.
 type pauser struct {
 	pmsweep.Store
-	mu    sync.Mutex
-	calls int
-	pause func()
+	sweeptest.PauseAfterFirst
 }
 
 func (p *pauser) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error) {
 	r, err := p.Store.ReclaimTask(ctx, queue, id, reclaimer, pauses, now, decide)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.calls++; p.calls == 1 {
-		p.pause()
-	}
+	p.Tried()
 	return r, err
 }
 
@@ -54,8 +49,8 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			t.Parallel()
 			var p *pauser
 			// One task at a time, so that the pause falls between two reclaims.
-			e := newEnv(t, pmsweep.Config{Concurrency: 1}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
-			p.pause = func() {
+			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
+			p.Pause = func() {
 				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
 					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
 					t.Error(err)
@@ -87,9 +82,9 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 				}
 			}
 			switch {
-			case c.paused && (requeued != 1 || len(o.Reclaimed) != 1 || len(o.Raced) != 0 || s.Paused != 2 || p.calls != 2):
+			case c.paused && (requeued != 1 || len(o.Reclaimed) != 1 || len(o.Raced) != 0 || s.Paused != 2 || p.Calls() != 2):
 				t.Errorf("requeued %d, output %+v, stats %+v, %d transactions; want 1 reclaimed before the pause, 2 paused, and no transaction after the first paused one",
-					requeued, o, s, p.calls)
+					requeued, o, s, p.Calls())
 			case !c.paused && (requeued != 3 || len(o.Reclaimed) != 3 || s.Paused != 0):
 				t.Errorf("requeued %d, output %+v, stats %+v; want all 3", requeued, o, s)
 			}

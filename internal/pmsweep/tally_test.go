@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
-	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a sweep decided, in a form a table can state.
@@ -247,21 +247,9 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			if len(stats.RacedWhy) > 0 {
 				got.racedWhy = maps.Clone(stats.RacedWhy)
 			}
-			if stats.Malformed != nil {
-				got.malformed = stats.Malformed.Count
-			}
-			if stats.Invisible != nil {
-				got.invis = int(stats.Invisible.Count)
-			}
-			if v := stats.StormGuard; v != nil {
-				got.aged, got.live, got.tripped, got.overridden = v.Aged, v.Live, v.Tripped, v.Overridden
-			}
-			var se *workflow.StepError
-			if errors.As(err, &se) {
-				got.failed = se.Reason
-			} else if err != nil {
-				t.Fatalf("run failed without a step error: %v", err)
-			}
+			steps := sweeptest.StepsOf(t, stats.Malformed, stats.Invisible, stats.StormGuard, err)
+			got.malformed, got.invis, got.failed = steps.Malformed, steps.Invisible, steps.Failed
+			got.aged, got.live, got.tripped, got.overridden = steps.Aged, steps.Live, steps.Tripped, steps.Overridden
 			want := c.want
 			if slices.Equal(want.reclaimed, []string{"?"}) && len(got.reclaimed) == 1 {
 				want.reclaimed = got.reclaimed // which one went first is the pool's random order

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -31,15 +31,11 @@ type Store interface {
 }
 
 // Workflow is the sweep.
-type Workflow struct {
-	store Store
-	cfg   Config
-	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
-}
+type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
+	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
 }
 
 // Declared is the sweep's declaration: one run covers one task queue; it reclaims on silence
@@ -49,7 +45,7 @@ var Declared = workflow.Declaration{Type: contract.PMSweep, Scope: workflow.Scop
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
 // atomic: pending → completed, any → failed.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: w.check, Scheduled: w.scheduled, Probe: workflow.ProbeEach(w.probe), Body: w.body}
+	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: agesweep.OffCommand(w.scheduled), Scheduled: w.scheduled, Probe: workflow.ProbeEach(w.probe), Body: w.body}
 }
 
 // probe: a queue has work when its least recently active working task has been silent for the
@@ -60,7 +56,7 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	if err := json.Unmarshal(input, &in); err != nil {
 		return false, err
 	}
-	oldest, err := w.store.ScanWorking(ctx, in.Queue, nil, 1)
+	oldest, err := w.Store.ScanWorking(ctx, in.Queue, nil, 1)
 	if err != nil || len(oldest) == 0 {
 		return false, err
 	}
@@ -68,17 +64,9 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	return t.Malformed != "" || !t.LastActivityAt.After(now.Add(-time.Duration(in.TTL)*time.Second)), nil
 }
 
-// check applies the TTL floor to every run not started from the command.
-func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
-	if trigger == workflow.TriggerLocal {
-		return nil
-	}
-	return w.scheduled(input)
-}
-
 // scheduled is the TTL floor every path but the command applies.
 func (w *Workflow) scheduled(input json.RawMessage) error {
-	return CheckTTLFloor(input, w.cfg.TTLFloor)
+	return CheckTTLFloor(input, w.Config.TTLFloor)
 }
 
 // CheckTTLFloor refuses an input whose ttl is below floor (seconds).
@@ -88,9 +76,9 @@ func CheckTTLFloor(input json.RawMessage, floor int64) error {
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	var in Input
-	if err := json.Unmarshal(run.Input, &in); err != nil {
-		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	in, err := agesweep.Decode[Input](run.Input)
+	if err != nil {
+		return workflow.Result{}, err
 	}
 	// The engine's dry run is the seed's dry_run: one path, one output.
 	in.DryRun = in.DryRun || run.DryRun
@@ -135,6 +123,9 @@ func Stale(t ledger.Task, now time.Time, ttl time.Duration) bool {
 	return now.Sub(t.LastActivityAt) > ttl
 }
 
+// guard names the sweep's tasks in its storm guard's log lines.
+var guard = agesweep.Guard{Aged: "silent", Live: "working", Settling: "reclaiming"}
+
 // ageSeconds is how long a task has been silent, in whole seconds.
 func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
 
@@ -157,7 +148,7 @@ func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *sl
 
 // runOnce is RunOnce, its reclaims reading the pause documents pauses names.
 func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
 	log = log.With("queue", in.Queue)
 	ttl := time.Duration(in.TTL) * time.Second
@@ -165,11 +156,11 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	out := Output{Reclaimed: []Reclaimed{}, Raced: []Raced{}, DryRun: in.DryRun, TTL: in.TTL}
 	stats := Stats{RacedWhy: map[string]int{}}
 	fail := func(step string, err error) (Output, Stats, error) {
-		return out, stats, &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
+		return out, stats, agesweep.StoreError(step, err)
 	}
-	now, err := w.clock(ctx)
+	now, err := w.Now(ctx)
 	if err != nil {
-		return fail("clock", err)
+		return out, stats, err
 	}
 
 	// Working tasks, least recently active first: the stale ones come first, then the ones
@@ -178,53 +169,52 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	var stale []ledger.Task
 	var longestLive time.Duration
 	var malformed ledger.Malformed
-	var after *ledger.TaskCursor
-scan:
-	for {
-		page, err := w.store.ScanWorking(ctx, in.Queue, after, w.cfg.PageSize)
-		if err != nil {
-			return fail("scan", err)
-		}
+	page := func(ctx context.Context, after *ledger.TaskCursor, want int) ([]ledger.Task, error) {
+		return w.Store.ScanWorking(ctx, in.Queue, after, want)
+	}
+	cursor := func(last ledger.Task) *ledger.TaskCursor {
+		return &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+	}
+	pageSize := func() int { return w.Config.PageSize }
+	if _, err := agesweep.Pages(ctx, page, cursor, pageSize, func(page []ledger.Task, _ bool) bool {
 		for _, t := range page {
 			if t.Malformed != "" {
 				if malformed.Count == ledger.MalformedReadMax {
 					stats.Capped = true // more unreadable tasks than one run reads past
-					break scan
+					return false
 				}
 				malformed.Note(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection+"/"+t.ID, t.Malformed)
 				continue
 			}
 			age := now.Sub(t.LastActivityAt)
 			switch {
-			case Stale(t, now, ttl) && len(stale) == w.cfg.MaxStale:
+			case Stale(t, now, ttl) && len(stale) == w.Config.MaxStale:
 				stats.Capped = true
-				break scan
+				return false
 			case Stale(t, now, ttl):
 				stale = append(stale, t)
 			case age > warnAt:
 				stats.NearTTL++
 				longestLive = max(longestLive, age)
 			default:
-				break scan
+				return false
 			}
 		}
-		if len(page) < w.cfg.PageSize {
-			break
-		}
-		last := page[len(page)-1]
-		after = &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+		return true
+	}); err != nil {
+		return fail("scan", err)
 	}
 	stats.Malformed = malformed.Report()
 	// scanned is every task of the queue, as the seed's walk covers them all; only the working
 	// ones are read (no other can be stale), the rest are counted.
-	if out.Scanned, err = w.store.CountTasks(ctx, in.Queue); err != nil {
+	if out.Scanned, err = w.Store.CountTasks(ctx, in.Queue); err != nil {
 		return fail("count", err)
 	}
-	n, err := w.store.CountWorking(ctx, in.Queue)
+	n, err := w.Store.CountWorking(ctx, in.Queue)
 	if err != nil {
 		return fail("count", err)
 	}
-	inv, err := w.store.Invisible(ctx, in.Queue)
+	inv, err := w.Store.Invisible(ctx, in.Queue)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
 	if stats.NearTTL > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
@@ -237,57 +227,38 @@ scan:
 	// unless it stopped at MaxStale; then they are counted.
 	silent := int64(len(stale))
 	if stats.Capped {
-		if silent, err = w.store.CountSilent(ctx, in.Queue, now.Add(-ttl)); err != nil {
+		if silent, err = w.Store.CountSilent(ctx, in.Queue, now.Add(-ttl)); err != nil {
 			return fail("count", err)
 		}
 		silent = max(silent, int64(len(stale))) // a task read stale may have moved since
 	}
 	out.Stale = int(silent)
 	stats.Deferred = int(silent) - len(stale)
-	verdict := w.cfg.Storm.Judge(silent, n).Override(override)
+	verdict := w.Config.Storm.Judge(silent, n).Override(override)
 	stats.StormGuard = &verdict
 	switch {
 	case verdict.Holds() && in.DryRun:
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the storm guard would refuse this sweep: %d of %d working tasks are silent, more than the %d allowed", verdict.Aged, verdict.Live, verdict.Allowed))
 	case verdict.Holds():
-		log.Error("storm guard: silent tasks are too large a share of the working ones; reclaimed none", alerts.StormGuardTripped.Attr(),
-			"silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed, "ttl", in.TTL)
+		guard.Held(log, verdict, "storm guard: silent tasks are too large a share of the working ones; reclaimed none", "ttl", in.TTL)
 		return out, stats, verdict.StepError()
 	case verdict.Overridden:
-		log.Warn("storm guard overridden by the operator: reclaiming past it", "silent", verdict.Aged, "working", verdict.Live, "allowed", verdict.Allowed)
+		guard.Overridden(log, verdict)
 	}
 
 	var p *explain.Preview
 	if in.DryRun {
-		p = explain.NewPreview(explain.ReadOnlyTransaction)
-		p.StormGuardWouldStop = verdict.Holds()
+		p = agesweep.NewPreview(verdict, stats.Malformed)
 		stats.Preview = p
-		if stats.Malformed != nil {
-			p.Count("skip", "malformed", stats.Malformed.Count)
-		}
 		p.Count("defer", "max_stale", stats.Deferred)
 	}
-	results := make([]ledger.Reclaim, len(stale))
-	errs := make([]error, len(stale))
-	var paused ledger.PauseSeen
-	parallel.ForEach(ctx, len(stale), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return false
-		}
-		if p := paused.Pause(); p != nil {
-			results[i], errs[i] = ledger.Reclaim{Why: ledger.LeftPaused, Pause: p}, nil
-			return false
-		}
-		t := stale[i]
+	results, errs, left := agesweep.Settle(ctx, stale, w.Config.Concurrency, func(ctx context.Context, t ledger.Task) (ledger.Reclaim, error) {
 		if in.DryRun {
-			results[i], errs[i] = w.store.PreviewReclaim(ctx, in.Queue, t.ID, pauses, Reclaimable(t, w.cfg.MaxReclaims))
-		} else {
-			results[i], errs[i] = w.store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, pauses, now, Reclaimable(t, w.cfg.MaxReclaims))
+			return w.Store.PreviewReclaim(ctx, in.Queue, t.ID, pauses, Reclaimable(t, w.Config.MaxReclaims))
 		}
-		workflow.NoteRow(ctx, errs[i])
-		paused.Note(results[i].Pause)
-		return errs[i] != nil
+		return w.Store.ReclaimTask(ctx, in.Queue, t.ID, in.Reclaimer, pauses, now, Reclaimable(t, w.Config.MaxReclaims))
+	}, func(r ledger.Reclaim) (ledger.Reclaim, bool) {
+		return ledger.Reclaim{Why: ledger.LeftPaused, Pause: r.Pause}, r.Pause != nil
 	})
 
 	for i, t := range stale {
@@ -308,7 +279,7 @@ scan:
 		case res.Reclaimed && res.Poisoned:
 			out.Poisoned = append(out.Poisoned, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
 			stats.Poisoned++
-			l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "outcome", OutcomePoisoned, "max_reclaims", w.cfg.MaxReclaims, "reclaim_status_sha", res.StatusSHA)
+			l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "outcome", OutcomePoisoned, "max_reclaims", w.Config.MaxReclaims, "reclaim_status_sha", res.StatusSHA)
 		case res.Reclaimed:
 			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
 			l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
@@ -320,8 +291,8 @@ scan:
 			l.Info("task raced: its worker was alive after all", "why", res.Why)
 		}
 	}
-	if p := paused.Pause(); p != nil && !in.DryRun {
-		log.Warn("the sweep was paused while it ran (on the queue, or fleet-wide): the tasks left were not reclaimed", "paused", p.String(), "left", stats.Paused)
+	if left != nil && !in.DryRun {
+		log.Warn("the sweep was paused while it ran (on the queue, or fleet-wide): the tasks left were not reclaimed", "paused", left.Pause.String(), "left", stats.Paused)
 	}
 	return out, stats, nil
 }
@@ -329,12 +300,11 @@ scan:
 // previewRow notes in a dry run's preview what the sweep would do with one stale task, given
 // what PreviewReclaim said of it (res, err) and whether the storm guard would stop the sweep.
 func previewRow(p *explain.Preview, t ledger.Task, res ledger.Reclaim, err error, outOfBudget, held bool, age int64) {
+	if agesweep.PreviewFailed(p, t.ID, err, outOfBudget) {
+		return
+	}
 	silent := fmt.Sprintf("silent %ds (last activity %s)", age, t.LastActivityAt.UTC().Format(ledger.EntryTimeLayout))
 	switch {
-	case err != nil && outOfBudget:
-		p.Add(t.ID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
-	case err != nil:
-		p.Add(t.ID, "error", "read_failed", err.Error())
 	case res.Why == ledger.LeftPaused:
 		where := "on the queue"
 		if res.Pause != nil && res.Pause.Fleet() {

@@ -6,23 +6,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc/codes"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
-	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 )
-
-// faults are the ambiguous commits: two that landed, and one that did not (the extra try then
-// settles the row, and the read-back must not have counted it first).
-func faults() map[string]*fsfaulttest.Commits {
-	return map[string]*fsfaulttest.Commits{
-		"landed, Unavailable":      fsfaulttest.New(codes.Unavailable),
-		"landed, DeadlineExceeded": fsfaulttest.New(codes.DeadlineExceeded),
-		"lost, DeadlineExceeded":   fsfaulttest.Lost(codes.DeadlineExceeded, nil),
-	}
-}
 
 // An abandonment whose commit landed but whose answer was lost (Unavailable, which the client
 // retries into "transaction is invalid or closed", or DeadlineExceeded) is read back: the run
@@ -30,7 +19,7 @@ func faults() map[string]*fsfaulttest.Commits {
 // with its interlock release counted.
 func TestAnAmbiguousCommitThatLandedCountsAsSweptByThisRun(t *testing.T) {
 	t.Parallel()
-	for name, fault := range faults() {
+	for name, fault := range sweeptest.AmbiguousCommits() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, nil)

@@ -2,8 +2,8 @@ package runssweep
 
 import (
 	"cmp"
-	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
@@ -18,27 +18,23 @@ const (
 // Defaults of Config.
 const (
 	ScheduledFloorMsDefault = 60000 // the least older_than_ms the scheduled path accepts
-	ConcurrencyDefault      = 8
-	BudgetDefault           = 4 * time.Minute
+	ConcurrencyDefault      = agesweep.ConcurrencyDefault
+	BudgetDefault           = agesweep.BudgetDefault
 )
 
 // Config tunes the sweep. Zero values take the defaults.
 type Config struct {
 	// ScheduledFloorMs is the least older_than_ms a run not started from the command accepts.
 	ScheduledFloorMs int64
-	Concurrency      int
-	Budget           time.Duration
-	// Storm stops a run that would abandon more than a fraction of the fleet's running
-	// invocations: a stall of the store or the network, not a fleet of dead apps.
-	Storm storm.Config
+	// Bounds' storm guard stops a run that would abandon more than a fraction of the fleet's
+	// running invocations: a stall of the store or the network, not a fleet of dead apps.
+	agesweep.Bounds
 }
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	c.ScheduledFloorMs = cmp.Or(c.ScheduledFloorMs, ScheduledFloorMsDefault)
-	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
-	c.Budget = cmp.Or(c.Budget, BudgetDefault)
-	c.Storm = c.Storm.WithDefaults()
+	c.Bounds = c.Bounds.WithDefaults()
 	return c
 }
 

@@ -28,19 +28,19 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 		return e, err
 	}
 	e.Row = row.Fields
-	now, err := w.clock(ctx)
+	now, err := w.Clock(ctx)
 	if err != nil {
 		return e, fmt.Errorf("read the clock: %w", err)
 	}
 	r := row.Value
-	deadline := Deadline(now, w.cfg.ScheduledFloorMs)
+	deadline := Deadline(now, w.Config.ScheduledFloorMs)
 	stamped := row.HasTimestamp("last_moved_at")
 	e.Checks = []explain.Check{
 		{Name: "status running", OK: row.Fields["status"] == ledger.ExtensionRunning, Detail: fmt.Sprintf("status %q; the scan reads running invocations only", row.Fields["status"])},
 		{Name: "last_moved_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_moved_at"])},
 		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
 		{Name: "idle past threshold", OK: stamped && r.LastMovedAt.Before(deadline), Detail: fmt.Sprintf(
-			"idle %s against older_than_ms %d (the scheduled floor; deadline %s)", idle(now, r.LastMovedAt, stamped), w.cfg.ScheduledFloorMs, deadline.Format(time.RFC3339))},
+			"idle %s against older_than_ms %d (the scheduled floor; deadline %s)", idle(now, r.LastMovedAt, stamped), w.Config.ScheduledFloorMs, deadline.Format(time.RFC3339))},
 	}
 	e.Decided()
 	if r.Settlement != nil {
@@ -54,7 +54,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the run does not decode: the sweep skips it (counted in stats.malformed)"
 		return e, nil
 	}
-	res, err := w.store.PreviewAbandon(ctx, runID, nil, Abandonable(r, deadline))
+	res, err := w.Store.PreviewAbandon(ctx, runID, nil, Abandonable(r, deadline))
 	if err != nil {
 		return e, err
 	}

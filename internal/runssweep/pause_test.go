@@ -2,10 +2,11 @@ package runssweep_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -18,18 +19,12 @@ import (
 // abandonment commits, and counts the abandonments tried.
 type pauser struct {
 	runssweep.Store
-	mu    sync.Mutex
-	calls int
-	pause func()
+	sweeptest.PauseAfterFirst
 }
 
 func (p *pauser) Abandon(ctx context.Context, runID string, pauses []string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error) {
 	a, err := p.Store.Abandon(ctx, runID, pauses, s, decide)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.calls++; p.calls == 1 {
-		p.pause()
-	}
+	p.Tried()
 	return a, err
 }
 
@@ -54,9 +49,9 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			var p *pauser
 			e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
 			// One run at a time, so that the pause falls between two abandonments.
-			e.wf = runssweep.New(p, runssweep.Config{Concurrency: 1}, ledger.LocalClock(e.clock.Now))
+			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.clock.Now))
 			e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
-			p.pause = func() {
+			p.Pause = func() {
 				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.clock.Now().Add(-2 * time.Minute), Reason: "incident"}
 				if c.until != 0 {
 					pause.Until = e.clock.Now().Add(c.until)
@@ -83,9 +78,9 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 				}
 			}
 			switch {
-			case c.paused && (abandoned != 1 || o.Swept != 1 || s.Paused != 2 || s.Moved != 0 || p.calls != 2):
+			case c.paused && (abandoned != 1 || o.Swept != 1 || s.Paused != 2 || s.Moved != 0 || p.Calls() != 2):
 				t.Errorf("abandoned %d, swept %d, stats %+v, %d transactions; want 1 abandoned before the pause, 2 paused, and no transaction after the first paused one",
-					abandoned, o.Swept, s, p.calls)
+					abandoned, o.Swept, s, p.Calls())
 			case !c.paused && (abandoned != 3 || o.Swept != 3 || s.Paused != 0):
 				t.Errorf("abandoned %d, swept %d, stats %+v; want all 3", abandoned, o.Swept, s)
 			}

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
-	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a run decided, in a form a table can state.
@@ -233,7 +234,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			c.seed(s, cancel)
-			wf := runssweep.New(s, runssweep.Config{Concurrency: 1}, ledger.LocalClock(func() time.Time { return now }))
+			wf := runssweep.New(s, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(ctx, "run-1", c.in, c.override, logging.Discard())
 			got := tally{scanned: stats.Scanned, moved: stats.Moved, errored: stats.Errored, deferred: stats.Deferred,
 				released: stats.InterlocksReleased, heldByOther: stats.InterlocksHeldByOther, outOfBu: stats.OutOfBudget}
@@ -247,21 +248,9 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			if out.Swept != len(out.Runs) {
 				t.Errorf("swept %d, but %d runs listed", out.Swept, len(out.Runs))
 			}
-			if stats.Malformed != nil {
-				got.malformed = stats.Malformed.Count
-			}
-			if stats.Invisible != nil {
-				got.invis = int(stats.Invisible.Count)
-			}
-			if v := stats.StormGuard; v != nil {
-				got.aged, got.live, got.tripped, got.overridden = v.Aged, v.Live, v.Tripped, v.Overridden
-			}
-			var se *workflow.StepError
-			if errors.As(err, &se) {
-				got.failed = se.Reason
-			} else if err != nil {
-				t.Fatalf("run failed without a step error: %v", err)
-			}
+			steps := sweeptest.StepsOf(t, stats.Malformed, stats.Invisible, stats.StormGuard, err)
+			got.malformed, got.invis, got.failed = steps.Malformed, steps.Invisible, steps.Failed
+			got.aged, got.live, got.tripped, got.overridden = steps.Aged, steps.Live, steps.Tripped, steps.Overridden
 			want := c.want
 			if slices.Equal(want.swept, []string{"?"}) && len(got.swept) == 1 {
 				want.swept = got.swept // which one went first is the pool's random order

@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -33,15 +32,11 @@ type Store interface {
 const ReasonIdle = "idle_past_deadline"
 
 // Workflow is the sweep.
-type Workflow struct {
-	store Store
-	cfg   Config
-	clock ledger.Clock // Firestore's clock in production (ledger.ServerClock)
-}
+type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{store: store, cfg: cfg.WithDefaults(), clock: clock}
+	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
 }
 
 // Declared is the sweep's declaration: one run covers the whole fleet; it settles on age alone;
@@ -55,7 +50,7 @@ func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
 		Declaration: Declared,
 		States:      workflow.Atomic,
-		Check:       w.check,
+		Check:       agesweep.OffCommand(w.scheduled),
 		Scheduled:   w.scheduled,
 		Probe:       workflow.ProbeEach(w.probe),
 		Body:        w.body,
@@ -69,21 +64,13 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	if err := json.Unmarshal(input, &in); err != nil {
 		return false, err
 	}
-	idle, err := w.store.ScanIdle(ctx, Deadline(now, in.OlderThanMs), nil, 1)
+	idle, err := w.Store.ScanIdle(ctx, Deadline(now, in.OlderThanMs), nil, 1)
 	return len(idle) > 0, err
-}
-
-// check applies the scheduled floor to every run not started from the command.
-func (w *Workflow) check(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
-	if trigger == workflow.TriggerLocal {
-		return nil
-	}
-	return w.scheduled(input)
 }
 
 // scheduled is the floor every path but the command applies.
 func (w *Workflow) scheduled(input json.RawMessage) error {
-	return CheckFloor(input, w.cfg.ScheduledFloorMs)
+	return CheckFloor(input, w.Config.ScheduledFloorMs)
 }
 
 // CheckFloor refuses an input whose older_than_ms is below floor.
@@ -93,9 +80,9 @@ func CheckFloor(input json.RawMessage, floor int64) error {
 }
 
 func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	var in Input
-	if err := json.Unmarshal(run.Input, &in); err != nil {
-		return workflow.Result{}, &workflow.StepError{Step: "decode", Layer: "workflow", Reason: "input_invalid", Err: err}
+	in, err := agesweep.Decode[Input](run.Input)
+	if err != nil {
+		return workflow.Result{}, err
 	}
 	out, stats, err := w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, Pauses(run.OverridePause), run.Logger)
 	return workflow.Result{Output: out, Stats: stats}, err
@@ -127,6 +114,9 @@ func Abandonable(seen ledger.ExtensionRun, deadline time.Time) func(ledger.Exten
 	}
 }
 
+// guard names the sweep's rows in its storm guard's log lines.
+var guard = agesweep.Guard{Aged: "idle", Live: "running", Settling: "abandoning"}
+
 // firestoreMin is the earliest time Firestore stores.
 var firestoreMin = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -149,22 +139,22 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 // runOnce is one sweep, or its dry run; each abandonment reads the pause documents pauses
 // names. The first one a pause refuses stops the rest: none is tried after it (stats.paused).
 func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, override, dry bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
+	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
 	out := Output{OlderThanMs: in.OlderThanMs, Runs: []SweptRun{}}
 	stats := Stats{}
-	now, err := w.clock(ctx)
+	now, err := w.Now(ctx)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "clock", Layer: "firestore", Reason: "clock_failed", Err: err}
+		return out, stats, err
 	}
 	deadline := Deadline(now, in.OlderThanMs)
 	stats.Deadline = deadline.Format(time.RFC3339Nano)
 
 	idle, capped, err := w.scan(ctx, deadline, in.Limit, &stats, log)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "scan", Layer: "firestore", Reason: "scan_failed", Err: err}
+		return out, stats, agesweep.StoreError("scan", err)
 	}
-	inv, err := w.store.Invisible(ctx)
+	inv, err := w.Store.Invisible(ctx)
 	stats.Invisible = ledger.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
 	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
@@ -172,53 +162,37 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	// followed by a count.
 	aged := int64(len(idle))
 	if len(idle) == in.Limit || capped {
-		if aged, err = w.store.CountIdle(ctx, deadline); err != nil {
-			return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+		if aged, err = w.Store.CountIdle(ctx, deadline); err != nil {
+			return out, stats, agesweep.StoreError("count", err)
 		}
 		aged = max(aged, int64(len(idle))) // a run read idle may have moved since
 	}
-	live, err := w.store.CountRunning(ctx)
+	live, err := w.Store.CountRunning(ctx)
 	if err != nil {
-		return out, stats, &workflow.StepError{Step: "count", Layer: "firestore", Reason: "count_failed", Err: err}
+		return out, stats, agesweep.StoreError("count", err)
 	}
-	verdict := w.cfg.Storm.Judge(aged, live).Override(override)
+	verdict := w.Config.Storm.Judge(aged, live).Override(override)
 	stats.StormGuard = &verdict
 	if dry {
 		return out, stats, w.preview(ctx, idle, now, deadline, verdict, pauses, &stats)
 	}
 	switch {
 	case verdict.Holds():
-		log.Error("storm guard: idle app invocations are too large a share of the running ones; abandoned none", alerts.StormGuardTripped.Attr(),
-			"idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed, "older_than_ms", in.OlderThanMs)
+		guard.Held(log, verdict, "storm guard: idle app invocations are too large a share of the running ones; abandoned none", "older_than_ms", in.OlderThanMs)
 		return out, stats, verdict.StepError()
 	case verdict.Overridden:
-		log.Warn("storm guard overridden by the operator: abandoning past it", "idle", verdict.Aged, "running", verdict.Live, "allowed", verdict.Allowed)
+		guard.Overridden(log, verdict)
 	}
 
-	results := make([]ledger.Abandonment, len(idle))
-	errs := make([]error, len(idle))
-	var paused ledger.PauseSeen
-	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return false
-		}
-		if p := paused.Pause(); p != nil {
-			results[i], errs[i] = ledger.Abandonment{Why: ledger.LeftPaused, Pause: p}, nil
-			return false
-		}
-		r := idle[i]
-		results[i], errs[i] = w.store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
+	results, errs, left := agesweep.Settle(ctx, idle, w.Config.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
+		return w.Store.Abandon(ctx, r.RunID, pauses, ledger.Settlement{
 			At: now, WorkflowRunUUID: runUUID, Reason: ReasonIdle,
 			Evidence: map[string]any{
 				"last_moved_at": r.LastMovedAt, "older_than_ms": in.OlderThanMs, "deadline": deadline,
 				"idle_ms": now.Sub(r.LastMovedAt).Milliseconds(),
 			},
 		}, Abandonable(r, deadline))
-		workflow.NoteRow(ctx, errs[i])
-		paused.Note(results[i].Pause)
-		return errs[i] != nil // contention: worth one more try once the others are done
-	})
+	}, pausedLeft)
 
 	for i, r := range idle {
 		res, err := results[i], errs[i]
@@ -253,12 +227,11 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 			stats.Moved++
 		}
 	}
-	if p := paused.Pause(); p != nil {
-		log.Warn("the sweep was paused while it ran: the runs left were not abandoned", "paused", p.String(), "left", stats.Paused)
+	if left != nil {
+		log.Warn("the sweep was paused while it ran: the runs left were not abandoned", "paused", left.Pause.String(), "left", stats.Paused)
 	}
 	if stats.Errored > 0 && stats.Errored == len(idle) {
-		return out, stats, &workflow.StepError{Step: "abandon", Layer: "firestore", Reason: "abandon_failed",
-			Err: fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs))}
+		return out, stats, agesweep.StoreError("abandon", fmt.Errorf("every one of %d abandon transactions failed: %w", len(idle), firstErr(errs)))
 	}
 	return out, stats, nil
 }
@@ -267,39 +240,20 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 // by PreviewAbandon as Abandon would, noted in stats.Preview, nothing written. It fails as the
 // real run would when the guard holds (then every run it would abandon is kept by the guard).
 func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, pauses []string, stats *Stats) error {
-	p := explain.NewPreview(explain.ReadOnlyTransaction)
+	p := agesweep.NewPreview(verdict, stats.Malformed)
 	stats.Preview = p
-	p.StormGuardWouldStop = verdict.Holds()
-	if stats.Malformed != nil {
-		p.Count("skip", "malformed", stats.Malformed.Count)
-	}
-	results := make([]ledger.Abandonment, len(idle))
-	errs := make([]error, len(idle))
-	var paused ledger.PauseSeen
-	parallel.ForEach(ctx, len(idle), w.cfg.Concurrency, func(i int) bool {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return false
-		}
-		if p := paused.Pause(); p != nil {
-			results[i], errs[i] = ledger.Abandonment{Why: ledger.LeftPaused, Pause: p}, nil
-			return false
-		}
-		results[i], errs[i] = w.store.PreviewAbandon(ctx, idle[i].RunID, pauses, Abandonable(idle[i], deadline))
-		workflow.NoteRow(ctx, errs[i])
-		paused.Note(results[i].Pause)
-		return errs[i] != nil
-	})
+	results, errs, _ := agesweep.Settle(ctx, idle, w.Config.Concurrency, func(ctx context.Context, r ledger.ExtensionRun) (ledger.Abandonment, error) {
+		return w.Store.PreviewAbandon(ctx, r.RunID, pauses, Abandonable(r, deadline))
+	}, pausedLeft)
 	for i, r := range idle {
 		res, err := results[i], errs[i]
+		agesweep.PreviewFailed(p, r.RunID, err, ctx.Err() != nil)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			stats.Deferred++
 			stats.OutOfBudget = true
-			p.Add(r.RunID, "defer", "out_of_budget", "not re-read: the run's budget ran out")
 		case err != nil:
 			stats.Errored++
-			p.Add(r.RunID, "error", "read_failed", err.Error())
 		case res.Why == ledger.LeftPaused:
 			stats.Paused++
 			p.Add(r.RunID, "keep", string(ledger.LeftPaused), "the sweep is paused fleet-wide: nothing would be abandoned until it is resumed")
@@ -337,16 +291,20 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 	var idle []ledger.ExtensionRun
 	var malformed ledger.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
-	var after *ledger.RunCursor
-	for read := 0; len(idle) < limit; {
-		want := min(limit-len(idle), limit+ledger.MalformedReadMax-read)
-		if want <= 0 {
-			return idle, true, nil
+	read := 0
+	page := func(ctx context.Context, after *ledger.RunCursor, want int) ([]ledger.ExtensionRun, error) {
+		return w.Store.ScanIdle(ctx, deadline, after, want)
+	}
+	cursor := func(last ledger.ExtensionRun) *ledger.RunCursor {
+		return &ledger.RunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+	}
+	want := func() int {
+		if len(idle) >= limit {
+			return 0
 		}
-		page, err := w.store.ScanIdle(ctx, deadline, after, want)
-		if err != nil {
-			return nil, false, err
-		}
+		return min(limit-len(idle), limit+ledger.MalformedReadMax-read)
+	}
+	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.ExtensionRun, _ bool) bool {
 		read += len(page)
 		stats.Scanned += len(page)
 		for _, r := range page {
@@ -356,13 +314,17 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 			}
 			idle = append(idle, r)
 		}
-		if len(page) < want {
-			break
-		}
-		last := page[len(page)-1]
-		after = &ledger.RunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+		return true
+	})
+	if err != nil {
+		return nil, false, err
 	}
-	return idle, false, nil
+	return idle, !complete && len(idle) < limit, nil
+}
+
+// pausedLeft is what Settle notes for an idle run not tried once a pause refused one.
+func pausedLeft(a ledger.Abandonment) (ledger.Abandonment, bool) {
+	return ledger.Abandonment{Why: ledger.LeftPaused, Pause: a.Pause}, a.Pause != nil
 }
 
 func firstErr(errs []error) error {

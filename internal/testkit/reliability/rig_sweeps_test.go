@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -41,7 +42,7 @@ func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) r
 	if wrap != nil {
 		sweepStore = wrap(r, store)
 	}
-	r.use(runssweep.New(sweepStore, runssweep.Config{Concurrency: 4}, ledger.LocalClock(r.clock.Now)).Definition())
+	r.use(runssweep.New(sweepStore, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const olderThanMs = 60000
 	r.seed = func(t reporter, trial int) trialRows {
@@ -111,7 +112,7 @@ func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) r
 func pmSweepRig(t *testing.T) *rig {
 	r := newRig(t, contract.PMSweep, "reclaim_count")
 	tasks := ledger.NewTaskStore(r.fs, ledger.TxConfig{ServerTime: r.clock.Now})
-	r.use(pmsweep.New(tasks, pmsweep.Config{Concurrency: 4}, ledger.LocalClock(r.clock.Now)).Definition())
+	r.use(pmsweep.New(tasks, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const reclaimer = "reliability"
 	r.seed = func(t reporter, trial int) trialRows {
@@ -199,7 +200,7 @@ func reclaimTask(doc, id string, heads chainHeads, now time.Time, reclaimer stri
 func leaseSettleRig(t *testing.T) *rig {
 	r := newRig(t, contract.WorkspaceLeaseSettle, "settlement")
 	leases := ledger.NewLeaseStore(r.fs, ledger.TxConfig{ServerTime: r.clock.Now})
-	r.use(leasesettle.New(leases, leasesettle.Config{Concurrency: 4}, ledger.LocalClock(r.clock.Now)).Definition())
+	r.use(leasesettle.New(leases, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const timeoutSeconds = 300
 	r.seed = func(t reporter, trial int) trialRows {

@@ -1,0 +1,26 @@
+// Package agesweep is the walk the sweeps that settle rows on their age share (runssweep,
+// pmsweep, leasesettle): each supplies its scan query, its rule, its transaction and its seed's
+// output, and walks the same steps:
+//
+//	clock       now is read once (Sweep.Now), from Firestore's clock, and every age in the run is judged on it
+//	scan        the scope's aged rows, oldest first, a page at a time (Pages), within the sweep's
+//	            bound; a row that does not decode is noted (ledger.Malformed) and read past,
+//	            never settled
+//	invisible   the scope's rows no scan can see are counted and reported, never settled
+//	guard       the aged rows (all of them, not only this run's share) against the live ones:
+//	            the storm verdict; while it holds nothing is settled on age alone (Guard names
+//	            the counts in its log lines)
+//	settle      one transaction per candidate (Settle), on a bounded pool
+//	tally       each candidate's result counted in the run's output and stats; in a dry run
+//	            noted in its preview (PreviewFailed for a read that failed or was not made)
+//
+// What holds in Settle:
+//   - At most concurrency transactions run at once, the candidates in a random order.
+//   - Once the budget (ctx) is spent no further candidate is tried: it is noted with ctx's
+//     error, which the tally counts as out of budget, not as a failure.
+//   - The first transaction a pause refuses stops the rest: no candidate is tried after it, and
+//     each one left is noted as refused by that pause, so a paused run writes nothing more.
+//   - A transaction that failed while the budget lasts is tried once more, alone, after the pool
+//     has drained (the transaction must be idempotent: it re-reads and re-decides).
+//   - Every try is noted with workflow.NoteRow, so that the run's store breaker sees it.
+package agesweep
