@@ -59,7 +59,7 @@ func RunClockSkew(t *testing.T, c ClockSkew) {
 		t.Fatal(err)
 	}
 
-	out, err := engine.Start(ctx, workflow.Request{Type: def.Declaration.Type, InitialData: s.Input, Trigger: workflow.TriggerLocal})
+	out, err := engine.Start(ctx, workflow.Request{Type: def.Type, InitialData: s.Input, Trigger: workflow.TriggerLocal})
 	if err != nil || out.Status != workflow.StateCompleted {
 		t.Fatalf("run: %v %v", out.Err, err)
 	}
