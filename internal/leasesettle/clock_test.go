@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -26,13 +27,14 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 	fs := testenv.Firestore(t)
 	ctx := context.Background()
 	store := ledger.NewLeaseStore(fs, ledger.TxConfig{})
+	runner := ledgertest.Leases{Client: fs}
 	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the run's own clock
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: skewed, Log: logging.Discard()},
 		leasesettle.New(store, leasesettle.Config{}, ledger.ServerClock(fs)).Definition())
 	org, group := uuid.NewString(), uuid.NewString()
 	testenv.Enable(t, fs, org)
 	// An hour less a minute: any clock an hour off on either side would cross it.
-	if err := store.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
+	if err := runner.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
 		t.Fatal(err)
 	}
 	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}
@@ -40,14 +42,14 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 		holder := func() time.Time { return time.Now().Add(skew) }
 		// The holder's instance record is missing: only the heartbeat's age speaks for it.
 		lease := ledger.WorkspaceLease{UUID: name, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: name, HolderUUID: "unregistered-" + name}
-		if err := store.Acquire(ctx, lease, holder()); err != nil {
+		if err := runner.Acquire(ctx, lease, holder()); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.Heartbeat(ctx, name, lease.HolderUUID); err != nil {
+		if err := runner.Heartbeat(ctx, name, lease.HolderUUID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	longAgo := ledger.NewLeaseStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(time.Now().Add(-2 * time.Hour))})
+	longAgo := ledgertest.Leases{Client: fs, Now: testenv.Fixed(time.Now().Add(-2 * time.Hour))}
 	if err := longAgo.Acquire(ctx, ledger.WorkspaceLease{UUID: "dead", OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: "dead", HolderUUID: "gone"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -25,6 +26,7 @@ func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 	fs := testenv.Firestore(t)
 	ctx := context.Background()
 	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
+	writer := ledgertest.Tasks{Client: fs}
 	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the sweeper's own clock
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: skewed, Log: logging.Discard()},
 		pmsweep.New(tasks, pmsweep.Config{}, ledger.ServerClock(fs)).Definition())
@@ -33,18 +35,18 @@ func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}
 	for name, skew := range live {
 		worker := func() time.Time { return time.Now().Add(skew) }
-		if err := tasks.Enqueue(ctx, queue, name, name, worker()); err != nil {
+		if err := writer.Enqueue(ctx, queue, name, name, worker()); err != nil {
 			t.Fatal(err)
 		}
-		l, err := tasks.Next(ctx, queue, "worker-"+name, worker())
+		l, err := writer.Next(ctx, queue, "worker-"+name, worker())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tasks.Heartbeat(ctx, l, worker()); err != nil {
+		if _, err := writer.Heartbeat(ctx, l, worker()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	longAgo := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(time.Now().Add(-2 * time.Hour))})
+	longAgo := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(time.Now().Add(-2 * time.Hour))}
 	if err := longAgo.Enqueue(ctx, queue, "dead", "dead", time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -25,6 +26,7 @@ func TestAppsAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 	fs := testenv.Firestore(t)
 	ctx := context.Background()
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
+	writer := ledgertest.ExtensionRuns{Client: fs}
 	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the sweeper's own clock
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: skewed, Log: logging.Discard()},
 		runssweep.New(store, runssweep.Config{}, ledger.ServerClock(fs)).Definition())
@@ -33,14 +35,14 @@ func TestAppsAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}
 	for name, skew := range live {
 		app := func() time.Time { return time.Now().Add(skew) }
-		if err := store.Start(ctx, ledger.ExtensionRun{RunID: name, TenantID: tenant, ExtensionID: name, JobName: "j", Background: true}, app()); err != nil {
+		if err := writer.Start(ctx, ledger.ExtensionRun{RunID: name, TenantID: tenant, ExtensionID: name, JobName: "j", Background: true}, app()); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.Move(ctx, name); err != nil {
+		if err := writer.Move(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dead := ledger.NewExtensionRunStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(time.Now().Add(-2 * time.Hour))})
+	dead := ledgertest.ExtensionRuns{Client: fs, Now: testenv.Fixed(time.Now().Add(-2 * time.Hour))}
 	if err := dead.Start(ctx, ledger.ExtensionRun{RunID: "dead", TenantID: tenant, ExtensionID: "dead", JobName: "j", Background: true}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
