@@ -1,8 +1,9 @@
 // Package ledgertest is the reference writer of docs/writers.md in Go: what runners, workers and
 // apps write to the collections stalesweep sweeps, as the tables there say, operation by
 // operation. stalesweep never writes these documents in production (it only settles them,
-// through internal/ledger); the tests, the bench and the writer contract's vectors use this
-// package to write them exactly as a writer must.
+// through internal/ledger); the tests and the writer contract's checks (internal/ledger's
+// vectors_test.go and nodeworker_test.go) use this package to write them exactly as a writer
+// must.
 //
 // Each writer takes a *firestore.Client and, where a field is judged for staleness
 // (extension_runs.last_moved_at, tasks.last_activity_at, workspace_leases.heartbeat_at), a Now.
