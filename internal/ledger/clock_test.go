@@ -10,8 +10,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
-// The reference writers (ledgertest) stamp the staleness fields with Firestore's time, whatever the writer's
-// own clock says, and ServerClock reads that same clock.
+// The reference writers (ledgertest) stamp the staleness fields with Firestore's time, whatever
+// the writer's own clock says, and ServerClock reads that same clock.
 func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)

@@ -143,7 +143,7 @@ func (r *recorder) claim(client int, call func() (ledgertest.Lease, error)) (led
 	return l, true
 }
 
-// headMoved maps the ledger's fencing error to a failed compare-and-swap.
+// headMoved maps a worker's fencing error (ledgertest's) to a failed compare-and-swap.
 func headMoved(err error) (bool, error) {
 	if errors.Is(err, ledgertest.ErrHeadMoved) {
 		return false, nil
