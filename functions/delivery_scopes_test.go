@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 )
 
 // This file seeds the scopes the at-least-once tests deliver to: one per message type, each
@@ -275,14 +276,14 @@ func runsSweepScope(t *testing.T, w world) *scope {
 	t.Helper()
 	ctx := context.Background()
 	old := time.Now().Add(-staleAge)
-	idle := ledger.NewExtensionRunStore(w.fs, ledger.TxConfig{ServerTime: func() time.Time { return old }})
-	live := ledger.NewExtensionRunStore(w.fs, ledger.TxConfig{})
+	idle := ledgertest.ExtensionRuns{Client: w.fs, Now: func() time.Time { return old }}
+	live := ledgertest.ExtensionRuns{Client: w.fs}
 	tenant := "tenant-" + uuid.NewString()
 	var docs []trackedDoc
 	for _, r := range []struct {
 		role       string
 		background bool
-		store      *ledger.ExtensionRunStore
+		store      ledgertest.ExtensionRuns
 	}{
 		{"idle-foreground-1", false, idle}, {"idle-foreground-2", false, idle}, {"idle-background", true, idle},
 		{"live-background", true, live}, {"live-foreground", false, live},
@@ -319,18 +320,18 @@ func pmSweepScope(t *testing.T, w world) *scope {
 	t.Helper()
 	ctx := context.Background()
 	old := time.Now().Add(-staleAge)
-	silent := ledger.NewTaskStore(w.fs, ledger.TxConfig{ServerTime: func() time.Time { return old }})
-	live := ledger.NewTaskStore(w.fs, ledger.TxConfig{})
+	silent := ledgertest.Tasks{Client: w.fs, Now: func() time.Time { return old }}
+	live := ledgertest.Tasks{Client: w.fs}
 	queue := "q-" + uuid.NewString()
 	var docs []trackedDoc
 	for _, r := range []struct {
 		role  string
 		claim bool
-		store *ledger.TaskStore
+		store ledgertest.Tasks
 	}{{"silent-1", true, silent}, {"silent-2", true, silent}, {"live", true, live}, {"new", false, live}} {
 		id := "task-" + uuid.NewString()
 		at := old
-		if r.store == live {
+		if r.store.Now == nil { // a live worker, on Firestore's clock: its own reads now
 			at = time.Now()
 		}
 		if err := r.store.Enqueue(ctx, queue, id, r.role, at); err != nil {
@@ -370,8 +371,8 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 	org, group := uuid.NewString(), uuid.NewString()
 	w.organization(t, org, true)
 	old := time.Now().Add(-staleAge)
-	stale := ledger.NewLeaseStore(w.fs, ledger.TxConfig{ServerTime: func() time.Time { return old }})
-	fresh := ledger.NewLeaseStore(w.fs, ledger.TxConfig{})
+	stale := ledgertest.Leases{Client: w.fs, Now: func() time.Time { return old }}
+	fresh := ledgertest.Leases{Client: w.fs}
 	if err := fresh.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 	}
 	for _, l := range []struct {
 		role, holder string
-		store        *ledger.LeaseStore
+		store        ledgertest.Leases
 	}{
 		{"holder-terminated", instances[ledger.InstanceTerminated], fresh},
 		{"holder-unknown-stale", uuid.NewString(), stale},

@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -226,12 +227,12 @@ func TestAPublishersActorIsAClaimNotTheActor(t *testing.T) {
 func TestPMSweepsTTLHasAFloorOffTheCommandLine(t *testing.T) {
 	w := newWorld(t)
 	queue := "q-" + uuid.NewString()
-	tasks := ledger.NewTaskStore(w.fs, ledger.TxConfig{ServerTime: func() time.Time { return time.Now().Add(-time.Minute) }})
+	worker := ledgertest.Tasks{Client: w.fs, Now: func() time.Time { return time.Now().Add(-time.Minute) }}
 	ctx := context.Background()
-	if err := tasks.Enqueue(ctx, queue, "t1", "s", time.Now().Add(-time.Minute)); err != nil {
+	if err := worker.Enqueue(ctx, queue, "t1", "s", time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tasks.Next(ctx, queue, "alive", time.Now().Add(-time.Minute)); err != nil {
+	if _, err := worker.Next(ctx, queue, "alive", time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"workflow_type": "pm.sweep", "initial_data": {"queue": %q, "ttl": 1}}`, queue)
@@ -246,7 +247,7 @@ func TestPMSweepsTTLHasAFloorOffTheCommandLine(t *testing.T) {
 	if code, _ := post(t, "/Dispatch", ceHeaders("tick-"+queue), []byte(cloudEventData(pushBody([]byte(tick), nil, "tick-"+queue)))); code != http.StatusOK {
 		t.Errorf("tick: %d", code)
 	}
-	if got, err := tasks.GetTask(ctx, queue, "t1"); err != nil || got.Status != ledger.TaskWorking {
+	if got, err := ledger.NewTaskStore(w.fs, ledger.TxConfig{}).GetTask(ctx, queue, "t1"); err != nil || got.Status != ledger.TaskWorking {
 		t.Errorf("task = %+v, %v: still working", got, err)
 	}
 	if writes := writesUnder(mark, ledger.TaskQueuesCollection+"/"+queue); len(writes.all) != 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -22,11 +23,11 @@ func TestExplainAnAppInvocationATaskAndALease(t *testing.T) {
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
 
-	runs := ledger.NewExtensionRunStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	runs := ledgertest.ExtensionRuns{Client: fs, Now: testenv.Fixed(old)}
 	if err := runs.Start(ctx, ledger.ExtensionRun{RunID: "r1", TenantID: "t", ExtensionID: "e", JobName: "j", Background: true}, old); err != nil {
 		t.Fatal(err)
 	}
-	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}
 	for _, q := range []string{"builds", "default"} {
 		if err := tasks.Enqueue(ctx, q, "a", "slug-a", old); err != nil {
 			t.Fatal(err)
@@ -35,7 +36,7 @@ func TestExplainAnAppInvocationATaskAndALease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	leases := ledger.NewLeaseStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	leases := ledgertest.Leases{Client: fs, Now: testenv.Fixed(old)}
 	org, group, lease := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	testenv.Enable(t, fs, org)
 	if err := leases.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 300}); err != nil {
@@ -76,13 +77,13 @@ func TestExplainAnAppInvocationATaskAndALease(t *testing.T) {
 	if code, _, stderr := invoke(t, "explain", "tasks/a/b/c"); code != exitInvalid || !strings.Contains(stderr, "tasks/QUEUE/TASK_ID") {
 		t.Errorf("explain tasks/a/b/c: exit %d (%s)", code, stderr)
 	}
-	if r, _ := runs.GetRun(ctx, "r1"); r.Status != ledger.ExtensionRunning {
+	if r, _ := ledger.NewExtensionRunStore(fs, ledger.TxConfig{}).GetRun(ctx, "r1"); r.Status != ledger.ExtensionRunning {
 		t.Errorf("explain changed the run: %+v", r)
 	}
-	if l, _ := leases.GetLease(ctx, lease); l.Status != ledger.LeaseActive {
+	if l, _ := ledger.NewLeaseStore(fs, ledger.TxConfig{}).GetLease(ctx, lease); l.Status != ledger.LeaseActive {
 		t.Errorf("explain changed the lease: %+v", l)
 	}
-	if task, _ := tasks.GetTask(ctx, "builds", "a"); task.Status != ledger.TaskWorking {
+	if task, _ := ledger.NewTaskStore(fs, ledger.TxConfig{}).GetTask(ctx, "builds", "a"); task.Status != ledger.TaskWorking {
 		t.Errorf("explain changed the task: %+v", task)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -48,7 +49,7 @@ func TestExplainTextSaysWhatHolds(t *testing.T) {
 		t.Errorf("explain's text mode wrote JSON log lines to stderr: %s", stderr)
 	}
 	// A dry run's preview says the same of the fleet-wide pause.
-	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}
 	if err := tasks.Enqueue(ctx, "deploys", "a", "slug-a", old); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -228,7 +229,7 @@ func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
 	fs := testenv.FirestoreProject(t, project)
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
-	if err := store.Start(context.Background(), ledger.ExtensionRun{RunID: "r1", TenantID: "t", ExtensionID: "e", JobName: "j", Background: true},
+	if err := (ledgertest.ExtensionRuns{Client: fs}).Start(context.Background(), ledger.ExtensionRun{RunID: "r1", TenantID: "t", ExtensionID: "e", JobName: "j", Background: true},
 		time.Now().Add(-50*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestPMSweepCommand(t *testing.T) {
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
 	// Firestore took these writes an hour ago (the command reads Firestore's own clock).
-	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}
 	for _, id := range []string{"a", "b"} {
 		if err := tasks.Enqueue(ctx, "builds", id, "slug-"+id, old); err != nil {
 			t.Fatal(err)
@@ -287,7 +288,7 @@ func TestTheStormGuardStopsTheCommandUntilTheOperatorOverridesIt(t *testing.T) {
 	fs := testenv.FirestoreProject(t, project)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
-	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}
 	for i := range 12 {
 		id := fmt.Sprintf("t%02d", i)
 		if err := tasks.Enqueue(ctx, "builds", id, "s", old); err != nil {

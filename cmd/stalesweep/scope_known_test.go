@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -20,7 +21,7 @@ func TestAScopeThatNothingKnowsIsWarnedAbout(t *testing.T) {
 	fs := testenv.FirestoreProject(t, project)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
-	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(old)})
+	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}
 	if err := tasks.Enqueue(ctx, "builds", "a", "slug-a", old); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -136,7 +137,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	fs := testenv.Firestore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	then := now.Add(-time.Hour)
-	idle := ledger.NewExtensionRunStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
+	idle := ledgertest.ExtensionRuns{Client: fs, Now: testenv.Fixed(then)}
 	for i := range 12 {
 		run := ledger.ExtensionRun{RunID: fmt.Sprintf("run-%02d", i), TenantID: "tenant", ExtensionID: fmt.Sprintf("ext-%02d", i), JobName: "job"}
 		if err := idle.Start(ctx, run, then); err != nil {
@@ -148,7 +149,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(now)})
+	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 	wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(testenv.Fixed(now)))
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerSchedule})
@@ -184,6 +185,7 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	t.Cleanup(func() { client.Close() })
 	const grace = 15 * time.Minute
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	adapter := cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond})
 	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log,
 		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
@@ -198,7 +200,7 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 		id := uuid.NewString()
 		rows = append(rows, id)
 		name := cloudrunfake.ExecutionName("blind", "europe-west1", "job", "e-"+id[:12])
-		if err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderCloudRun,
+		if err := writer.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderCloudRun,
 			ProviderRef: map[string]any{"execution": name}, Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-10 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := orgs.Put(ctx, ledger.Organization{UUID: orgB, SweepsEnabled: false}); err != nil {
 		return Result{}, err
 	}
-	rows, err := seed(ctx, store, fake, orgA, orgB, time.Now())
+	rows, err := seed(ctx, fs, fake, orgA, orgB, time.Now())
 	if err != nil {
 		return Result{}, err
 	}

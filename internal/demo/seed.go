@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/run/apiv2/runpb"
 	"github.com/google/uuid"
 
@@ -57,8 +58,9 @@ type seeded struct {
 	row  ledger.Execution
 }
 
-// seed writes the organizations' rows and the fake's executions.
-func seed(ctx context.Context, store *ledger.ExecutionStore, fake *cloudrunfake.Server, orgA, orgB string, now time.Time) ([]seeded, error) {
+// seed writes the organizations' rows, whole, as a runner would (the demo is the runners here),
+// and the fake's executions.
+func seed(ctx context.Context, fs *firestore.Client, fake *cloudrunfake.Server, orgA, orgB string, now time.Time) ([]seeded, error) {
 	const project, location = "demo-project", "europe-west1"
 	var out []seeded
 	n := 0
@@ -82,8 +84,8 @@ func seed(ctx context.Context, store *ledger.ExecutionStore, fake *cloudrunfake.
 				return err
 			}
 		}
-		if err := store.Put(ctx, row); err != nil {
-			return err
+		if _, err := fs.Collection(ledger.ExecutionsCollection).Doc(row.UUID).Set(ctx, row); err != nil {
+			return fmt.Errorf("put execution %s: %w", row.UUID, err)
 		}
 		out = append(out, seeded{kind: kind, row: row})
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -70,7 +71,7 @@ func (f *blindFleet) row(org, target, project string) {
 	if err := f.e.fake.SetExecution(cloudrunfake.Running(name, f.e.clock.Now().Add(-time.Hour))); err != nil {
 		f.e.t.Fatal(err)
 	}
-	if err := f.e.store.Put(context.Background(), ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderCloudRun,
+	if err := (ledgertest.Executions{Client: f.e.fs}).Put(context.Background(), ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderCloudRun,
 		ProviderRef: map[string]any{"execution": name}, Status: ledger.StatusRunning, Active: true, ObservedAt: f.e.clock.Now().Add(-10 * time.Minute)}); err != nil {
 		f.e.t.Fatal(err)
 	}

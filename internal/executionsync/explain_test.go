@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -45,7 +46,7 @@ func demoFleet(e *env) ([]string, string) {
 				e.t.Fatal(err)
 			}
 		}
-		if err := e.store.Put(ctx, r); err != nil {
+		if err := (ledgertest.Executions{Client: e.fs}).Put(ctx, r); err != nil {
 			e.t.Fatal(err)
 		}
 		ids = append(ids, r.UUID)

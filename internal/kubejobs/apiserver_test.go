@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -123,6 +124,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 
 	fs := testenv.Firestore(t)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	clock := testenv.NewClock(time.Now())
@@ -130,7 +132,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	for name, j := range map[string]*batchv1.Job{"ok": ok, "bad": bad, "gone": gone, "live": live} {
 		id := uuid.NewString()
 		rows[name] = id
-		must(t, store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderKubernetes, ProviderRef: refOf(j),
+		must(t, writer.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderKubernetes, ProviderRef: refOf(j),
 			Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-time.Hour).Truncate(time.Microsecond)}))
 	}
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 10 * time.Minute}.WithDefaults()

@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -104,13 +105,14 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	ctx := context.Background()
 	var ids []string
 	for i := range 3 {
 		id := uuid.NewString()
-		if err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderKubernetes,
+		if err := writer.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderKubernetes,
 			ProviderRef: ref(runningJob(fmt.Sprintf("build-%d", i))), Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-time.Hour)}); err != nil {
 			t.Fatal(err)
 		}

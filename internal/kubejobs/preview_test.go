@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -31,10 +32,11 @@ func TestKubernetesDryRunDecidesAsTheRealRunThenDoesAndWritesNothing(t *testing.
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	var ids []string
 	put := func(provider string, r map[string]any) {
 		id := uuid.NewString()
-		if err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, ProviderRef: r,
+		if err := writer.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, ProviderRef: r,
 			Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-10 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}

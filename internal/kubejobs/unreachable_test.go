@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -41,10 +42,11 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	for _, name := range []string{"build-1", "build-2"} {
-		if err := store.Put(ctx, ledger.Execution{UUID: uuid.NewString(), OrganizationUUID: org, Provider: ledger.ProviderKubernetes,
+		if err := writer.Put(ctx, ledger.Execution{UUID: uuid.NewString(), OrganizationUUID: org, Provider: ledger.ProviderKubernetes,
 			ProviderRef: ref(runningJob(name)), Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-10 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}

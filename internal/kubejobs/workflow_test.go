@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -41,13 +42,14 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		}
 	}
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
 	old := clock.Now().Add(-10 * time.Minute)
 	rows := map[string]string{}
 	put := func(name string, provider string, r map[string]any) string {
 		id := uuid.NewString()
-		if err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, ProviderRef: r,
+		if err := writer.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, ProviderRef: r,
 			Status: ledger.StatusRunning, Active: true, ObservedAt: old}); err != nil {
 			t.Fatal(err)
 		}

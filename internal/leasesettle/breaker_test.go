@@ -37,7 +37,7 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	const total = 150
 	e := newEnv(t, leasesettle.Config{}, nil)
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
-	rows := ledger.NewLeaseStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second, ServerTime: e.clock.Now})
+	rows := ledger.NewLeaseStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
 	cfg := leasesettle.Config{}.WithDefaults()
 	e.wf = leasesettle.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())

@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -32,7 +33,7 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 			org, group := uuid.NewString(), uuid.NewString()
 			testenv.Enable(t, fs, org)
 			// An hour less a minute: any clock an hour off on either side would cross it.
-			if err := store.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
+			if err := (ledgertest.Leases{Client: fs}).PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 3540}); err != nil {
 				t.Fatal(err)
 			}
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": org, "runner_group_uuid": group})
@@ -41,13 +42,13 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 				Live: func(ctx context.Context, name string, holder func() time.Time) error {
 					// The holder's instance record is missing: only the heartbeat's age speaks for it.
 					lease := ledger.WorkspaceLease{UUID: name, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: name, HolderUUID: "unregistered-" + name}
-					if err := store.Acquire(ctx, lease, holder()); err != nil {
+					if err := (ledgertest.Leases{Client: fs}).Acquire(ctx, lease, holder()); err != nil {
 						return err
 					}
-					return store.Heartbeat(ctx, name, lease.HolderUUID)
+					return (ledgertest.Leases{Client: fs}).Heartbeat(ctx, name, lease.HolderUUID)
 				},
 				Dead: func(ctx context.Context, name string, at time.Time) error {
-					longAgo := ledger.NewLeaseStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(at)})
+					longAgo := ledgertest.Leases{Client: fs, Now: testenv.Fixed(at)}
 					return longAgo.Acquire(ctx, ledger.WorkspaceLease{UUID: name, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: name, HolderUUID: "gone"}, time.Now())
 				},
 				Check: func(t *testing.T, out workflow.Outcome, live []string) {

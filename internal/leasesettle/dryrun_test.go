@@ -35,12 +35,12 @@ func (e *env) eachRule() rules {
 	r.aliveStale = e.lease(e.instance("running"), time.Hour)
 	r.missingFresh = e.lease(uuid.NewString(), time.Minute)
 	otherGroupInstance := uuid.NewString()
-	if err := e.store.PutInstance(context.Background(), ledger.RunnerInstance{UUID: otherGroupInstance, OrganizationUUID: e.org, RunnerGroupUUID: uuid.NewString(), Status: "running"}); err != nil {
+	if err := e.runner.PutInstance(context.Background(), ledger.RunnerInstance{UUID: otherGroupInstance, OrganizationUUID: e.org, RunnerGroupUUID: uuid.NewString(), Status: "running"}); err != nil {
 		e.t.Fatal(err)
 	}
 	r.strangerStale = e.lease(otherGroupInstance, 10*time.Minute)
 	r.released = e.lease(e.instance("terminated"), time.Hour)
-	if err := e.store.Release(context.Background(), r.released, e.get(r.released).HolderUUID, e.clock.Now()); err != nil {
+	if err := e.runner.Release(context.Background(), r.released, e.get(r.released).HolderUUID, e.clock.Now()); err != nil {
 		e.t.Fatal(err)
 	}
 	return r

@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -71,6 +72,7 @@ type env struct {
 	fs     *firestore.Client
 	spy    *fsspy.Spy
 	store  *ledger.LeaseStore
+	runner ledgertest.Leases
 	clock  *testenv.Clock
 	wf     *leasesettle.Workflow
 	engine *workflow.Engine
@@ -82,14 +84,15 @@ func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) l
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), group: uuid.NewString()}
 	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
 	// Firestore's clock, which the writers stamp and the run reads, is the test's clock.
-	e.store = ledger.NewLeaseStore(e.fs, ledger.TxConfig{ServerTime: e.clock.Now})
+	e.store = ledger.NewLeaseStore(e.fs, ledger.TxConfig{})
+	e.runner = ledgertest.Leases{Client: e.fs, Now: e.clock.Now}
 	var store leasesettle.Store = e.store
 	if wrap != nil {
 		store = wrap(store)
 	}
 	e.wf = leasesettle.New(store, cfg, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
-	if err := e.store.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
+	if err := e.runner.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Enable(t, e.fs, e.org)
@@ -100,7 +103,7 @@ func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) l
 func (e *env) instance(status string) string {
 	e.t.Helper()
 	id := uuid.NewString()
-	if err := e.store.PutInstance(context.Background(), ledger.RunnerInstance{UUID: id, OrganizationUUID: e.org, RunnerGroupUUID: e.group, Status: status}); err != nil {
+	if err := e.runner.PutInstance(context.Background(), ledger.RunnerInstance{UUID: id, OrganizationUUID: e.org, RunnerGroupUUID: e.group, Status: status}); err != nil {
 		e.t.Fatal(err)
 	}
 	return id
@@ -116,8 +119,8 @@ func (e *env) leaseIn(org, group, holder string, ago time.Duration) string {
 	e.t.Helper()
 	id := uuid.NewString()
 	then := e.clock.Now().Add(-ago)
-	store := ledger.NewLeaseStore(e.fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
-	if err := store.Acquire(context.Background(), ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group,
+	runner := ledgertest.Leases{Client: e.fs, Now: testenv.Fixed(then)}
+	if err := runner.Acquire(context.Background(), ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group,
 		WorkspaceID: "ws-" + id[:6], HolderUUID: holder}, then); err != nil {
 		e.t.Fatal(err)
 	}
@@ -315,7 +318,7 @@ func TestAHolderThatComesBackToLifeKeepsItsLease(t *testing.T) {
 	holder := e.instance("terminated")
 	rv.lease = e.lease(holder, time.Hour)
 	rv.revive = func() {
-		if err := e.store.SetInstanceStatus(context.Background(), holder, ledger.InstanceRunning); err != nil {
+		if err := e.runner.SetInstanceStatus(context.Background(), holder, ledger.InstanceRunning); err != nil {
 			t.Error(err)
 		}
 	}
@@ -382,7 +385,7 @@ func TestBadInputAndForeignGroupsAreRefusedBeforeAnythingIsWritten(t *testing.T)
 	t.Parallel()
 	e := newEnv(t, leasesettle.Config{}, nil)
 	noTimeout := uuid.NewString()
-	_ = e.store.PutGroup(context.Background(), ledger.RunnerGroup{UUID: noTimeout, OrganizationUUID: e.org})
+	_ = e.runner.PutGroup(context.Background(), ledger.RunnerGroup{UUID: noTimeout, OrganizationUUID: e.org})
 	e.spy.Reset()
 	for input, field := range map[string]string{
 		`{"runner_group_uuid": "` + e.group + `"}`:                                                               "organization_uuid",
@@ -412,19 +415,19 @@ func TestTheLeaseLifecycle(t *testing.T) {
 	holder := e.instance("running")
 	id := e.lease(holder, 0)
 	e.clock.Advance(time.Minute)
-	if err := e.store.Heartbeat(ctx, id, holder); err != nil {
+	if err := e.runner.Heartbeat(ctx, id, holder); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Heartbeat(ctx, id, "someone-else"); err == nil {
+	if err := e.runner.Heartbeat(ctx, id, "someone-else"); err == nil {
 		t.Error("another instance heartbeated the lease")
 	}
-	if err := e.store.Release(ctx, id, holder, e.clock.Now()); err != nil {
+	if err := e.runner.Release(ctx, id, holder, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if l := e.get(id); l.Status != ledger.LeaseReleased || !l.ReleasedAt.Equal(e.clock.Now()) || !l.HeartbeatAt.Equal(e.clock.Now()) {
 		t.Errorf("lease = %+v", l)
 	}
-	if err := e.store.Heartbeat(ctx, id, holder); err == nil {
+	if err := e.runner.Heartbeat(ctx, id, holder); err == nil {
 		t.Error("a released lease took a heartbeat")
 	}
 }

@@ -45,39 +45,3 @@ func ServerClock(client *firestore.Client) Clock {
 func LocalClock(now func() time.Time) Clock {
 	return func(context.Context) (time.Time, error) { return now(), nil }
 }
-
-// now is the time a transaction judges a pause's end at: the stand-in's time in tests that set
-// ServerTime, else the process's clock (a pause's end is an operator's, not a staleness).
-func (c TxConfig) now() time.Time {
-	if c.ServerTime != nil {
-		return c.ServerTime().UTC()
-	}
-	return time.Now().UTC()
-}
-
-// stamp is the value a writer method stores in a staleness field: the server timestamp, or, in
-// tests that set TxConfig.ServerTime, that clock's time standing in for it.
-func (c TxConfig) stamp() any {
-	if c.ServerTime != nil {
-		return c.ServerTime().UTC()
-	}
-	return firestore.ServerTimestamp
-}
-
-// stampTime is stamp for a struct field: the stand-in's time, or the zero time, which the
-// writer replaces with a field tagged serverTimestamp.
-func (c TxConfig) stampTime() time.Time {
-	if c.ServerTime != nil {
-		return c.ServerTime().UTC()
-	}
-	return time.Time{}
-}
-
-// stampAfter is stamp for a field that must never go back: a stand-in time earlier than prev
-// keeps prev (the server's own timestamps only move forward).
-func (c TxConfig) stampAfter(prev time.Time) any {
-	if c.ServerTime != nil {
-		return later(prev, c.ServerTime().UTC())
-	}
-	return firestore.ServerTimestamp
-}

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
-// The writer methods stamp the staleness fields with Firestore's time, whatever the writer's
-// own clock says, and ServerClock reads that same clock.
+// The reference writers (ledgertest) stamp the staleness fields with Firestore's time, whatever
+// the writer's own clock says, and ServerClock reads that same clock.
 func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
@@ -28,12 +29,13 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 	runs := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
 	leases := ledger.NewLeaseStore(fs, ledger.TxConfig{})
+	app, worker, runner := ledgertest.ExtensionRuns{Client: fs}, ledgertest.Tasks{Client: fs}, ledgertest.Leases{Client: fs}
 	stamped := map[string]time.Time{}
 	for name, at := range wrong {
-		if err := runs.Start(ctx, ledger.ExtensionRun{RunID: "run-" + name, TenantID: "t", ExtensionID: name, JobName: "j", Background: true}, at); err != nil {
+		if err := app.Start(ctx, ledger.ExtensionRun{RunID: "run-" + name, TenantID: "t", ExtensionID: name, JobName: "j", Background: true}, at); err != nil {
 			t.Fatal(err)
 		}
-		if err := runs.Move(ctx, "run-"+name); err != nil {
+		if err := app.Move(ctx, "run-"+name); err != nil {
 			t.Fatal(err)
 		}
 		r, err := runs.GetRun(ctx, "run-"+name)
@@ -45,14 +47,14 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 		}
 		stamped["extension run, "+name] = r.LastMovedAt
 
-		if err := tasks.Enqueue(ctx, "q", "task-"+name, "s", at); err != nil {
+		if err := worker.Enqueue(ctx, "q", "task-"+name, "s", at); err != nil {
 			t.Fatal(err)
 		}
-		l, err := tasks.Next(ctx, "q", "w-"+name, at)
+		l, err := worker.Next(ctx, "q", "w-"+name, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tasks.Heartbeat(ctx, l, at); err != nil {
+		if _, err := worker.Heartbeat(ctx, l, at); err != nil {
 			t.Fatal(err)
 		}
 		task, err := tasks.GetTask(ctx, "q", l.TaskID)
@@ -61,10 +63,10 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 		}
 		stamped["task, "+name] = task.LastActivityAt
 
-		if err := leases.Acquire(ctx, ledger.WorkspaceLease{UUID: "lease-" + name, OrganizationUUID: "o", RunnerGroupUUID: "g", WorkspaceID: "w", HolderUUID: "h"}, at); err != nil {
+		if err := runner.Acquire(ctx, ledger.WorkspaceLease{UUID: "lease-" + name, OrganizationUUID: "o", RunnerGroupUUID: "g", WorkspaceID: "w", HolderUUID: "h"}, at); err != nil {
 			t.Fatal(err)
 		}
-		if err := leases.Heartbeat(ctx, "lease-"+name, "h"); err != nil {
+		if err := runner.Heartbeat(ctx, "lease-"+name, "h"); err != nil {
 			t.Fatal(err)
 		}
 		lease, err := leases.GetLease(ctx, "lease-"+name)

@@ -103,10 +103,6 @@ const (
 type TxConfig struct {
 	Timeout     time.Duration // the whole transaction, all attempts
 	MaxAttempts int           // Firestore retries only Aborted (contention)
-	// ServerTime, when set, stands in for Firestore's server timestamp in the writer methods'
-	// staleness fields: tests use it to record a write at a time of their choosing. Nil (always
-	// in production) writes the server timestamp.
-	ServerTime func() time.Time
 }
 
 func (c TxConfig) withDefaults() TxConfig {

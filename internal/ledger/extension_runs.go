@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -54,15 +53,7 @@ type Interlock struct {
 // InterlockID is the id of the interlock of one tenant's extension.
 func InterlockID(tenantID, extensionID string) string { return tenantID + ":" + extensionID }
 
-// Errors of the run lifecycle.
-var (
-	ErrInterlockHeld = errors.New("a live background run of this extension holds the interlock")
-	ErrRunNotRunning = errors.New("the run is not running")
-	ErrRunIDTaken    = errors.New("a run with this id exists")
-)
-
-// ExtensionRunStore is the ledger of app invocations: the lifecycle the apps use, and the
-// sweep's scan and settlement.
+// ExtensionRunStore is the ledger of app invocations: the sweep's scan and settlement.
 type ExtensionRunStore struct {
 	client *firestore.Client
 	cfg    TxConfig
@@ -294,7 +285,7 @@ func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pau
 		}
 	}
 	out.Run = r
-	if out.Pause = ActivePause(DecodePauses(snaps[1:]), s.cfg.now()); out.Pause != nil {
+	if out.Pause = ActivePause(DecodePauses(snaps[1:]), time.Now()); out.Pause != nil {
 		out.Why = LeftPaused
 		return out, nil
 	}

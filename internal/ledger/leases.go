@@ -76,8 +76,6 @@ type WorkspaceLease struct {
 
 // Errors of the lease operations.
 var (
-	ErrLeaseNotActive  = errors.New("the lease is not active")
-	ErrNotLeaseHolder  = errors.New("the instance does not hold the lease")
 	ErrGroupNotFound   = errors.New("runner group not found")
 	ErrInstanceMissing = errors.New("runner instance not found")
 )
@@ -335,7 +333,7 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	if reads.Organization != "" {
 		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
 	}
-	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, s.cfg.now()) != nil {
+	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, time.Now()) != nil {
 		return nil, string(LeftPaused), nil
 	}
 	var view HolderView

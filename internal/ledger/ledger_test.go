@@ -12,6 +12,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -24,10 +25,11 @@ func TestScanSelectsStaleActiveRowsOfOneOrganizationAndProviderOldestFirst(t *te
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	runner := ledgertest.Executions{Client: fs}
 	ctx := context.Background()
 	put := func(id, org, provider string, active bool, observed time.Time) {
 		t.Helper()
-		err := store.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, Active: active, Status: "running",
+		err := runner.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: provider, Active: active, Status: "running",
 			ObservedAt: observed, ProviderRef: map[string]any{"execution": "x"}})
 		if err != nil {
 			t.Fatal(err)
@@ -76,6 +78,7 @@ func TestScanMarksUndecodableRowsInsteadOfFailing(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	runner := ledgertest.Executions{Client: fs}
 	ctx := context.Background()
 	_, err := fs.Collection(ledger.ExecutionsCollection).Doc("bad").Set(ctx, map[string]any{
 		"organization_uuid": "org", "provider": "cloud_run", "active": true, "observed_at": t0.Add(-time.Hour),
@@ -84,7 +87,7 @@ func TestScanMarksUndecodableRowsInsteadOfFailing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Put(ctx, ledger.Execution{UUID: "good", OrganizationUUID: "org", Provider: "cloud_run", Active: true, ObservedAt: t0.Add(-time.Minute)}); err != nil {
+	if err := runner.Put(ctx, ledger.Execution{UUID: "good", OrganizationUUID: "org", Provider: "cloud_run", Active: true, ObservedAt: t0.Add(-time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	rows, cur, err := store.Scan(ctx, ledger.ScanQuery{OrganizationUUID: "org", Provider: "cloud_run", Horizon: t0, PageSize: 10})
@@ -125,8 +128,9 @@ func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	runner := ledgertest.Executions{Client: fs}
 	ctx := context.Background()
-	if err := store.Put(ctx, ledger.Execution{UUID: "r", OrganizationUUID: "o", Provider: "cloud_run", Active: true, Status: "running",
+	if err := runner.Put(ctx, ledger.Execution{UUID: "r", OrganizationUUID: "o", Provider: "cloud_run", Active: true, Status: "running",
 		ObservedAt: t0.Add(-time.Hour), Sync: ledger.SyncState{Attempts: 2, UnknownSince: t0.Add(-time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -406,12 +407,12 @@ func TestJavaScriptAndGoWritersShareAQueue(t *testing.T) {
 	ctx := context.Background()
 	project := testenv.Project()
 	fs := testenv.FirestoreProject(t, project)
-	store := ledger.NewTaskStore(fs, ledger.TxConfig{})
+	worker := ledgertest.Tasks{Client: fs}
 	const queue = "mixed"
 
 	// Go enqueues, JavaScript claims and heartbeats.
 	goTask := "go-task<&>é日本😀\u2028"
-	if err := store.Enqueue(ctx, queue, goTask, "from go <&>", time.Now()); err != nil {
+	if err := worker.Enqueue(ctx, queue, goTask, "from go <&>", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var c nodeClaim
@@ -424,7 +425,7 @@ func TestJavaScriptAndGoWritersShareAQueue(t *testing.T) {
 		t.Fatalf("heartbeat printed %+v", hb)
 	}
 	// and Go finishes it on the JavaScript worker's lease.
-	if err := store.Complete(ctx, ledger.Lease{Queue: queue, TaskID: goTask, WorkerID: "node<&>-1", HeartbeatTip: hb.Lease}, time.Now()); err != nil {
+	if err := worker.Complete(ctx, ledgertest.Lease{Queue: queue, TaskID: goTask, WorkerID: "node<&>-1", HeartbeatTip: hb.Lease}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -435,17 +436,17 @@ func TestJavaScriptAndGoWritersShareAQueue(t *testing.T) {
 	if !ok.OK {
 		t.Fatal("enqueue did not print ok")
 	}
-	lease, err := store.Next(ctx, queue, "go-worker<&>", time.Now())
+	lease, err := worker.Next(ctx, queue, "go-worker<&>", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if lease.TaskID != jsTask {
 		t.Fatalf("Next claimed %q, want %q", lease.TaskID, jsTask)
 	}
-	if lease, err = store.Heartbeat(ctx, lease, time.Now()); err != nil {
+	if lease, err = worker.Heartbeat(ctx, lease, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Report(ctx, lease, "from go: \"ok\"", time.Now()); err != nil {
+	if _, err := worker.Report(ctx, lease, "from go: \"ok\"", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// and the JavaScript worker's fence holds the Go lease too.
@@ -453,7 +454,7 @@ func TestJavaScriptAndGoWritersShareAQueue(t *testing.T) {
 	if !hb.OK {
 		t.Fatalf("heartbeat on the Go lease printed %+v", hb)
 	}
-	if _, err := store.Heartbeat(ctx, lease, time.Now()); err == nil {
+	if _, err := worker.Heartbeat(ctx, lease, time.Now()); err == nil {
 		t.Fatal("a Go heartbeat on the lease the JavaScript heartbeat moved was not refused")
 	}
 

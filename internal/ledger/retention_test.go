@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -21,6 +22,7 @@ func TestAReceiptExpiresWithItsRunOrBefore(t *testing.T) {
 	fs := testenv.Firestore(t)
 	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, keep)
+	runner := ledgertest.Executions{Client: fs}
 	runs := ledger.NewRunStore(fs)
 	for _, c := range []struct {
 		run       string
@@ -34,7 +36,7 @@ func TestAReceiptExpiresWithItsRunOrBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := "row-" + c.run
-		if err := store.Put(ctx, ledger.Execution{UUID: row, OrganizationUUID: "org", Provider: ledger.ProviderCloudRun, Active: true, Status: "running",
+		if err := runner.Put(ctx, ledger.Execution{UUID: row, OrganizationUUID: "org", Provider: ledger.ProviderCloudRun, Active: true, Status: "running",
 			ObservedAt: t0.Add(-time.Hour), ProviderRef: map[string]any{"execution": "x"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -85,6 +87,7 @@ func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
 	fs := testenv.Firestore(t)
 	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, keep)
+	runner := ledgertest.Executions{Client: fs}
 	runs := ledger.NewRunStore(fs)
 	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: "run", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
 		t.Fatal(err)
@@ -96,7 +99,7 @@ func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
 	}
 	settle := func(row string, at time.Time, outcome string) {
 		t.Helper()
-		if err := store.Put(ctx, ledger.Execution{UUID: row, OrganizationUUID: "org", Provider: ledger.ProviderCloudRun, Active: true, Status: "running",
+		if err := runner.Put(ctx, ledger.Execution{UUID: row, OrganizationUUID: "org", Provider: ledger.ProviderCloudRun, Active: true, Status: "running",
 			ObservedAt: t0.Add(-time.Hour), ProviderRef: map[string]any{"execution": "x"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,6 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/gowebpki/jcs"
 	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Task queues: task_queues/{queue}/tasks/{task_id}, each task with three append-only chains.
@@ -33,17 +31,6 @@ const (
 	TaskDone    = "done"
 	TaskFailed  = "failed"
 )
-
-// ErrHeadMoved is an append whose expected predecessor is no longer its chain's head: another
-// writer got there first. For a worker it means it no longer holds its task.
-var ErrHeadMoved = errors.New("head moved")
-
-// ErrNoTask is Next finding no task to claim.
-var ErrNoTask = errors.New("no new task in the queue")
-
-// ErrQueueBusy is Next finding new tasks but every one of them being claimed by other workers
-// at that moment: try again.
-var ErrQueueBusy = errors.New("every candidate task is being claimed by another worker")
 
 // Task is a tasks document.
 type Task struct {
@@ -112,15 +99,6 @@ func CanonicalJSON(v any) ([]byte, error) {
 	return jcs.Transform(b)
 }
 
-// Lease is what a worker holds on a claimed task: the heartbeat chain's tip after its last
-// write. Every write it makes is fenced on it.
-type Lease struct {
-	Queue        string
-	TaskID       string
-	WorkerID     string
-	HeartbeatTip string
-}
-
 // TaskStore is the task ledger.
 type TaskStore struct {
 	client *firestore.Client
@@ -158,35 +136,6 @@ func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, 
 		return "", err
 	}
 	return id, nil
-}
-
-func readTask(tx *firestore.Transaction, ref *firestore.DocumentRef) (Task, error) {
-	snap, err := tx.Get(ref)
-	if err != nil {
-		return Task{}, err
-	}
-	var t Task
-	if err := snap.DataTo(&t); err != nil {
-		return Task{}, err
-	}
-	t.ID = ref.ID
-	t.Queue = ref.Parent.Parent.ID
-	return t, nil
-}
-
-// later returns the later of a and b, so last_activity_at never goes back.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// lockContended reports whether a claim failed on another transaction's lock: aborted on
-// contention after its retries, or out of time waiting (the caller's context still live).
-func lockContended(err error) bool {
-	c := status.Code(err)
-	return c == codes.Aborted || c == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)
 }
 
 // GetTask reads one task.
@@ -369,7 +318,7 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 			firestore.Update{Path: "status_tip", Value: st},
 			firestore.Update{Path: "heartbeat_tip", Value: hb},
 			firestore.Update{Path: "reclaim_count", Value: count},
-			firestore.Update{Path: "last_activity_at", Value: s.cfg.stampAfter(t.LastActivityAt)},
+			firestore.Update{Path: "last_activity_at", Value: firestore.ServerTimestamp},
 		))
 	})
 	if err != nil && Ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
@@ -423,7 +372,7 @@ func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.Docume
 		return t, ReclaimPlan{}, nil, err
 	}
 	t.ID, t.Queue = ref.ID, ref.Parent.Parent.ID
-	if p := ActivePause(DecodePauses(snaps[1:]), s.cfg.now()); p != nil {
+	if p := ActivePause(DecodePauses(snaps[1:]), time.Now()); p != nil {
 		return t, ReclaimPlan{Left: LeftPaused}, p, nil
 	}
 	return t, decide(t), nil, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -193,24 +194,25 @@ func TestTheProductsOwnEntriesVerifyWithAReferenceCanonicalizer(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
 	store := ledger.NewTaskStore(fs, ledger.TxConfig{})
+	worker := ledgertest.Tasks{Client: fs}
 	ctx := context.Background()
 	queue, tasks := "q<&>", []string{"t-é日本😀", "t-plain"}
 	at := time.Date(2026, 12, 1, 18, 27, 45, 907880123, time.UTC) // nanoseconds, a trailing zero
 	tick := func() time.Time { at = at.Add(123 * time.Millisecond); return at }
 	for _, id := range tasks {
-		if err := store.Enqueue(ctx, queue, id, "slug <&> "+id, tick()); err != nil {
+		if err := worker.Enqueue(ctx, queue, id, "slug <&> "+id, tick()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range tasks {
-		l, err := store.Next(ctx, queue, "w<1>&\u2028", tick())
+		l, err := worker.Next(ctx, queue, "w<1>&\u2028", tick())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l, err = store.Heartbeat(ctx, l, at.Truncate(time.Second)); err != nil { // a whole second
+		if l, err = worker.Heartbeat(ctx, l, at.Truncate(time.Second)); err != nil { // a whole second
 			t.Fatal(err)
 		}
-		if _, err := store.Report(ctx, l, "say \"hi\"\\ \t\n \u0001 <b>&</b> naïve 😀 \u2029", tick()); err != nil {
+		if _, err := worker.Report(ctx, l, "say \"hi\"\\ \t\n \u0001 <b>&</b> naïve 😀 \u2029", tick()); err != nil {
 			t.Fatal(err)
 		}
 		task, err := store.GetTask(ctx, queue, l.TaskID)
@@ -221,11 +223,11 @@ func TestTheProductsOwnEntriesVerifyWithAReferenceCanonicalizer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := store.Next(ctx, queue, "w-2", tick())
+	l, err := worker.Next(ctx, queue, "w-2", tick())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Fail(ctx, l, "exit 1: <stderr> & \"more\"", tick()); err != nil {
+	if err := worker.Fail(ctx, l, "exit 1: <stderr> & \"more\"", tick()); err != nil {
 		t.Fatal(err)
 	}
 	checked := 0

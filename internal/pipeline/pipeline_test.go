@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -318,7 +319,7 @@ func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
 	ps := newPubSub(t, pipeline.SweepsDefault)
 	tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
 	for _, q := range []string{"builds", "deploys", "reports"} {
-		if err := tasks.Enqueue(context.Background(), q, "t1", "s", time.Now()); err != nil {
+		if err := (ledgertest.Tasks{Client: fs}).Enqueue(context.Background(), q, "t1", "s", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -356,7 +357,7 @@ func TestGroupScopedTicksGoToEveryGroupOfEveryEnabledOrganization(t *testing.T) 
 	for _, org := range all {
 		for range 3 {
 			g := uuid.NewString()
-			if err := leases.PutGroup(context.Background(), ledger.RunnerGroup{UUID: g, OrganizationUUID: org, HeartbeatTimeoutSeconds: 60}); err != nil {
+			if err := (ledgertest.Leases{Client: e.fs}).PutGroup(context.Background(), ledger.RunnerGroup{UUID: g, OrganizationUUID: org, HeartbeatTimeoutSeconds: 60}); err != nil {
 				t.Fatal(err)
 			}
 			groups[org] = append(groups[org], g)

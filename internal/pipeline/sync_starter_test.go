@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -36,13 +37,14 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	writer := ledgertest.Executions{Client: fs}
 	org := uuid.NewString()
 	rows := map[string]time.Time{}
 	for i := range 8 {
 		id := uuid.NewString()
 		observed := now.Add(-time.Duration(10+i) * time.Minute)
 		rows[id] = observed
-		err := store.Put(context.Background(), ledger.Execution{
+		err := writer.Put(context.Background(), ledger.Execution{
 			UUID: id, OrganizationUUID: org, Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true,
 			ObservedAt: observed, ProviderRef: map[string]any{"execution": cloudrunfake.ExecutionName("p", "l", "j", id[:8])},
 		})

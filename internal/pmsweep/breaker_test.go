@@ -38,7 +38,7 @@ func TestARunWhoseStoreIsDownStopsWithinSecondsAndFailsStoreUnavailable(t *testi
 	const total = 200
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}}
 	e := newEnv(t, pmsweep.Config{}, nil)
-	rows := ledger.NewTaskStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second, ServerTime: e.clock.Now})
+	rows := ledger.NewTaskStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
 	cfg := pmsweep.Config{}.WithDefaults()
 	e.wf = pmsweep.New(reclaimThrough{Store: e.tasks, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())

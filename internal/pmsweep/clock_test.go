@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -33,18 +34,18 @@ func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 			return sweeptest.Scope{
 				Input: raw,
 				Live: func(ctx context.Context, name string, worker func() time.Time) error {
-					if err := tasks.Enqueue(ctx, queue, name, name, worker()); err != nil {
+					if err := (ledgertest.Tasks{Client: fs}).Enqueue(ctx, queue, name, name, worker()); err != nil {
 						return err
 					}
-					l, err := tasks.Next(ctx, queue, "worker-"+name, worker())
+					l, err := ledgertest.Tasks{Client: fs}.Next(ctx, queue, "worker-"+name, worker())
 					if err != nil {
 						return err
 					}
-					_, err = tasks.Heartbeat(ctx, l, worker())
+					_, err = ledgertest.Tasks{Client: fs}.Heartbeat(ctx, l, worker())
 					return err
 				},
 				Dead: func(ctx context.Context, name string, at time.Time) error {
-					longAgo := ledger.NewTaskStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(at)})
+					longAgo := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(at)}
 					if err := longAgo.Enqueue(ctx, queue, name, name, time.Now()); err != nil {
 						return err
 					}

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -20,17 +21,17 @@ import (
 // fourTasks is the dataset of TestStaleTasksAreReclaimedAndComeBackFromNext: four claimed
 // tasks, 300 s on; task 2's worker heartbeat 100 s ago, task 3's worker heartbeat now with its
 // own clock 300 s behind (Firestore's time counts). Tasks 0 and 1 are silent for exactly the TTL.
-func (e *env) fourTasks() []ledger.Lease {
+func (e *env) fourTasks() []ledgertest.Lease {
 	e.t.Helper()
 	ctx := context.Background()
 	leases := e.claimed(4)
 	e.clock.Advance(200 * time.Second)
-	if _, err := e.tasks.Heartbeat(ctx, leases[2], e.clock.Now()); err != nil { // task 2 is alive
+	if _, err := e.worker.Heartbeat(ctx, leases[2], e.clock.Now()); err != nil { // task 2 is alive
 		e.t.Fatal(err)
 	}
 	e.clock.Advance(100 * time.Second)
 	// Task 3's worker's clock runs 300 s behind: its heartbeat still counts when Firestore took it.
-	if _, err := e.tasks.Heartbeat(ctx, leases[3], e.clock.Now().Add(-300*time.Second)); err != nil {
+	if _, err := e.worker.Heartbeat(ctx, leases[3], e.clock.Now().Add(-300*time.Second)); err != nil {
 		e.t.Fatal(err)
 	}
 	return leases

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 )
 
 // The model: each task's heartbeat chain is a compare-and-swap register on its head, plus
@@ -129,7 +130,7 @@ func (r *recorder) record(client int, in op, call func() (bool, error)) bool {
 
 // claim records a second worker's claim, whose task is known only once it returns: a claim
 // that got none (nothing new, or only contended candidates) is no operation on any task.
-func (r *recorder) claim(client int, call func() (ledger.Lease, error)) (ledger.Lease, bool) {
+func (r *recorder) claim(client int, call func() (ledgertest.Lease, error)) (ledgertest.Lease, bool) {
 	begin := time.Since(r.start).Nanoseconds()
 	l, err := call()
 	end := time.Since(r.start).Nanoseconds()
@@ -142,15 +143,15 @@ func (r *recorder) claim(client int, call func() (ledger.Lease, error)) (ledger.
 	return l, true
 }
 
-// headMoved maps the ledger's fencing error to a failed compare-and-swap.
+// headMoved maps a worker's fencing error (ledgertest's) to a failed compare-and-swap.
 func headMoved(err error) (bool, error) {
-	if errors.Is(err, ledger.ErrHeadMoved) {
+	if errors.Is(err, ledgertest.ErrHeadMoved) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-func heartbeatID(l ledger.Lease, at time.Time) string {
+func heartbeatID(l ledgertest.Lease, at time.Time) string {
 	return entryID(l.TaskID, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: at, Prev: l.HeartbeatTip, Payload: map[string]any{"worker_id": l.WorkerID}})
 }
 
@@ -211,15 +212,15 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		wg.Add(4)
 		sweeping.Add(2)
-		go func(l ledger.Lease, id int) { // the live worker
+		go func(l ledgertest.Lease, id int) { // the live worker
 			defer wg.Done()
 			for range 4 + rng.IntN(4) {
 				now := at()
 				want := heartbeatID(l, now)
-				var next ledger.Lease
+				var next ledgertest.Lease
 				if !rec.record(id, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: want}, func() (bool, error) {
 					var err error
-					next, err = e.tasks.Heartbeat(ctx, l, now)
+					next, err = e.worker.Heartbeat(ctx, l, now)
 					return headMoved(err)
 				}) {
 					return
@@ -227,15 +228,15 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 				l = next
 			}
 			rec.record(id, op{Task: l.TaskID, Kind: "complete", Expect: l.HeartbeatTip}, func() (bool, error) {
-				return headMoved(e.tasks.Complete(ctx, l, at()))
+				return headMoved(e.worker.Complete(ctx, l, at()))
 			})
 		}(lease, client)
-		go func(l ledger.Lease, id int) { // the zombie: it never moves off the first lease
+		go func(l ledgertest.Lease, id int) { // the zombie: it never moves off the first lease
 			defer wg.Done()
 			for range 3 {
 				now := at()
 				rec.record(id, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: heartbeatID(l, now)}, func() (bool, error) {
-					_, err := e.tasks.Heartbeat(ctx, l, now)
+					_, err := e.worker.Heartbeat(ctx, l, now)
 					return headMoved(err)
 				})
 			}
@@ -244,11 +245,11 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 			case <-secondsDone:
 			}
 			rec.record(id, op{Task: l.TaskID, Kind: "report", Expect: l.HeartbeatTip}, func() (bool, error) {
-				_, err := e.tasks.Report(ctx, l, "zombie", at())
+				_, err := e.worker.Report(ctx, l, "zombie", at())
 				return headMoved(err)
 			})
 			rec.record(id, op{Task: l.TaskID, Kind: "complete", Expect: l.HeartbeatTip}, func() (bool, error) {
-				return headMoved(e.tasks.Complete(ctx, l, at()))
+				return headMoved(e.worker.Complete(ctx, l, at()))
 			})
 		}(lease, client+1)
 		for s := range 2 { // the sweepers
@@ -285,8 +286,8 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 					done = true
 				default:
 				}
-				l, ok := rec.claim(id, func() (ledger.Lease, error) {
-					return e.tasks.Next(ctx, e.queue, fmt.Sprintf("second-%d", id), at())
+				l, ok := rec.claim(id, func() (ledgertest.Lease, error) {
+					return e.worker.Next(ctx, e.queue, fmt.Sprintf("second-%d", id), at())
 				})
 				if !ok {
 					if done {
@@ -296,16 +297,16 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 				}
 				closeOnce[l.TaskID].Do(func() { close(claimedAgain[l.TaskID]) })
 				beat := at()
-				var next ledger.Lease
+				var next ledgertest.Lease
 				if rec.record(id, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: heartbeatID(l, beat)}, func() (bool, error) {
 					var err error
-					next, err = e.tasks.Heartbeat(ctx, l, beat)
+					next, err = e.worker.Heartbeat(ctx, l, beat)
 					return headMoved(err)
 				}) {
 					l = next
 				}
 				rec.record(id, op{Task: l.TaskID, Kind: "complete", Expect: l.HeartbeatTip}, func() (bool, error) {
-					return headMoved(e.tasks.Complete(ctx, l, at()))
+					return headMoved(e.worker.Complete(ctx, l, at()))
 				})
 			}
 		}(client + w)
@@ -357,7 +358,7 @@ func TestABlindReclaimIsReportedIllegal(t *testing.T) {
 	}
 	beat := epoch.Add(time.Second)
 	rec.record(0, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: heartbeatID(l, beat)}, func() (bool, error) {
-		_, err := e.tasks.Heartbeat(ctx, l, beat)
+		_, err := e.worker.Heartbeat(ctx, l, beat)
 		return headMoved(err)
 	})
 	reclaimAt := epoch.Add(2 * time.Second)

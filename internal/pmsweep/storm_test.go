@@ -25,7 +25,7 @@ func TestTheStormGuardStopsMassReclaim(t *testing.T) {
 	leases := e.claimed(20)
 	e.clock.Advance(10 * time.Minute)
 	for _, l := range leases[:8] { // 8 workers alive, 12 silent: more than half, more than 10
-		if _, err := e.tasks.Heartbeat(ctx, l, e.clock.Now()); err != nil {
+		if _, err := e.worker.Heartbeat(ctx, l, e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -32,6 +33,7 @@ type env struct {
 	fs     *firestore.Client
 	spy    *fsspy.Spy
 	tasks  *ledger.TaskStore
+	worker ledgertest.Tasks
 	clock  *testenv.Clock
 	wf     *pmsweep.Workflow
 	engine *workflow.Engine
@@ -41,8 +43,9 @@ type env struct {
 func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.Store) *env {
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), queue: "q-" + uuid.NewString()[:8]}
 	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	// Firestore's clock, which the writers stamp and the sweep reads, is the test's clock.
-	e.tasks = ledger.NewTaskStore(e.fs, ledger.TxConfig{ServerTime: e.clock.Now})
+	// Firestore's clock, which the workers stamp and the sweep reads, is the test's clock.
+	e.tasks = ledger.NewTaskStore(e.fs, ledger.TxConfig{})
+	e.worker = ledgertest.Tasks{Client: e.fs, Now: e.clock.Now}
 	var store pmsweep.Store = e.tasks
 	if wrap != nil {
 		store = wrap(store)
@@ -53,17 +56,17 @@ func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.S
 }
 
 // claimed enqueues n tasks and has a worker claim each; it returns their leases.
-func (e *env) claimed(n int) []ledger.Lease {
+func (e *env) claimed(n int) []ledgertest.Lease {
 	e.t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		if err := e.tasks.Enqueue(ctx, e.queue, fmt.Sprintf("task-%03d", i), fmt.Sprintf("slug-%03d", i), e.clock.Now()); err != nil {
+		if err := e.worker.Enqueue(ctx, e.queue, fmt.Sprintf("task-%03d", i), fmt.Sprintf("slug-%03d", i), e.clock.Now()); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	leases := make([]ledger.Lease, 0, n)
+	leases := make([]ledgertest.Lease, 0, n)
 	for i := range n {
-		l, err := e.tasks.Next(ctx, e.queue, fmt.Sprintf("worker-%d", i), e.clock.Now())
+		l, err := e.worker.Next(ctx, e.queue, fmt.Sprintf("worker-%d", i), e.clock.Now())
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -156,12 +159,12 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 	}
 	// The reclaimed tasks are handed out again.
 	for range 2 {
-		l, err := e.tasks.Next(ctx, e.queue, "worker-new", e.clock.Now())
+		l, err := e.worker.Next(ctx, e.queue, "worker-new", e.clock.Now())
 		if err != nil || !slices.Contains(got, l.TaskID) {
 			t.Errorf("next after the reclaim: %+v %v", l, err)
 		}
 	}
-	if _, err := e.tasks.Next(ctx, e.queue, "worker-new", e.clock.Now()); !errors.Is(err, ledger.ErrNoTask) {
+	if _, err := e.worker.Next(ctx, e.queue, "worker-new", e.clock.Now()); !errors.Is(err, ledgertest.ErrNoTask) {
 		t.Errorf("a third next: %v, want ErrNoTask (tasks 2 and 3 are still their workers')", err)
 	}
 }
@@ -190,7 +193,7 @@ func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
 			return
 		}
 		var err error
-		if live, err = e.tasks.Heartbeat(ctx, live, e.clock.Now()); err != nil {
+		if live, err = e.worker.Heartbeat(ctx, live, e.clock.Now()); err != nil {
 			t.Errorf("the live worker's heartbeat: %v", err)
 		}
 	}
@@ -201,7 +204,7 @@ func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
 	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
 		t.Errorf("the live worker lost its task: %+v", task)
 	}
-	if _, err := e.tasks.Heartbeat(ctx, live, e.clock.Now()); err != nil {
+	if _, err := e.worker.Heartbeat(ctx, live, e.clock.Now()); err != nil {
 		t.Errorf("the live worker's next heartbeat: %v", err)
 	}
 	for _, s := range e.chain(live.TaskID, ledger.ChainStatuses) {
@@ -216,7 +219,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsReclaimed(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
 	zombie := e.claimed(1)[0]
-	if _, err := e.tasks.Report(ctx, zombie, "halfway", e.clock.Now()); err != nil {
+	if _, err := e.worker.Report(ctx, zombie, "halfway", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Minute)
@@ -225,16 +228,16 @@ func TestAZombieCanChangeNothingAfterItsTaskIsReclaimed(t *testing.T) {
 	}
 	before := e.task(zombie.TaskID)
 	e.spy.Reset()
-	if _, err := e.tasks.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie heartbeat: %v, want head moved", err)
 	}
-	if _, err := e.tasks.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie report: %v, want head moved", err)
 	}
-	if err := e.tasks.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie completion: %v, want head moved", err)
 	}
-	if err := e.tasks.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie failure: %v, want head moved", err)
 	}
 	if n := len(e.spy.Writes()); n != 0 {
@@ -300,9 +303,9 @@ func TestLiveWorkersAtTTLOver3AreNeverReclaimedAndSlowOnesAre(t *testing.T) {
 			reclaimed += len(o.Reclaimed)
 			warnings += len(o.Warnings)
 			for i, l := range leases {
-				next, err := e.tasks.Heartbeat(ctx, l, e.clock.Now())
+				next, err := e.worker.Heartbeat(ctx, l, e.clock.Now())
 				switch {
-				case errors.Is(err, ledger.ErrHeadMoved):
+				case errors.Is(err, ledgertest.ErrHeadMoved):
 					lost++
 				case err != nil:
 					t.Fatal(err)
@@ -364,7 +367,7 @@ func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
 			if task.Status != ledger.TaskNew {
 				t.Fatalf("round %d: %+v", round, task)
 			}
-			if _, err := e.tasks.Next(ctx, e.queue, "w", e.clock.Now()); err != nil {
+			if _, err := e.worker.Next(ctx, e.queue, "w", e.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -373,7 +376,7 @@ func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
 			t.Errorf("after the third reclaim: %+v", task)
 		}
 	}
-	if _, err := e.tasks.Next(ctx, e.queue, "w", e.clock.Now()); !errors.Is(err, ledger.ErrNoTask) {
+	if _, err := e.worker.Next(ctx, e.queue, "w", e.clock.Now()); !errors.Is(err, ledgertest.ErrNoTask) {
 		t.Errorf("a poison task was handed out again: %v", err)
 	}
 }
@@ -383,7 +386,7 @@ func TestTwoWorkersNeverClaimTheSameTask(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
 	for i := range 20 {
-		if err := e.tasks.Enqueue(ctx, e.queue, fmt.Sprintf("t%02d", i), "s", e.clock.Now()); err != nil {
+		if err := e.worker.Enqueue(ctx, e.queue, fmt.Sprintf("t%02d", i), "s", e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -395,11 +398,11 @@ func TestTwoWorkersNeverClaimTheSameTask(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for busy := 0; ; {
-				l, err := e.tasks.Next(ctx, e.queue, fmt.Sprintf("w%d", w), e.clock.Now())
-				if errors.Is(err, ledger.ErrNoTask) {
+				l, err := e.worker.Next(ctx, e.queue, fmt.Sprintf("w%d", w), e.clock.Now())
+				if errors.Is(err, ledgertest.ErrNoTask) {
 					return
 				}
-				if errors.Is(err, ledger.ErrQueueBusy) && busy < 20 {
+				if errors.Is(err, ledgertest.ErrQueueBusy) && busy < 20 {
 					busy++ // every candidate was being claimed: as a worker does, ask again
 					continue
 				}
@@ -460,10 +463,10 @@ func TestASweepStopsReadingAtMaxStaleAndCountsTheRest(t *testing.T) {
 	ctx := context.Background()
 	e.claimed(5)
 	e.clock.Advance(301 * time.Second)
-	if err := e.tasks.Enqueue(ctx, e.queue, "fresh", "fresh", e.clock.Now()); err != nil {
+	if err := e.worker.Enqueue(ctx, e.queue, "fresh", "fresh", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.tasks.Next(ctx, e.queue, "worker-fresh", e.clock.Now()); err != nil {
+	if _, err := e.worker.Next(ctx, e.queue, "worker-fresh", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.spy.Reset()
@@ -534,7 +537,7 @@ func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
 		if id != live.TaskID {
 			return
 		}
-		if _, err := e.tasks.Report(ctx, live, "still at it", e.clock.Now()); err != nil {
+		if _, err := e.worker.Report(ctx, live, "still at it", e.clock.Now()); err != nil {
 			t.Errorf("the live worker's report: %v", err)
 		}
 	}
@@ -545,7 +548,7 @@ func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
 	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
 		t.Errorf("the reporting worker lost its task: %+v", task)
 	}
-	if err := e.tasks.Complete(ctx, live, e.clock.Now()); err != nil {
+	if err := e.worker.Complete(ctx, live, e.clock.Now()); err != nil {
 		t.Errorf("the reporting worker cannot complete its task: %v", err)
 	}
 }
@@ -562,22 +565,22 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 	if o := e.sweep(pmsweep.Input{}); len(o.Reclaimed) != 1 {
 		t.Fatalf("sweep: %+v", o)
 	}
-	second, err := e.tasks.Next(ctx, e.queue, "second-worker", e.clock.Now())
+	second, err := e.worker.Next(ctx, e.queue, "second-worker", e.clock.Now())
 	if err != nil || second.TaskID != zombie.TaskID {
 		t.Fatalf("the second worker's claim: %+v %v", second, err)
 	}
 	before := e.task(zombie.TaskID)
 	e.spy.Reset()
-	if _, err := e.tasks.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie heartbeat: %v, want head moved", err)
 	}
-	if _, err := e.tasks.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie report: %v, want head moved", err)
 	}
-	if err := e.tasks.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie completion: %v, want head moved", err)
 	}
-	if err := e.tasks.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie failure: %v, want head moved", err)
 	}
 	if n := len(e.spy.Writes()); n != 0 {
@@ -586,7 +589,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 	if after := e.task(zombie.TaskID); after != before || after.WorkerID != "second-worker" || after.Status != ledger.TaskWorking {
 		t.Errorf("the task changed under the second worker: %+v → %+v", before, after)
 	}
-	if err := e.tasks.Complete(ctx, second, e.clock.Now()); err != nil {
+	if err := e.worker.Complete(ctx, second, e.clock.Now()); err != nil {
 		t.Errorf("the second worker cannot complete: %v", err)
 	}
 }
@@ -666,21 +669,21 @@ func TestALeaseEndsWithItsTask(t *testing.T) {
 		l := e.claimed(1)[0]
 		var err error
 		if end == "complete" {
-			err = e.tasks.Complete(ctx, l, e.clock.Now())
+			err = e.worker.Complete(ctx, l, e.clock.Now())
 		} else {
-			err = e.tasks.Fail(ctx, l, "broke", e.clock.Now())
+			err = e.worker.Fail(ctx, l, "broke", e.clock.Now())
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := e.task(l.TaskID)
-		if _, err := e.tasks.Heartbeat(ctx, l, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		if _, err := e.worker.Heartbeat(ctx, l, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 			t.Errorf("%s, then heartbeat: %v, want head moved", end, err)
 		}
-		if _, err := e.tasks.Report(ctx, l, "more", e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		if _, err := e.worker.Report(ctx, l, "more", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 			t.Errorf("%s, then report: %v, want head moved", end, err)
 		}
-		if err := e.tasks.Complete(ctx, l, e.clock.Now()); !errors.Is(err, ledger.ErrHeadMoved) {
+		if err := e.worker.Complete(ctx, l, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 			t.Errorf("%s, then complete: %v, want head moved", end, err)
 		}
 		if after := e.task(l.TaskID); after != before {
@@ -696,7 +699,7 @@ func TestOneMalformedTaskIsSkippedAndTheRestOfTheQueueIsSwept(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{PageSize: 2}, nil)
 	ctx := context.Background()
 	e.claimed(4)
-	if err := e.tasks.Enqueue(ctx, e.queue, "task-new", "slug-new", e.clock.Now()); err != nil { // counted, not read
+	if err := e.worker.Enqueue(ctx, e.queue, "task-new", "slug-new", e.clock.Now()); err != nil { // counted, not read
 		t.Fatal(err)
 	}
 	bad := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("task-001")

@@ -26,7 +26,7 @@ func TestAnAmbiguousCommitThatLandedCountsAsSweptByThisRun(t *testing.T) {
 			plain := e.start("plain", false, time.Hour)
 			bg := e.start("bg", true, time.Hour)
 			fs := fault.Client(t, e.fs)
-			store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{ServerTime: e.clock.Now})
+			store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 			wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.clock.Now))
 			run := uuid.NewString()
 			out, stats, err := wf.RunOnce(context.Background(), run, runssweep.Input{OlderThanMs: 600000, Limit: 10}, false, logging.Discard())

@@ -37,7 +37,7 @@ func TestASweepWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	const total = 150
 	e := newEnv(t, nil)
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
-	rows := ledger.NewExtensionRunStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second, ServerTime: e.clock.Now})
+	rows := ledger.NewExtensionRunStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
 	cfg := runssweep.Config{}.WithDefaults()
 	e.wf = runssweep.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
 	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())

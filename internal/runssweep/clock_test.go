@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -35,13 +36,14 @@ func TestAppsAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 				// An hour's deadline: any clock an hour off on either side would cross it.
 				Input: []byte(`{"older_than_ms": 3600000}`),
 				Live: func(ctx context.Context, name string, now func() time.Time) error {
-					if err := store.Start(ctx, run(name), now()); err != nil {
+					writer := ledgertest.ExtensionRuns{Client: fs}
+					if err := writer.Start(ctx, run(name), now()); err != nil {
 						return err
 					}
-					return store.Move(ctx, name)
+					return writer.Move(ctx, name)
 				},
 				Dead: func(ctx context.Context, name string, at time.Time) error {
-					return ledger.NewExtensionRunStore(fs, ledger.TxConfig{ServerTime: testenv.Fixed(at)}).Start(ctx, run(name), time.Now())
+					return ledgertest.ExtensionRuns{Client: fs, Now: testenv.Fixed(at)}.Start(ctx, run(name), time.Now())
 				},
 				Check: func(t *testing.T, out workflow.Outcome, live []string) {
 					ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -35,6 +36,7 @@ type env struct {
 	fs     *firestore.Client
 	spy    *fsspy.Spy
 	store  *ledger.ExtensionRunStore
+	app    ledgertest.ExtensionRuns
 	clock  *testenv.Clock
 	wf     *runssweep.Workflow
 	engine *workflow.Engine
@@ -45,7 +47,8 @@ func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), tenant: "tenant-" + uuid.NewString()[:8]}
 	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
 	// Firestore's clock, which the writers stamp and the sweep reads, is the test's clock.
-	e.store = ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{ServerTime: e.clock.Now})
+	e.store = ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{})
+	e.app = ledgertest.ExtensionRuns{Client: e.fs, Now: e.clock.Now}
 	var store runssweep.Store = e.store
 	if wrap != nil {
 		store = wrap(store)
@@ -60,8 +63,8 @@ func (e *env) start(ext string, background bool, ago time.Duration) string {
 	e.t.Helper()
 	id := "run-" + uuid.NewString()
 	then := e.clock.Now().Add(-ago)
-	store := ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
-	err := store.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: ext, JobName: "sync-" + ext, Background: background}, then)
+	app := ledgertest.ExtensionRuns{Client: e.fs, Now: testenv.Fixed(then)}
+	err := app.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: ext, JobName: "sync-" + ext, Background: background}, then)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -291,7 +294,7 @@ func TestARunThatMovesAfterTheScanIsNotSwept(t *testing.T) {
 	other := e.start("erp", true, time.Hour)
 	mv.target = target
 	mv.move = func() {
-		if err := e.store.Move(context.Background(), target); err != nil {
+		if err := e.app.Move(context.Background(), target); err != nil {
 			t.Error(err)
 		}
 	}
@@ -471,9 +474,9 @@ func TestAfterASweepTheTenantCanStartAgainAndNotTwice(t *testing.T) {
 	dead := e.start("crm", true, time.Hour)
 	startNew := func() (string, error) {
 		id := "run-" + uuid.NewString()
-		return id, e.store.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: "crm", JobName: "j", Background: true}, e.clock.Now())
+		return id, e.app.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: "crm", JobName: "j", Background: true}, e.clock.Now())
 	}
-	if _, err := startNew(); !errors.Is(err, ledger.ErrInterlockHeld) {
+	if _, err := startNew(); !errors.Is(err, ledgertest.ErrInterlockHeld) {
 		t.Fatalf("while the dead run holds the interlock: %v, want ErrInterlockHeld", err)
 	}
 	if o, _ := e.mustSweep(`{"older_than_ms": 600000}`); o.Swept != 1 || o.Runs[0].RunID != dead {
@@ -483,7 +486,7 @@ func TestAfterASweepTheTenantCanStartAgainAndNotTwice(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after the sweep: %v", err)
 	}
-	if _, err := startNew(); !errors.Is(err, ledger.ErrInterlockHeld) {
+	if _, err := startNew(); !errors.Is(err, ledgertest.ErrInterlockHeld) {
 		t.Errorf("while the new live run holds it: %v, want ErrInterlockHeld", err)
 	}
 	if o, _ := e.mustSweep(`{"older_than_ms": 600000}`); o.Swept != 0 {
@@ -499,7 +502,7 @@ func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	a := e.start("crm", true, time.Minute)
-	if err := e.store.Move(ctx, a); err != nil {
+	if err := e.app.Move(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.run(a); !r.LastMovedAt.Equal(e.clock.Now()) {
@@ -507,22 +510,22 @@ func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
 	}
 	// A foreground run of the same extension finishing must not release a's interlock.
 	f := e.start("crm", false, time.Minute)
-	if err := e.store.Finish(ctx, f, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
+	if err := e.app.Finish(ctx, f, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if l, ok := e.interlock("crm"); !ok || l.RunID != a {
 		t.Errorf("a foreground finish released the interlock: %+v %t", l, ok)
 	}
-	if err := e.store.Finish(ctx, a, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
+	if err := e.app.Finish(ctx, a, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.interlock("crm"); ok {
 		t.Error("finishing the holder did not release the interlock")
 	}
-	if err := e.store.Move(ctx, a); !errors.Is(err, ledger.ErrRunNotRunning) {
+	if err := e.app.Move(ctx, a); !errors.Is(err, ledgertest.ErrRunNotRunning) {
 		t.Errorf("moving a finished run: %v", err)
 	}
-	if err := e.store.Finish(ctx, a, ledger.ExtensionFailed, "x", e.clock.Now()); !errors.Is(err, ledger.ErrRunNotRunning) {
+	if err := e.app.Finish(ctx, a, ledger.ExtensionFailed, "x", e.clock.Now()); !errors.Is(err, ledgertest.ErrRunNotRunning) {
 		t.Errorf("finishing twice: %v", err)
 	}
 }

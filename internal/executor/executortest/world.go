@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -32,6 +33,7 @@ type world struct {
 	spy    *observeSpy
 	fsSpy  *fsspy.Spy
 	store  *ledger.ExecutionStore
+	rows   ledgertest.Executions
 	runs   *ledger.RunStore
 	clock  *testenv.Clock
 	engine *workflow.Engine
@@ -52,6 +54,7 @@ func newWorld(t *testing.T, h Harness, o worldOptions) *world {
 	fs := testenv.Firestore(t, append(w.fsSpy.DialOptions(), o.dial...)...)
 	testenv.Enable(t, fs, w.org)
 	w.store = ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
+	w.rows = ledgertest.Executions{Client: fs}
 	w.runs = ledger.NewRunStore(fs)
 	w.fake = h.New(t, w.clock.Now, o.limits)
 	w.spy = &observeSpy{Executor: w.fake.Executor(), fake: w.fake}
@@ -80,7 +83,7 @@ func (w *world) seed(n int, state State) map[string]ledger.Execution {
 	for range n {
 		ref := w.fake.Put(0, state, w.clock.Now().Add(-11*time.Minute))
 		id := uuid.NewString()
-		if err := w.store.Put(context.Background(), ledger.Execution{UUID: id, OrganizationUUID: w.org, RunnerGroupUUID: "group-1",
+		if err := w.rows.Put(context.Background(), ledger.Execution{UUID: id, OrganizationUUID: w.org, RunnerGroupUUID: "group-1",
 			Provider: w.h.Kind.Provider, ProviderRef: ref, Status: ledger.StatusRunning, Active: true,
 			ObservedAt: w.clock.Now().Add(-10 * time.Minute)}); err != nil {
 			w.t.Fatal(err)

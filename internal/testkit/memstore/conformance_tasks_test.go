@@ -16,16 +16,21 @@ type tasksWorld struct {
 	store pmsweep.Store
 	put   func(ledger.Task)
 	get   func(id string) ledger.Task
+	// clock is the time the store stamps last_activity_at with: the time the caller passes in
+	// memory (t0 here), Firestore's own on the ledger (its server timestamp).
+	clock func() time.Time
 }
 
 func memoryTasks() tasksWorld {
 	s := memstore.NewTasks()
-	return tasksWorld{store: s, put: s.Put, get: func(id string) ledger.Task { tk, _ := s.Get("q", id); return tk }}
+	return tasksWorld{store: s, put: s.Put, get: func(id string) ledger.Task { tk, _ := s.Get("q", id); return tk },
+		clock: func() time.Time { return t0 }}
 }
 
 func ledgerTasks(t *testing.T) func(fs *firestore.Client) tasksWorld {
 	return func(fs *firestore.Client) tasksWorld {
-		s := ledger.NewTaskStore(fs, ledger.TxConfig{Timeout: txConfig.Timeout, ServerTime: func() time.Time { return t0 }})
+		s := ledger.NewTaskStore(fs, txConfig)
+		firestoreClock := ledger.ServerClock(fs)
 		return tasksWorld{store: s,
 			put: func(tk ledger.Task) {
 				set(t, fs, ledger.TaskQueuesCollection+"/"+tk.Queue+"/"+ledger.TasksCollection+"/"+tk.ID, tk)
@@ -36,6 +41,13 @@ func ledgerTasks(t *testing.T) func(fs *firestore.Client) tasksWorld {
 					t.Fatal(err)
 				}
 				return tk
+			},
+			clock: func() time.Time {
+				now, err := firestoreClock(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return now
 			}}
 	}
 }
@@ -69,10 +81,12 @@ func TestReclaimTaskHoldsTheLedgersFence(t *testing.T) {
 					w.put(ledger.Task{Queue: "q", ID: "k", Slug: "s", Status: c.status, WorkerID: "w", CreatedAt: silent,
 						LastActivityAt: c.activity, StatusTip: "st", HeartbeatTip: c.tip, ReclaimCount: c.reclaims})
 				}
-				got, err := w.store.ReclaimTask(context.Background(), "q", "k", "sweeper", nil, t0, pmsweep.Reclaimable(ledger.Task{HeartbeatTip: "hb", LastActivityAt: silent}, c.maxReclaims))
+				now := w.clock()
+				got, err := w.store.ReclaimTask(context.Background(), "q", "k", "sweeper", nil, now, pmsweep.Reclaimable(ledger.Task{HeartbeatTip: "hb", LastActivityAt: silent}, c.maxReclaims))
 				if err != nil {
 					t.Fatal(err)
 				}
+				after := w.clock()
 				if got.Reclaimed != (c.wantWhy == "") || got.Why != c.wantWhy || got.Poisoned != c.wantPoisoned {
 					t.Errorf("reclaimed %v why %q poisoned %v; want why %q poisoned %v", got.Reclaimed, got.Why, got.Poisoned, c.wantWhy, c.wantPoisoned)
 				}
@@ -90,7 +104,7 @@ func TestReclaimTaskHoldsTheLedgersFence(t *testing.T) {
 					return
 				}
 				if tk.StatusTip != got.StatusSHA || tk.HeartbeatTip == c.tip || tk.ReclaimCount != c.reclaims+1 || tk.WorkerID != "" ||
-					!tk.LastActivityAt.Equal(t0) || (tk.FailureReason != "") != c.wantPoisoned {
+					tk.LastActivityAt.Before(now) || tk.LastActivityAt.After(after) || (tk.FailureReason != "") != c.wantPoisoned {
 					t.Errorf("task after reclaim: %+v (status sha %s)", tk, got.StatusSHA)
 				}
 			})

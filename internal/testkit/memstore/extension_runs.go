@@ -48,7 +48,7 @@ func (s *ExtensionRuns) PutInterlock(tenantID, extensionID, runID string) {
 	s.interlocks[ledger.InterlockID(tenantID, extensionID)] = ledger.Interlock{RunID: runID}
 }
 
-// Move records that a running run moved at `at`, as ExtensionRunStore.Move does.
+// Move records that a running run moved at `at`, as ledgertest.ExtensionRuns.Move does.
 func (s *ExtensionRuns) Move(runID string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

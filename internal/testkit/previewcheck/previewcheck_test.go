@@ -31,6 +31,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -117,12 +118,12 @@ func TestEveryDryRunAgreesWithItsPreviewAndWithTheRunThatFollows(t *testing.T) {
 func seedRuns(t *testing.T) *world {
 	var store *ledger.ExtensionRunStore
 	w := newWorld(t, contract.ExtensionRunsSweep, `{"older_than_ms": 600000}`, func(w *world) workflow.Definition {
-		store = ledger.NewExtensionRunStore(w.fs, ledger.TxConfig{ServerTime: w.clock.Now})
+		store = ledger.NewExtensionRunStore(w.fs, ledger.TxConfig{})
 		return runssweep.New(store, runssweep.Config{}, ledger.LocalClock(w.clock.Now)).Definition()
 	})
 	for i, ago := range []time.Duration{time.Hour, 2 * time.Hour, time.Hour, time.Minute, 2 * time.Minute} {
 		then := w.clock.Now().Add(-ago)
-		writer := ledger.NewExtensionRunStore(w.fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
+		writer := ledgertest.ExtensionRuns{Client: w.fs, Now: testenv.Fixed(then)}
 		if err := writer.Start(context.Background(), ledger.ExtensionRun{RunID: fmt.Sprintf("run-%d", i), TenantID: "tenant", ExtensionID: fmt.Sprintf("ext-%d", i),
 			JobName: "job", Background: i == 0}, then); err != nil {
 			t.Fatal(err)
@@ -162,16 +163,17 @@ func realRuns(t *testing.T, _ *world, out workflow.Outcome) plan {
 func seedTasks(t *testing.T) *world {
 	var tasks *ledger.TaskStore
 	w := newWorld(t, contract.PMSweep, `{"queue": "q", "ttl": 300, "reclaimer": "previewcheck"}`, func(w *world) workflow.Definition {
-		tasks = ledger.NewTaskStore(w.fs, ledger.TxConfig{ServerTime: w.clock.Now})
+		tasks = ledger.NewTaskStore(w.fs, ledger.TxConfig{})
 		return pmsweep.New(tasks, pmsweep.Config{MaxReclaims: 1}, ledger.LocalClock(w.clock.Now)).Definition()
 	})
+	worker := ledgertest.Tasks{Client: w.fs, Now: w.clock.Now}
 	ctx := context.Background()
 	claim := func(id string) {
 		t.Helper()
-		if err := tasks.Enqueue(ctx, "q", id, "slug-"+id, w.clock.Now()); err != nil {
+		if err := worker.Enqueue(ctx, "q", id, "slug-"+id, w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if l, err := tasks.Next(ctx, "q", "worker-"+id, w.clock.Now()); err != nil || l.TaskID != id {
+		if l, err := worker.Next(ctx, "q", "worker-"+id, w.clock.Now()); err != nil || l.TaskID != id {
 			t.Fatalf("claim %s: %+v %v", id, l, err)
 		}
 	}
@@ -182,7 +184,7 @@ func seedTasks(t *testing.T) *world {
 	if _, _, err := pmsweep.New(tasks, pmsweep.Config{}, ledger.LocalClock(w.clock.Now)).RunOnce(ctx, pmsweep.Input{Queue: "q", TTL: 300, Reclaimer: "earlier"}, false, logging.Discard()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tasks.Next(ctx, "q", "worker-again", w.clock.Now()); err != nil {
+	if _, err := worker.Next(ctx, "q", "worker-again", w.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	claim("a")
@@ -231,17 +233,18 @@ func seedLeases(t *testing.T) *world {
 	org, group := uuid.NewString(), uuid.NewString()
 	var store *ledger.LeaseStore
 	w := newWorld(t, contract.WorkspaceLeaseSettle, fmt.Sprintf(`{"organization_uuid": %q, "runner_group_uuid": %q}`, org, group), func(w *world) workflow.Definition {
-		store = ledger.NewLeaseStore(w.fs, ledger.TxConfig{ServerTime: w.clock.Now})
+		store = ledger.NewLeaseStore(w.fs, ledger.TxConfig{})
 		return leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(w.clock.Now)).Definition()
 	})
+	runner := ledgertest.Leases{Client: w.fs, Now: w.clock.Now}
 	ctx := context.Background()
 	testenv.Enable(t, w.fs, org)
-	if err := store.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 300}); err != nil {
+	if err := runner.PutGroup(ctx, ledger.RunnerGroup{UUID: group, OrganizationUUID: org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
 	}
 	instance := func(status string) string {
 		id := uuid.NewString()
-		if err := store.PutInstance(ctx, ledger.RunnerInstance{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group, Status: status}); err != nil {
+		if err := runner.PutInstance(ctx, ledger.RunnerInstance{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group, Status: status}); err != nil {
 			t.Fatal(err)
 		}
 		return id
@@ -253,7 +256,7 @@ func seedLeases(t *testing.T) *world {
 		ago    time.Duration
 	}{{instance(ledger.InstanceTerminated), time.Minute}, {instance(ledger.InstanceStopped), time.Minute}, {uuid.NewString(), time.Hour}, {instance(ledger.InstanceRunning), time.Hour}} {
 		then := w.clock.Now().Add(-l.ago)
-		writer := ledger.NewLeaseStore(w.fs, ledger.TxConfig{ServerTime: testenv.Fixed(then)})
+		writer := ledgertest.Leases{Client: w.fs, Now: testenv.Fixed(then)}
 		id := uuid.NewString()
 		if err := writer.Acquire(ctx, ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group, WorkspaceID: "ws-" + id[:6], HolderUUID: l.holder}, then); err != nil {
 			t.Fatal(err)
@@ -311,7 +314,7 @@ func executionWorld(t *testing.T, kind executionsync.Kind, typ contract.Workflow
 
 func putExecution(t *testing.T, w *world, store *ledger.ExecutionStore, org, provider string, ref map[string]any) {
 	t.Helper()
-	if err := store.Put(context.Background(), ledger.Execution{UUID: uuid.NewString(), OrganizationUUID: org, Provider: provider, ProviderRef: ref,
+	if err := (ledgertest.Executions{Client: w.fs}).Put(context.Background(), ledger.Execution{UUID: uuid.NewString(), OrganizationUUID: org, Provider: provider, ProviderRef: ref,
 		Status: ledger.StatusRunning, Active: true, ObservedAt: w.clock.Now().Add(-10 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func runsSweepRig(t *testing.T) *rig { return runsSweepRigWith(t, nil) }
 // runsSweepRigWith is runsSweepRig with the sweep's store wrapped (nil: as it is).
 func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) runssweep.Store) *rig {
 	r := newRig(t, contract.ExtensionRunsSweep, "settlement")
-	store := ledger.NewExtensionRunStore(r.fs, ledger.TxConfig{ServerTime: r.clock.Now})
+	store := ledger.NewExtensionRunStore(r.fs, ledger.TxConfig{})
 	var sweepStore runssweep.Store = store
 	if wrap != nil {
 		sweepStore = wrap(r, store)
@@ -111,13 +111,15 @@ func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) r
 // the seen head, a reclaim status, back to new) and two that heartbeat recently (kept).
 func pmSweepRig(t *testing.T) *rig {
 	r := newRig(t, contract.PMSweep, "reclaim_count")
-	tasks := ledger.NewTaskStore(r.fs, ledger.TxConfig{ServerTime: r.clock.Now})
+	tasks := ledger.NewTaskStore(r.fs, ledger.TxConfig{})
 	r.use(pmsweep.New(tasks, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const reclaimer = "reliability"
 	r.seed = func(t reporter, trial int) trialRows {
 		queue := fmt.Sprintf("q-%d-%s", trial, uuid.NewString()[:8])
 		now := r.clock.Now()
+		// A reclaim stamps last_activity_at with Firestore's time of its commit, after this.
+		seededAt := time.Now().Truncate(time.Millisecond)
 		docs := map[string]map[string]any{}
 		var rows []seededRow
 		add := func(name string, active time.Time, reclaim bool) {
@@ -125,7 +127,7 @@ func pmSweepRig(t *testing.T) *rig {
 			doc := ledger.TaskQueuesCollection + "/" + queue + "/" + ledger.TasksCollection + "/" + id
 			worker := "worker-" + id[5:]
 			heads, entries := seedTask(docs, doc, id, worker, active)
-			ch := reclaimTask(doc, id, heads, now, reclaimer, 1)
+			ch := reclaimTask(doc, id, heads, now, matcher(stampedSince(seededAt)), reclaimer, 1)
 			row := seededRow{name: name, doc: doc, settles: reclaim,
 				unit: unit{docs: slices.Compact(slices.Sorted(slices.Values(append(append([]string{doc}, entries...), ch.docs()...)))),
 					subs: map[string][]string{doc: {ledger.ChainStatuses, ledger.ChainReports, ledger.ChainHeartbeats}}}}
@@ -149,7 +151,7 @@ func pmSweepRig(t *testing.T) *rig {
 type chainHeads struct{ status, heartbeat string }
 
 // seedTask adds a working task claimed by worker — its enqueue status, its claim status and
-// claim heartbeat, chained and named as ledger.TaskStore.Enqueue and Next name them — to docs,
+// claim heartbeat, chained and named as ledgertest.Tasks.Enqueue and Next name them — to docs,
 // and returns its heads and the paths of its chain entries.
 func seedTask(docs map[string]map[string]any, doc, id, worker string, active time.Time) (chainHeads, []string) {
 	created := active.Add(-time.Minute)
@@ -174,8 +176,9 @@ func seedTask(docs map[string]map[string]any, doc, id, worker string, active tim
 
 // reclaimTask is ledger.TaskStore.ReclaimTask's one commit: a preempt heartbeat chained on the
 // seen head, a reclaim status chained on the status head, and the task back to new with both
-// new heads, reclaim_count+1 and its worker gone.
-func reclaimTask(doc, id string, heads chainHeads, now time.Time, reclaimer string, count int64) *change {
+// new heads, reclaim_count+1, its worker gone and last_activity_at stamped (Firestore's time of
+// the commit: a matcher of it).
+func reclaimTask(doc, id string, heads chainHeads, now time.Time, stamped any, reclaimer string, count int64) *change {
 	hbPayload := map[string]any{"preempt": true, "reclaimer": reclaimer}
 	stPayload := map[string]any{"status": ledger.TaskNew, "reclaimed": true, "reclaimer": reclaimer, "reclaim_count": count}
 	hb := entryID(id, ledger.ChainHeartbeats, ledger.Entry{CreatedAt: now, Prev: heads.heartbeat, Payload: hbPayload})
@@ -183,7 +186,7 @@ func reclaimTask(doc, id string, heads chainHeads, now time.Time, reclaimer stri
 	d, h, s := doc+"#", doc+"/"+ledger.ChainHeartbeats+"/"+hb+"#", doc+"/"+ledger.ChainStatuses+"/"+st+"#"
 	return &change{
 		set: map[string]any{
-			d + "status": ledger.TaskNew, d + "status_tip": st, d + "heartbeat_tip": hb, d + "reclaim_count": count, d + "last_activity_at": now,
+			d + "status": ledger.TaskNew, d + "status_tip": st, d + "heartbeat_tip": hb, d + "reclaim_count": count, d + "last_activity_at": stamped,
 			h + "created_at": now, h + "prev": heads.heartbeat, h + "payload.preempt": true, h + "payload.reclaimer": reclaimer,
 			s + "created_at": now, s + "prev": heads.status, s + "payload.status": ledger.TaskNew, s + "payload.reclaimed": true,
 			s + "payload.reclaimer": reclaimer, s + "payload.reclaim_count": count,
@@ -199,7 +202,7 @@ func reclaimTask(doc, id string, heads chainHeads, now time.Time, reclaimer stri
 // group and its instances are never written.
 func leaseSettleRig(t *testing.T) *rig {
 	r := newRig(t, contract.WorkspaceLeaseSettle, "settlement")
-	leases := ledger.NewLeaseStore(r.fs, ledger.TxConfig{ServerTime: r.clock.Now})
+	leases := ledger.NewLeaseStore(r.fs, ledger.TxConfig{})
 	r.use(leasesettle.New(leases, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const timeoutSeconds = 300
@@ -266,4 +269,15 @@ func entryID(task, chain string, e ledger.Entry) string {
 		panic(err)
 	}
 	return id
+}
+
+// stampedSince accepts a server timestamp Firestore took after since (on this host's clock,
+// which the emulator shares) and before the check.
+func stampedSince(since time.Time) func(v any) string {
+	return func(v any) string {
+		if t, ok := v.(time.Time); !ok || t.Before(since) || t.After(time.Now()) {
+			return fmt.Sprintf("want Firestore's time of the write, after %v and not after now", since)
+		}
+		return ""
+	}
 }

@@ -76,7 +76,7 @@ func TestTheTornRowCheckReportsEveryDoctoredRow(t *testing.T) {
 	flatten(tkEntries, task+"/heartbeats/"+hb, map[string]any{"created_at": now, "prev": heads.heartbeat, "payload": hbPayload})
 	flatten(tkEntries, task+"/statuses/"+st, map[string]any{"created_at": now, "prev": heads.status, "payload": stPayload})
 	tkAfter = with(tkAfter, tkEntries)
-	tkReclaim := reclaimTask(task, "k", heads, now, "me", 1)
+	tkReclaim := reclaimTask(task, "k", heads, now, now, "me", 1)
 
 	// A lease whose holder cannot be found, with a stale heartbeat, abandoned.
 	ls := ledger.WorkspaceLeasesCollection + "/l"
