@@ -150,9 +150,8 @@ func unknown(r Ref, why, foundUID string) executor.Snapshot {
 }
 
 // ownNotFound reports whether err is the API server's own answer that the Job named job does not
-// exist: a Status of reason NotFound whose details name that Job of kind jobs. A 404 with no
-// Status body — a proxy, a load balancer, a server that is not Kubernetes at all — reads as
-// NotFound in client-go too, but says nothing about the Job: it is an error (Code).
+// exist: a Status of reason NotFound naming that Job. A 404 without one (a proxy, a server that
+// is not Kubernetes) says nothing about the Job: it is an error (Code).
 func ownNotFound(err error, job string) bool {
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) || se.ErrStatus.Reason != metav1.StatusReasonNotFound {
@@ -178,8 +177,7 @@ func Code(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case apierrors.IsNotFound(err):
-		// A Job's own NotFound never gets here (Observe reads it as unknown); any other 404 is not
-		// the executor saying the execution is gone.
+		// A Job's own NotFound never gets here; any other 404 is not the executor saying so.
 		return codes.FailedPrecondition
 	case apierrors.IsTooManyRequests(err):
 		return codes.ResourceExhausted
