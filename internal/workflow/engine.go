@@ -35,8 +35,7 @@ const (
 	StateFailed    = "failed"
 )
 
-// StateReconciling is the state a Linear run does its work in: an execution-sync run publishing
-// its syncs is in it until it finishes.
+// StateReconciling is the state a Linear run does its work in (an execution sync publishes in it).
 const StateReconciling = "reconciling"
 
 // State is one state of a workflow's machine and the action that leaves it.
@@ -61,11 +60,9 @@ type Run struct {
 	Logger  *slog.Logger // carries the run's ids
 	// StormOverride: Request.StormOverride.
 	StormOverride bool
-	// IncludeDisabled: Request.IncludeDisabled; every per-row transaction checks the opt-out
-	// again unless it is set.
+	// IncludeDisabled: Request.IncludeDisabled; per-row transactions skip the opt-out recheck.
 	IncludeDisabled bool
-	// DryRun asks the body to run as usual (same scan, executor calls, decisions and guards)
-	// and write nothing; its Result says what it would have done.
+	// DryRun: Request.DryRun; the body runs as usual and writes nothing.
 	DryRun bool
 	// OverridePause: Request.OverridePause; the per-row transactions do not refuse the pause.
 	OverridePause bool
@@ -75,8 +72,7 @@ type Run struct {
 type Result struct {
 	// Output is the body's own output fields (JSON-marshalable to an object).
 	Output any
-	// Stats are counts the seed's output does not list (what the run did not do, and why), for
-	// the run record and the summary log line only.
+	// Stats are counts the seed's output does not list, for the run record and the summary log.
 	Stats any
 }
 
@@ -87,8 +83,7 @@ type Body func(ctx context.Context, run Run) (Result, error)
 type Definition struct {
 	Declaration
 	States []State
-	// Envelope lists the record fields the seed's output echoes (completed_at, failed_at,
-	// the failure fields, status, workflow_run_uuid, ...); no other record field reaches it.
+	// Envelope lists the record fields the seed's output echoes; no other record field reaches it.
 	Envelope []string
 	// Check, when set, adds rules beyond the schema that depend on the trigger or on what
 	// exists; a *contract.ValidationError from it refuses the run before anything is written.
@@ -96,9 +91,8 @@ type Definition struct {
 	// Scheduled, when set, is a pure rule (a floor) every path but the command applies, so
 	// Dispatch can refuse a tick before publishing. Check applies it too.
 	Scheduled func(input json.RawMessage) error
-	// Probe, when set, says which of the scopes (at most ProbeBatch inputs) have work at now,
-	// Firestore's clock, one answer per input; Dispatch publishes only for those, so a quiet
-	// scope costs a share of one query and no invocation. It never writes, and must say yes
+	// Probe, when set, says which scopes (at most ProbeBatch) have work at now, Firestore's
+	// clock, so Dispatch publishes nothing for a quiet one. It never writes, and must say yes
 	// whenever the run could settle something.
 	Probe func(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error)
 	// ProbeBatch is how many scopes one Probe call takes; 0 is one.
@@ -117,16 +111,14 @@ type Request struct {
 	ClaimedActor string
 	// RunUUID names the run; empty means a new random one.
 	RunUUID string
-	// StormOverride lets the run go ahead where the storm guard would stop it. Local runs
-	// only; any other trigger is refused with forbidden.
+	// StormOverride lets the run past the storm guard. Local runs only, else forbidden.
 	StormOverride bool
 	// IncludeDisabled lets the run sweep an organization that opted out. Local runs only.
 	IncludeDisabled bool
-	// DryRun previews the run (Run.DryRun): no record and no guard, so it never conflicts with
-	// a real run.
+	// DryRun previews the run: the body writes nothing, and no record or guard is taken.
 	DryRun bool
-	// OverridePause runs the workflow though it is paused on the run's scope. Only the command
-	// and the HTTP face (override_pause) may ask; any other trigger is refused with forbidden.
+	// OverridePause runs the workflow though it is paused on the scope. Only the command and
+	// the HTTP face (override_pause) may ask, else forbidden.
 	OverridePause bool
 }
 
@@ -138,8 +130,7 @@ type Outcome struct {
 	Stats   map[string]any
 	Err     error // why it failed; nil when completed
 	DryRun  bool  // a preview: nothing was written, and no record of it exists
-	// Paused is the pause covering the scope at start: a dry run reports it, an overriding run
-	// went ahead despite it.
+	// Paused is the pause covering the scope at start, which a dry run reports.
 	Paused *ledger.Pause
 }
 
@@ -163,8 +154,7 @@ type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
 }
 
-// Pauses returns the pause covering a run of a type on a scope (a ScopeValues.Key) at now
-// (*ledger.PauseStore).
+// Pauses returns the pause covering a run on a scope at now (*ledger.PauseStore).
 type Pauses interface {
 	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }
@@ -195,8 +185,7 @@ type Options struct {
 // GuardLeaseDefault is how long a scope stays locked after the process running it died.
 const GuardLeaseDefault = 30 * time.Second
 
-// ErrDuplicateRun means the run uuid has already started (a redelivered message): acknowledge
-// it and do nothing.
+// ErrDuplicateRun means the run uuid has already started (a redelivered message).
 var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
@@ -394,8 +383,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 			env.rec.Failure = failure(out.Err, def.States[state])
 		}
 	}
-	// The envelope is built once the final status is known: a failed run carries failed_at,
-	// never completed_at.
+	// Built once the final status is known: a failed run carries failed_at, never completed_at.
 	out.Output = env.merge(output, def.Envelope)
 	e.summarize(log, out)
 	return out, nil
@@ -447,10 +435,8 @@ type heldGuard struct {
 	acquired time.Time
 }
 
-// renew renews the guard while the body works (see the package doc). When the guard names
-// another run or is gone, it cancels the body with the *ledger.GuardLostError: the rows are
-// safe either way, but the run stops working a scope it no longer holds. stop ends the
-// renewal and waits for it.
+// renew renews the guard while the body works (see the package doc), cancelling the body with
+// the *ledger.GuardLostError when the guard is lost. stop ends the renewal and waits for it.
 func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFunc) (stop func()) {
 	if g.key == "" {
 		return func() {}
@@ -567,8 +553,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 }
 
 // startedAfterAll reads back what a failed StartRun may have written: true when the record has
-// this start's initiated_at and, with guards, the guard names this run. A redelivery of a run
-// started elsewhere has its own initiated_at, so it stays a duplicate.
+// this start's initiated_at (a redelivery has its own) and the guard, if any, names this run.
 func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) (*ledger.Guard, bool) {
 	var got ledger.RunRecord
 	var g *ledger.Guard
@@ -586,8 +571,8 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guar
 	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
 }
 
-// checkOptOut refuses, with forbidden wrapping ledger.ErrOrganizationDisabled, a run whose scope
-// is an organization (or one of its runner groups) that opted out of sweeps.
+// checkOptOut refuses, forbidden wrapping ledger.ErrOrganizationDisabled, a run of an
+// organization that opted out.
 func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMessage, includeDisabled bool) error {
 	if e.orgs == nil || includeDisabled {
 		return nil
@@ -610,9 +595,8 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 	return nil
 }
 
-// checkPause returns the pause covering a run of typ on scope, if any. It refuses the run — with
-// conflict wrapping a *ledger.PausedError — unless the request is a dry run (which writes
-// nothing, and reports the pause) or overrides it (which is logged and recorded).
+// checkPause returns the pause covering the run, refusing it (conflict wrapping a
+// *ledger.PausedError) unless it is a dry run or overrides the pause.
 func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*ledger.Pause, error) {
 	if e.pauses == nil {
 		return nil, nil
@@ -633,8 +617,7 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 	return nil, pausedError(typ, scope, *p)
 }
 
-// pausedError is the refusal of a run of typ on scope that p covers: conflict, wrapping a
-// *ledger.PausedError, with the pause in its details.
+// pausedError is the conflict refusing a run that p covers, with the pause in its details.
 func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error {
 	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
 		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
@@ -708,7 +691,7 @@ func nonTerminal(states []State) []string {
 }
 
 // outputMap marshals v, which must encode as a JSON object (or be nil), into a map whose
-// integers are int64, as Firestore should store them and JSON renders them.
+// integers are int64, as Firestore stores them.
 func outputMap(v any) (map[string]any, error) {
 	if v == nil {
 		return map[string]any{}, nil
