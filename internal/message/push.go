@@ -166,7 +166,6 @@ func (p *Push) binary(h http.Header, raw []byte) error {
 }
 
 // structuredEvent is a structured-mode CloudEvent as far as a messagePublished event needs it.
-// Other attributes and extensions are ignored.
 type structuredEvent struct {
 	SpecVersion string          `json:"specversion"`
 	ID          string          `json:"id"`
