@@ -59,8 +59,7 @@ type Config struct {
 	Backoff     time.Duration
 }
 
-// Policy is the retry policy the adapter calls the API server under: c's bounds, retrying
-// Unavailable (as Code maps API errors) only.
+// Policy is the retry policy the adapter calls the API server under: c's bounds, codes as Code maps them.
 func (c Config) Policy() executor.RetryPolicy {
 	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
 		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
@@ -95,8 +94,7 @@ func (a *Adapter) ValidRef(ref map[string]any) bool {
 	return ok
 }
 
-// Target names the place the executor looks for the Job ref names: its cluster
-// ("kubernetes:CLUSTER"), which the blind-executor guard judges as one.
+// Target is the cluster of the Job ref names: "kubernetes:CLUSTER".
 func (a *Adapter) Target(ref map[string]any) string {
 	r, ok := ParseRef(ref)
 	if !ok {
