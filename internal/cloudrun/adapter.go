@@ -78,8 +78,7 @@ func (a *Adapter) ValidRef(ref map[string]any) bool {
 	return ok
 }
 
-// Target names the place the executor looks for the execution ref names: its project and
-// region ("cloud_run:projects/P/locations/L"), which the blind-executor guard judges as one.
+// Target is the project and region of the execution ref names: "cloud_run:projects/P/locations/L".
 func (a *Adapter) Target(ref map[string]any) string {
 	name, ok := Name(ref)
 	if !ok {
