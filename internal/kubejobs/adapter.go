@@ -59,7 +59,7 @@ type Config struct {
 	Backoff     time.Duration
 }
 
-// Policy is the retry policy the adapter calls the API server under: c's bounds, codes as Code maps them.
+// Policy is the retry policy the adapter calls the API server under: c's bounds, errors coded by Code.
 func (c Config) Policy() executor.RetryPolicy {
 	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
 		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
