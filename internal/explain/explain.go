@@ -49,9 +49,11 @@ type Explanation struct {
 	// Visible says whether a scan of the workflow would return the row now.
 	Visible bool    `json:"visible"`
 	Checks  []Check `json:"checks"`
-	// Executor is what the executor said now; nil when not asked.
+	// Executor is what the executor said now; nil when it was not asked (Options.NoExecutor,
+	// or a workflow that settles on age alone).
 	Executor *ExecutorAnswer `json:"executor,omitempty"`
-	// Verdict is what the workflow's decision function returns for the row now, in its own terms.
+	// Verdict is what the workflow's decision function returns for the row now: settle,
+	// refresh, unknown, reclaim, release, keep, skip, refuse, ... in the workflow's own terms.
 	Verdict string `json:"verdict"`
 	// Outcome is what a settlement would write (succeeded, failed, lost, abandoned, ...).
 	Outcome string `json:"outcome,omitempty"`
