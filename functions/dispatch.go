@@ -11,9 +11,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
-// Dispatch fans a tick out: one sweep message per scope of the tick's workflow. The tick's data
-// is {"workflow_type", "initial_data"}; the runs it starts are named after the tick's message
-// id, so a redelivered tick starts nothing twice.
+// Dispatch fans a tick out: one sweep message per scope of the tick's workflow, the runs named
+// after the tick's message id so a redelivered tick starts nothing twice.
 func Dispatch(w http.ResponseWriter, r *http.Request) { servePush(w, r, "Dispatch", dispatch) }
 
 // HeaderPublished is the response header in which a Dispatch delivery says how many sweep
@@ -49,8 +48,7 @@ func dispatch(ctx context.Context, d delivery) error {
 		After:        resume.After,
 		Roster:       resume.Roster,
 	})
-	// What this delivery published, for whoever pushed it (Pub/Sub ignores it; an operator
-	// invoking Dispatch by hand, and the tests, read it).
+	// For an operator invoking Dispatch by hand, and the tests; Pub/Sub ignores it.
 	d.header.Set(HeaderPublished, strconv.Itoa(rep.Published))
 	switch {
 	case err != nil && contract.CodeOf(err) == contract.CodeValidationFailed:

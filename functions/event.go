@@ -11,8 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// delivery is one Pub/Sub message handed to an event target, with a logger that carries the
-// ids an operator finds it by.
+// delivery is one Pub/Sub message handed to an event target, with a logger carrying its ids.
 type delivery struct {
 	msg    message.PubSub
 	log    *slog.Logger
@@ -22,16 +21,8 @@ type delivery struct {
 // handleFunc handles one delivered message: nil acknowledges it, an error asks for a redelivery.
 type handleFunc func(ctx context.Context, d delivery) error
 
-// servePush is the HTTP face of the event targets. They are registered as HTTP functions, not
-// CloudEvent ones, because the framework's CloudEvent path reads the whole body before any code
-// of ours runs; here the body is read through a limit (message.MaxPushBytes) and an oversized
-// one is refused unread. message.DecodePush accepts the three shapes a push arrives in (Eventarc's
-// binary CloudEvent, a structured one, a raw push body).
-//
-// Answers: 200 acknowledges — a handled message, and one that could never succeed (malformed,
-// oversized, invalid, a duplicate, a scope another run holds), logged at ERROR or INFO, since a
-// redelivery would fail the same way; 500 asks for a redelivery, for a failure worth retrying;
-// 405 for a method other than POST.
+// servePush is the HTTP face of the event targets (registration and acknowledgement: the
+// package doc): 200 acknowledges, 500 asks for a redelivery, 405 for a method other than POST.
 func servePush(w http.ResponseWriter, r *http.Request, target string, handle handleFunc) {
 	ctx := r.Context()
 	if r.Method != http.MethodPost {

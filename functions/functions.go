@@ -13,20 +13,17 @@
 //
 // Every target is registered with functions.HTTP, the three Pub/Sub ones included: the
 // framework's CloudEvent registration reads the whole request body before any code of ours
-// runs, so an oversized delivery would be read into memory unchecked. The event targets decode
-// the push themselves (message.DecodePush: Eventarc's binary CloudEvent, a structured one, or a
-// raw push body as the Pub/Sub emulator sends it), reading at most message.MaxPushBytes.
+// runs. The event targets decode the push themselves (message.DecodePush), reading at most
+// message.MaxPushBytes.
 //
-// Acknowledgement: an event target answers 200 (acknowledged) for a message that could never
-// succeed — malformed, oversized, invalid, a duplicate, a scope another run holds — after
-// logging it, and 500 (redelivered, when the trigger retries) only for a failure worth
-// redelivering. Dependencies are built once per instance, lazily, from the environment
-// (internal/app); a failed build is retried on the next call. Each target builds only what it
-// needs: StartWorkflow and SyncExecution need Firestore and the executors, not Pub/Sub.
+// Acknowledgement: an event target answers 200 for a message that could never succeed
+// (malformed, oversized, invalid, a duplicate, a scope another run holds) after logging it, and
+// 500 only for a failure worth redelivering. Dependencies are built once per instance, lazily,
+// from the environment (internal/app), a failed build retried on the next call; each target
+// builds only what it needs.
 //
-// On Cloud Run (K_SERVICE set) the settings are checked when the instance starts, in init: a bad
-// one is logged at ERROR naming the variable and the process exits 2, so the revision never
-// becomes ready and the deployment says why, instead of every request failing later.
+// On Cloud Run (K_SERVICE set) init checks the settings: a bad one is logged at ERROR and the
+// process exits 2, so the revision never becomes ready and the deployment says why.
 //
 // Who started a run is recorded from what was verified: the caller's verified token on HTTP;
 // on the Pub/Sub path the subscription the push came through ("pubsub:TOPIC"), since a push
@@ -101,5 +98,4 @@ var verifier = app.NewLazy(func(ctx context.Context) (*auth.Verifier, error) {
 	return v, nil
 })
 
-// logger returns the package logger.
 func logger() *slog.Logger { return log() }

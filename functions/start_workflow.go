@@ -11,9 +11,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// The response headers that name the run a StartWorkflow answer reports on: its
-// workflow_run_uuid (what "stalesweep runs show" takes) and the status its record ended in. They
-// are headers because the body is the seed's output, which allows no other property.
+// The response headers naming the run a StartWorkflow answer reports on (its workflow_run_uuid
+// and final status): headers because the body is the seed's output, which allows no other property.
 const (
 	HeaderWorkflowRunUUID   = "Stalesweep-Workflow-Run-Uuid"
 	HeaderWorkflowRunStatus = "Stalesweep-Workflow-Run-Status"
@@ -21,16 +20,12 @@ const (
 
 // StartWorkflow runs one workflow run on one scope for a manual caller, with its syncs inline,
 // and answers with the output. Errors are {"error": {"code", "message", "details"}}:
-// validation_failed 400, unauthorized 401, forbidden 403 (a caller not on the allow-list,
-// platform.extension.runs.sweep, which no request may start, or an organization that opted out
-// of sweeps), method_not_allowed 405 (anything but POST, answered before anything is built),
-// conflict 409 (a run of that workflow on that scope is in progress, or the workflow is paused on
-// it: details.paused says by whom and why; "override_pause": true beside initial_data runs it
-// anyway), internal 500.
-// "dry_run": true beside initial_data previews the run: nothing is written, no run record is
-// made, no guard is taken, and the answer adds "dry_run": true and the stats with the preview.
-// A run that was recorded (200, and 500 for a run that failed) is named in the answer's headers
-// (HeaderWorkflowRunUUID, HeaderWorkflowRunStatus), the body staying the seed's output.
+// validation_failed 400, unauthorized 401, forbidden 403 (not on the allow-list, a workflow no
+// request may start, an organization that opted out), method_not_allowed 405, conflict 409 (the
+// scope is held, or paused: details.paused says by whom and why, and "override_pause": true
+// beside initial_data runs it anyway), internal 500. "dry_run": true beside initial_data previews
+// the run, the answer adding "dry_run": true and the stats. A recorded run is named in the
+// headers (HeaderWorkflowRunUUID, HeaderWorkflowRunStatus).
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log := logger()
@@ -75,12 +70,11 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := a.Engine.Start(ctx, workflow.Request{
-		Type:        start.WorkflowType,
-		InitialData: start.InitialData,
-		Trigger:     workflow.TriggerManual,
-		Actor:       caller.String(),
-		DryRun:      start.DryRun,
-		// A paused scope is refused with conflict unless the caller says override_pause.
+		Type:          start.WorkflowType,
+		InitialData:   start.InitialData,
+		Trigger:       workflow.TriggerManual,
+		Actor:         caller.String(),
+		DryRun:        start.DryRun,
 		OverridePause: start.OverridePause,
 	})
 	switch {
@@ -115,8 +109,7 @@ func nameRun(w http.ResponseWriter, out workflow.Outcome) {
 }
 
 // dryRunBody is a dry run's answer: the output a run would have given, with "dry_run": true and
-// the run's stats, which hold its preview (what it would have settled, refreshed, kept or
-// skipped, and why). No run record exists for it.
+// the run's stats, which hold its preview.
 func dryRunBody(out workflow.Outcome) map[string]any {
 	body := make(map[string]any, len(out.Output)+2)
 	for k, v := range out.Output {

@@ -13,9 +13,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// Sweep runs one workflow run on one scope for a message on the sweeps topic, whose data is
-// {"workflow_type", "initial_data"} and whose workflow_run_uuid attribute names the run. The
-// run's syncs are published to the syncs topic.
+// Sweep runs one workflow run on one scope for a message on the sweeps topic (message.Start as
+// data, its workflow_run_uuid attribute naming the run); its syncs go to the syncs topic.
 func Sweep(w http.ResponseWriter, r *http.Request) { servePush(w, r, "Sweep", sweep) }
 
 func sweep(ctx context.Context, d delivery) error {
@@ -43,9 +42,8 @@ func sweep(ctx context.Context, d delivery) error {
 	return acknowledge(ctx, d.log.With("workflow_type", string(start.WorkflowType)), out, err)
 }
 
-// pushActor is who a push verifiably came from: the subscription of topic, which only its
-// publishers can reach. Who published is not in the push; a message's actor attribute is a
-// claim.
+// pushActor is who a push verifiably came from: the subscription of topic. The push does not
+// say who published; a message's actor attribute is a claim.
 func pushActor(topic string) string { return "pubsub:" + topic }
 
 // acknowledge maps a run's end to the event's: nil for everything but a failure worth

@@ -9,10 +9,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 )
 
-// SyncExecution syncs one runner execution for a message on the syncs topic. The message names
-// the run and the row as the scan saw it; the row's decision is written with a receipt for
-// (run, row), so a redelivered message writes nothing. A failure worth retrying (the executor or
-// Firestore unavailable) returns an error; everything else is acknowledged.
+// SyncExecution syncs one runner execution for a message on the syncs topic. The decision is
+// written with a receipt for (run, row), so a redelivery writes nothing; only a failure worth
+// retrying returns an error.
 func SyncExecution(w http.ResponseWriter, r *http.Request) {
 	servePush(w, r, "SyncExecution", syncExecution)
 }

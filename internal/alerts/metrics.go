@@ -31,8 +31,7 @@ type Alert struct {
 	Threshold int
 	Window    time.Duration // the alignment period the count is summed over
 	Severity  string        // the policy's severity: CRITICAL, ERROR or WARNING
-	// Runbook is the policy's documentation: what the alert means and what to do, with the
-	// commands to run.
+	// Runbook is the policy's documentation: what the alert means and the commands to run.
 	Runbook string
 }
 
@@ -135,9 +134,8 @@ func (m Metric) Filter() string {
 	return strings.Join(parts, " AND ")
 }
 
-// Matches reports whether a decoded log line (one JSON object as internal/logging writes it) is
-// counted by m, and, if it is, which of the fields m extracts it lacks (absent, or not a
-// non-empty string).
+// Matches reports whether a decoded log line is counted by m and, if so, which of the fields m
+// extracts it lacks (absent, or not a non-empty string).
 func (m Metric) Matches(line map[string]any) (counted bool, missing []string) {
 	if line[Key] != string(m.Event) || line["dry_run"] == true {
 		return false, nil

@@ -18,7 +18,6 @@ const TerraformFile = "terraform/alerts.tf.json"
 // on (resource.type cloud_run_revision), each named like its function.
 const resourceFilterLocal = "alerts_log_resource"
 
-// resourceFilter is that local's value: a Terraform template over the module's functions.
 const resourceFilter = `resource.type="cloud_run_revision" AND resource.labels.service_name=~"^(${join("|", [for k in sort(keys(local.functions)) : google_cloudfunctions2_function.fn[k].name])})$"`
 
 // metricType is the Cloud Monitoring metric type of m, as a Terraform template (it names the
@@ -45,9 +44,8 @@ func human(d time.Duration) string {
 	return seconds(d)
 }
 
-// TerraformJSON renders terraform/alerts.tf.json: a google_logging_metric per metric, a
-// google_monitoring_alert_policy per alerting metric (notifying var.alert_notification_channels)
-// and one google_monitoring_dashboard charting them all.
+// TerraformJSON renders TerraformFile: a metric per Metric, an alert policy per alerting one
+// (notifying var.alert_notification_channels) and one dashboard.
 func TerraformJSON() ([]byte, error) {
 	metrics := map[string]any{}
 	policies := map[string]any{}
@@ -131,8 +129,7 @@ func TerraformJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// dashboardJSON is the dashboard: one stacked-bar chart per metric, two a row, each stacked by
-// the metric's first label.
+// dashboardJSON is the dashboard: one stacked-bar chart per metric, two a row.
 func dashboardJSON() (string, error) {
 	tiles := make([]any, 0, len(Metrics))
 	for i, m := range Metrics {
@@ -202,8 +199,8 @@ const (
 	docEnd   = "<!-- alerts:end -->\n"
 )
 
-// SpliceDoc returns doc with the text between its alerts lines replaced by MarkdownTable. It
-// fails, naming them, when doc lacks the lines.
+// SpliceDoc returns doc with the text between its alerts lines replaced by MarkdownTable, or an
+// error naming the lines when doc lacks them.
 func SpliceDoc(doc []byte) ([]byte, error) {
 	begin := bytes.Index(doc, []byte(docBegin))
 	end := bytes.Index(doc, []byte(docEnd))

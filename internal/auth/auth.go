@@ -21,9 +21,6 @@
 //	the metadata server, ?audience=URL&format=full
 //	                                            aud = URL, email verified (format=standard: sub only)
 //
-// A token minted for another service (another URL), an unverified email, or a principal not on
-// the list is refused, whatever Cloud Run let through.
-//
 // Authentication can be turned off for local use only: the setting is refused on Cloud Run
 // (K_SERVICE set), `stalesweep serve` refuses it on an address that is not loopback, and a
 // process that has it off says so when it starts.
@@ -53,26 +50,22 @@ const (
 // `gcloud functions call` and `gcloud auth print-identity-token` without --audiences send.
 const GcloudClientID = "32555940559.apps.googleusercontent.com"
 
-// Google's ID token issuers.
 var issuers = []string{"accounts.google.com", "https://accounts.google.com"}
 
 // Config configures the verifier.
 type Config struct {
 	Mode string // ModeGoogle (default) or ModeOff
 	// Audiences are the function's own URLs: a token minted for one of them is for this service.
-	// Required in ModeGoogle. They come from the deployment (Terraform computes them), never from
-	// the request.
+	// Required in ModeGoogle.
 	Audiences []string
 	// AcceptGcloud also accepts tokens whose audience is GcloudClientID.
 	AcceptGcloud bool
-	// Allowed lists the callers allowed to start runs: emails (matched against a verified email
-	// claim) and numeric unique ids (matched against the subject: a service account's token
-	// minted without its email carries only that).
+	// Allowed lists the callers allowed to start runs: emails (against a verified email claim)
+	// and numeric unique ids (against the subject, all a token minted without email carries).
 	Allowed []string
 	// OnCloudRun is true when the process runs on Cloud Run / Cloud Functions (K_SERVICE set).
 	OnCloudRun bool
-	// HTTPClient fetches Google's signing keys; nil uses the default client. Tests point it at
-	// their own keys.
+	// HTTPClient fetches Google's signing keys; nil uses the default client.
 	HTTPClient *http.Client
 }
 

@@ -18,13 +18,11 @@
 //     transaction. No counter document is written per sync, so healthy targets pay nothing and
 //     there is no hot document.
 //   - A judgment is a small document per target (sweep_targets), written at most once per
-//     Interval per target by whichever sync needs it, or, when the rule finds the target not
-//     blind, by the first sync of a process to hear from it in an Interval (Seen: so that a
-//     healthy target is listed too, at the cost of one read per target per Interval per process
-//     and about one write per target per Interval fleet-wide; a judgment by the same rule on
-//     the same counts, so any fresh one serves a lost settlement alike); every transaction that would settle a row
-//     lost reads it with the row and settles only on a fresh judgment that the target is not
-//     blind. A stale or missing judgment makes the sync judge first.
+//     Interval per target by whichever sync needs it, or, when the target is not blind, by the
+//     first sync of a process to hear from it in an Interval (Seen), so healthy targets are
+//     listed too, for one read per target per Interval per process. Every transaction that
+//     would settle a row lost reads the judgment with the row and settles only on a fresh one
+//     that the target is not blind; a stale or missing one makes the sync judge first.
 //   - A blind event puts every row of the target into its unknown spell at once, and no row can
 //     be settled lost before it has been unknown for the grace: by then the judgment counts them
 //     all. A lost settlement therefore follows a judgment that saw at most MinRows rows, or at
@@ -72,8 +70,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Blind is the rule: asked rows the target answered about, unknown of its active rows it does not
-// know. It is pure.
+// Blind is the rule, on the rows the target answered about (asked) and its active rows it does
+// not know (unknown). It is pure.
 func (c Config) Blind(asked, unknown int64) bool {
 	c = c.WithDefaults()
 	return asked >= c.MinRows && float64(unknown) > c.Fraction*float64(asked)
@@ -102,14 +100,11 @@ func New(store Store, cfg Config, log *slog.Logger) *Guard {
 	return &Guard{store: store, cfg: cfg.WithDefaults(), log: log, judging: map[string]*sync.Mutex{}, seen: map[string]time.Time{}}
 }
 
-// Window is how far back the guard counts the rows a target answered about (Config.Window): a
-// row held unknown must be rewritten within it to stay counted.
+// Window is Config.Window: a row held unknown must be rewritten within it to stay counted.
 func (g *Guard) Window() time.Duration { return g.cfg.Window }
 
-// Judge counts the target's rows, fleet-wide, decides whether it is blind at now, and records the
-// judgment. A target judged blind is logged at ERROR, naming it. The syncs of one process that
-// need the same target judged at once wait for one judgment: a judgment still fresh when a sync's
-// turn comes is returned as it is.
+// Judge decides whether the target is blind at now and records the judgment, logging a blind
+// one at ERROR. The syncs of one process that need it at once wait for one judgment.
 func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger.Target, error) {
 	g.mu.Lock()
 	one, ok := g.judging[target]
@@ -138,13 +133,9 @@ func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger
 	return t, nil
 }
 
-// Seen keeps the judgment of a target that just answered a sync current, so that `stalesweep
-// executors list` shows every target answering, healthy ones included, with its counts: at most
-// once per Interval per process it assesses the target, and records the judgment when the rule
-// finds it not blind and none fresh is stored (so the fleet writes about one judgment per target
-// per Interval). A target the rule finds blind is left to Judge, where a lost settlement needs
-// it: a blind spell still within the grace is not logged, nor its blind_since set, any earlier
-// than without Seen. A failure is logged and otherwise ignored.
+// Seen keeps a healthy target's judgment current, so `stalesweep executors list` shows it (see
+// the package doc). A target the rule finds blind is left to Judge, so Seen logs no blind spell,
+// nor sets blind_since, earlier than Judge would. A failure is logged and otherwise ignored.
 func (g *Guard) Seen(ctx context.Context, target string, now time.Time) {
 	if target == "" {
 		return
@@ -186,10 +177,8 @@ func (g *Guard) seen1(ctx context.Context, target string, now time.Time) error {
 	return err
 }
 
-// Assess is Judge without the record: the judgment Judge would make of the target at now —
-// the stored one while it is fresh, otherwise a new one on the same counts and the operator's
-// clearance — returned and not written. It is how a dry run and explain see the guard: the same
-// rule on the same counts, with no judgment stored and nothing logged as blind.
+// Assess is the judgment Judge would make of the target at now, neither written nor logged: how
+// a dry run and explain see the guard.
 func (g *Guard) Assess(ctx context.Context, target string, now time.Time) (ledger.Target, error) {
 	t, _, err := g.assess(ctx, target, now)
 	if err != nil {
@@ -198,9 +187,8 @@ func (g *Guard) Assess(ctx context.Context, target string, now time.Time) (ledge
 	return t, nil
 }
 
-// assess returns the stored judgment of target when it is fresh at now (stored true), otherwise
-// the one the rule makes now on the target's counts since the operator's clearance (stored
-// false), carrying that clearance.
+// assess returns the stored judgment when fresh (stored true), else the rule's judgment now on
+// the counts since the operator's clearance, carrying that clearance.
 func (g *Guard) assess(ctx context.Context, target string, now time.Time) (t ledger.Target, stored bool, err error) {
 	cur, _, err := g.store.Get(ctx, target)
 	if err != nil {

@@ -3,12 +3,9 @@
 //
 // What holds (the executor package's contract, which executortest checks against
 // emulator/cloudrunfake):
-//   - Every call has its own timeout (the generated client sets none for GetExecution).
-//   - Calls follow Config's executor.RetryPolicy: only Unavailable is retried, with jittered
-//     exponential backoff, a bounded number of times. DeadlineExceeded is not retried: the call's
-//     own budget is spent, and the next run will ask again. Every other error is returned with its
-//     gRPC code intact for status.Code.
-//   - NotFound is not an error: it is a Snapshot with VerdictUnknown. Cloud Run keeps about 1,000
+//   - Every call has its own timeout (the generated client sets none for GetExecution) and
+//     follows Config's executor.RetryPolicy; other errors keep their gRPC code.
+//   - NotFound is a Snapshot with VerdictUnknown, not an error: Cloud Run keeps about 1,000
 //     executions per job for about 7 days, so an old row's execution is usually aged out, not
 //     failed.
 package cloudrun
@@ -35,9 +32,9 @@ type ExecutionGetter interface {
 
 // Defaults of Config: the executor package's.
 const (
-	CallTimeoutDefault = executor.CallTimeoutDefault // per GetExecution call
-	MaxAttemptsDefault = executor.MaxAttemptsDefault // calls per execution, retrying Unavailable only
-	BackoffDefault     = executor.BackoffDefault     // first retry's backoff ceiling; doubles per retry
+	CallTimeoutDefault = executor.CallTimeoutDefault
+	MaxAttemptsDefault = executor.MaxAttemptsDefault
+	BackoffDefault     = executor.BackoffDefault
 )
 
 // Config bounds the adapter's calls. Zero values take the defaults.
@@ -47,8 +44,7 @@ type Config struct {
 	Backoff     time.Duration
 }
 
-// Policy is the retry policy the adapter calls Cloud Run under: c's bounds, retrying
-// Unavailable only.
+// Policy is the retry policy the adapter calls Cloud Run under: c's bounds.
 func (c Config) Policy() executor.RetryPolicy {
 	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
 		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
@@ -82,8 +78,7 @@ func (a *Adapter) ValidRef(ref map[string]any) bool {
 	return ok
 }
 
-// Target names the place the executor looks for the execution ref names: its project and
-// region ("cloud_run:projects/P/locations/L"), which the blind-executor guard judges as one.
+// Target is the project and region of the execution ref names: "cloud_run:projects/P/locations/L".
 func (a *Adapter) Target(ref map[string]any) string {
 	name, ok := Name(ref)
 	if !ok {

@@ -121,8 +121,7 @@ func conditionReason(c *runpb.Condition) string {
 	return ""
 }
 
-// Evidence is the part of an execution a settlement keeps: enough to show, later, why the row
-// was settled as it was.
+// Evidence is the part of an execution a settlement keeps, to show later why it was settled so.
 func Evidence(e *runpb.Execution) map[string]any {
 	conds := make([]any, 0, len(e.GetConditions()))
 	for _, c := range e.GetConditions() {

@@ -19,10 +19,10 @@ import (
 // EndpointEnv names the variable that points the adapter at a local fake instead of Cloud Run.
 const EndpointEnv = "STALESWEEP_CLOUD_RUN_ENDPOINT"
 
-// Dial returns an Executions client. With endpoint empty it talks to Cloud Run with Application
-// Default Credentials; otherwise endpoint is a host:port on loopback served in plaintext gRPC
-// without authentication (the fake in emulator/cloudrunfake), and anything off loopback is
-// refused so a typo cannot send unauthenticated traffic across a network.
+// Dial returns an Executions client: to Cloud Run with Application Default Credentials when
+// endpoint is empty, else to a plaintext, unauthenticated fake (emulator/cloudrunfake) on
+// loopback; anything off loopback is refused so a typo cannot send unauthenticated traffic
+// across a network.
 func Dial(ctx context.Context, endpoint string, opts ...option.ClientOption) (*run.ExecutionsClient, error) {
 	if endpoint == "" {
 		c, err := run.NewExecutionsClient(ctx, opts...)
@@ -64,8 +64,7 @@ func RequireLoopback(addr string) error {
 }
 
 // Lazy is an ExecutionGetter that dials on its first call (and again after a failed dial), so a
-// process that never asks Cloud Run anything — a fleet sweep from the command, a Dispatch —
-// needs no Cloud Run credentials.
+// process that never asks Cloud Run anything needs no Cloud Run credentials.
 type Lazy struct {
 	dial func(ctx context.Context) (*run.ExecutionsClient, error)
 

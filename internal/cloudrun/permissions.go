@@ -1,6 +1,6 @@
 package cloudrun
 
-// IAMPermissions lists the IAM permissions the adapter's calls need: GetExecution only.
-// The Terraform module grants the functions' account a custom role with exactly these (plus
-// kubejobs.IAMPermissions with Kubernetes), and internal/testkit/deploycheck holds the role to this list.
+// IAMPermissions lists the IAM permissions the adapter's calls need. The Terraform module's
+// custom role holds exactly these (plus kubejobs.IAMPermissions), which
+// internal/testkit/deploycheck checks.
 var IAMPermissions = []string{"run.executions.get"}

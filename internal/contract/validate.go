@@ -56,10 +56,9 @@ func SchemaPath(t WorkflowType) string { return "schemas/" + string(t) + ".json"
 // Schema returns the raw input schema of t.
 func Schema(t WorkflowType) ([]byte, error) { return schemaFiles.ReadFile(SchemaPath(t)) }
 
-// Validate checks raw, a workflow's initial_data, against the input schema of t. It returns the
-// input with every default applied and every integer in canonical form, ready for json.Unmarshal
-// into the workflow's Input, or a *ValidationError naming each broken field and rule. An empty or
-// null raw is an empty object.
+// Validate checks raw, a workflow's initial_data (empty or null: an empty object), against the
+// input schema of t, and returns it with defaults applied and integers canonical, ready for
+// json.Unmarshal into the workflow's Input.
 func Validate(t WorkflowType, raw []byte) (json.RawMessage, error) {
 	schemas, err := compiled()
 	if err != nil {
@@ -208,9 +207,8 @@ func canonicalNumber(n json.Number) json.Number {
 	return json.Number(r.Num().String())
 }
 
-// AtLeast refuses a validated input whose integer field is below floor, naming the field and
-// the setting that sets the floor: a rule beyond the schema, for the thresholds a run takes from
-// its caller and that the paths off the command line hold to a floor.
+// AtLeast refuses a validated input whose integer field is below floor, naming the field and the
+// setting behind the floor: a rule beyond the schema, for the paths off the command line.
 func AtLeast(input json.RawMessage, field string, floor int64, setting, why string) error {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(input, &in); err != nil {

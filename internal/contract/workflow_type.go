@@ -20,10 +20,8 @@ const (
 	PMSweep                 WorkflowType = "pm.sweep"                               // seed 001
 )
 
-// Seeded lists every workflow type a seed defines, sorted: the types with an input schema in
-// schemas/. A new workflow's type exists once its schema is there. Whether a process runs one
-// is its engine's to say (the build without Kubernetes has no
-// runner.execution-sync-stale-kubernetes workflow).
+// Seeded lists every workflow type with an input schema in schemas/, sorted. Whether a process
+// runs one is its engine's to say (the build without Kubernetes lacks one).
 var Seeded = sync.OnceValue(func() []WorkflowType {
 	names, _ := fs.Glob(schemaFiles, "schemas/*.json")
 	out := make([]WorkflowType, 0, len(names))

@@ -9,7 +9,6 @@ type Executor interface {
 	ValidRef(ref map[string]any) bool
 	// Observe asks the executor about the execution ref names.
 	Observe(ctx context.Context, ref map[string]any) (Snapshot, error)
-	// Target names where the executor looks for it (a Cloud Run project and region, a
-	// Kubernetes cluster): what the blind-executor guard judges.
+	// Target names where the executor looks for it (see the package doc).
 	Target(ref map[string]any) string
 }

@@ -8,14 +8,11 @@ import (
 // PreviewRowsMax is how many rows a dry run lists one by one; its counts cover every row.
 const PreviewRowsMax = 50
 
-// ReadOnlyTransaction names how a dry run reads each row as the settling transaction would:
-// one read-only transaction per row, reading the same documents and asking the same decision
-// function, at one consistent snapshot, with no lock taken and nothing written.
+// ReadOnlyTransaction names how a dry run reads each row: one read-only transaction per row,
+// reading what the settling transaction would and asking the same decision, writing nothing.
 const ReadOnlyTransaction = "read_only_transaction"
 
-// Preview is what a dry run would have done, in a run's stats: counts by action and by rule over
-// every row the run handled, the first PreviewRowsMax rows one by one, and whether the storm
-// guard would stop the run.
+// Preview is what a dry run would have done, in a run's stats.
 type Preview struct {
 	// Counts counts the rows by what the run would do with them, in the workflow's own terms
 	// (abandon, release_interlock, reclaim, fail_as_poison, keep, skip, error, defer).
@@ -24,10 +21,9 @@ type Preview struct {
 	Rules map[string]int `json:"rules"`
 	// Rows are the first PreviewRowsMax rows, in the order the scan read them.
 	Rows []PreviewRow `json:"rows"`
-	// RowsOmitted counts the rows past PreviewRowsMax, counted but not listed.
+	// RowsOmitted counts the rows past PreviewRowsMax.
 	RowsOmitted int `json:"rows_omitted"`
-	// StormGuardWouldStop says the storm guard would stop the real run (what it would still
-	// do despite the guard is in the rows).
+	// StormGuardWouldStop says the storm guard would stop the real run.
 	StormGuardWouldStop bool `json:"storm_guard_would_stop"`
 	// ReadWith says how each row was re-read (ReadOnlyTransaction).
 	ReadWith string `json:"read_with"`
@@ -57,8 +53,7 @@ func (p *Preview) Add(id, action, rule, detail string) {
 	p.Rows = append(p.Rows, PreviewRow{ID: id, Action: action, Rule: rule, Detail: detail})
 }
 
-// Count adds n rows to an action's count without listing any (a count query's rows that were
-// never read one by one).
+// Count adds n rows to an action's count without listing any (a count query's).
 func (p *Preview) Count(action, rule string, n int) {
 	if n > 0 {
 		p.Counts[action] += n

@@ -46,7 +46,7 @@ type Explanation struct {
 	Scope string `json:"scope,omitempty"`
 	// Row is the document as stored.
 	Row map[string]any `json:"row"`
-	// Visible says whether a scan of the workflow would return the row now: every check OK.
+	// Visible says whether a scan of the workflow would return the row now.
 	Visible bool    `json:"visible"`
 	Checks  []Check `json:"checks"`
 	// Executor is what the executor said now; nil when it was not asked (Options.NoExecutor,

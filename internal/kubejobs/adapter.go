@@ -59,8 +59,7 @@ type Config struct {
 	Backoff     time.Duration
 }
 
-// Policy is the retry policy the adapter calls the API server under: c's bounds, retrying
-// Unavailable (as Code maps API errors) only.
+// Policy is the retry policy the adapter calls the API server under: c's bounds, errors coded by Code.
 func (c Config) Policy() executor.RetryPolicy {
 	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
 		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
@@ -95,8 +94,7 @@ func (a *Adapter) ValidRef(ref map[string]any) bool {
 	return ok
 }
 
-// Target names the place the executor looks for the Job ref names: its cluster
-// ("kubernetes:CLUSTER"), which the blind-executor guard judges as one.
+// Target is the cluster of the Job ref names: "kubernetes:CLUSTER".
 func (a *Adapter) Target(ref map[string]any) string {
 	r, ok := ParseRef(ref)
 	if !ok {
@@ -150,9 +148,8 @@ func unknown(r Ref, why, foundUID string) executor.Snapshot {
 }
 
 // ownNotFound reports whether err is the API server's own answer that the Job named job does not
-// exist: a Status of reason NotFound whose details name that Job of kind jobs. A 404 with no
-// Status body — a proxy, a load balancer, a server that is not Kubernetes at all — reads as
-// NotFound in client-go too, but says nothing about the Job: it is an error (Code).
+// exist: a Status of reason NotFound naming that Job. A 404 without one (a proxy, a server that
+// is not Kubernetes) says nothing about the Job: it is an error (Code).
 func ownNotFound(err error, job string) bool {
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) || se.ErrStatus.Reason != metav1.StatusReasonNotFound {
@@ -178,8 +175,7 @@ func Code(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case apierrors.IsNotFound(err):
-		// A Job's own NotFound never gets here (Observe reads it as unknown); any other 404 is not
-		// the executor saying the execution is gone.
+		// A Job's own NotFound never gets here; any other 404 is not the executor saying so.
 		return codes.FailedPrecondition
 	case apierrors.IsTooManyRequests(err):
 		return codes.ResourceExhausted

@@ -16,12 +16,9 @@ const (
 	// RequestTimeoutDefault bounds one HTTP request, as rest.Config.Timeout.
 	RequestTimeoutDefault = 10 * time.Second
 	// QPSDefault and BurstDefault size client-go's client-side token bucket, per cluster and
-	// process, for the workflow's concurrency rather than client-go's 5 QPS / burst 10
-	// (rest.DefaultQPS, rest.DefaultBurst), at which 8 syncs at once queue for tokens inside
-	// their per-call timeout: a default run (25 rows, up to 3 attempts each) fits in the burst
-	// without waiting, and the largest (200 rows, one get each) waits about 2 s for tokens in
-	// all, far inside its budget. The API server's own priority and fairness still protects it,
-	// and its 429 stops the run (ResourceExhausted).
+	// process, for the workflow's concurrency: at client-go's 5 QPS / burst 10, 8 syncs at once
+	// queue for tokens inside their per-call timeout. The API server's priority and fairness
+	// still protects it, and its 429 stops the run.
 	QPSDefault   float32 = 50
 	BurstDefault int     = 100
 )
@@ -29,18 +26,14 @@ const (
 // ClientConfig is how the adapter's client-go clients talk to every cluster. Zero values take
 // the defaults.
 type ClientConfig struct {
-	// Timeout bounds one HTTP request (rest.Config.Timeout); the adapter's per-attempt
-	// CallTimeout bounds it too.
+	// Timeout bounds one HTTP request (rest.Config.Timeout), as CallTimeout bounds an attempt.
 	Timeout time.Duration
-	// QPS and Burst are client-go's client-side rate limit (rest.Config.QPS, Burst), per cluster.
-	// A negative QPS turns the client-side limit off.
+	// QPS and Burst are client-go's client-side rate limit per cluster; a negative QPS turns it off.
 	QPS   float32
 	Burst int
-	// ClientRetries is how many times client-go itself retries one request on a 429 or 5xx that
-	// carries Retry-After, or on a GET whose connection broke (rest.Request.MaxRetries; client-go
-	// makes 10 unless told otherwise). The default, 0, leaves every retry to the adapter's
-	// executor.RetryPolicy, so attempts are counted, backed off and bounded in one place, and a
-	// 429 reaches the workflow at once and stops the run's calls.
+	// ClientRetries is how many times client-go itself retries a request
+	// (rest.Request.MaxRetries). The default, 0, leaves retries to the adapter's
+	// executor.RetryPolicy, so they are bounded in one place and a 429 stops the run at once.
 	ClientRetries int
 }
 
@@ -58,9 +51,8 @@ func (c ClientConfig) apply(cfg *rest.Config) {
 	cfg.Timeout, cfg.QPS, cfg.Burst = c.Timeout, c.QPS, c.Burst
 }
 
-// restJobs reads Jobs of one namespace through a batch/v1 REST client, making at most
-// ClientRetries client-go retries per request. (The typed client's Get offers no way to set
-// them: client-go sets a request's ceiling only through Request.MaxRetries.)
+// restJobs reads Jobs of one namespace through a batch/v1 REST client, since only
+// Request.MaxRetries sets client-go's retry ceiling and the typed client's Get offers no way to.
 type restJobs struct {
 	client    rest.Interface
 	namespace string

@@ -54,9 +54,8 @@ const ClustersEnv = "STALESWEEP_KUBE_CLUSTERS"
 // MaxClustersBytes bounds the clusters configuration, inline or in its file.
 const MaxClustersBytes = 1 << 20
 
-// ParseClusters reads the clusters configuration from inline JSON or a file path (at most
-// MaxClustersBytes either way). It must be one JSON object; each cluster must have a name and
-// say exactly one way to reach it.
+// ParseClusters reads the clusters configuration (ClustersEnv's value): one JSON object, each
+// cluster named and saying exactly one way to reach it.
 func ParseClusters(value string) (map[string]ClusterConfig, error) {
 	raw := []byte(value)
 	if t := strings.TrimSpace(value); !strings.HasPrefix(t, "{") {
@@ -111,9 +110,8 @@ func ParseClusters(value string) (map[string]ClusterConfig, error) {
 	return doc.Clusters, nil
 }
 
-// checkHost refuses a host entry that could be answered by anything but the cluster: one that is
-// not loopback must be reached over https and with a token. (A plain-HTTP host that answers 404
-// to everything would otherwise say every Job is gone.)
+// checkHost refuses a host that could be answered by anything but the cluster: a non-loopback
+// host needs https and a token, else a plain-HTTP host answering 404 would say every Job is gone.
 func checkHost(c ClusterConfig) error {
 	u, err := url.Parse(c.Host)
 	if err != nil || u.Host == "" {
@@ -128,8 +126,7 @@ func checkHost(c ClusterConfig) error {
 	return nil
 }
 
-// readBounded reads a file, refusing one larger than limit (or that never ends, as a device
-// might) without reading more than limit+1 bytes of it.
+// readBounded reads a file, reading at most limit+1 bytes of one larger (or endless, a device).
 func readBounded(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

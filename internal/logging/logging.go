@@ -65,8 +65,7 @@ func ParseLevel(s string) slog.Level {
 	return l
 }
 
-// ParseLevelStrict reads a level name (debug, info, warn or warning, error; empty is info) and
-// says what it wants when the name is none of them.
+// ParseLevelStrict reads a level name as ParseLevel does (empty is info), refusing any other.
 func ParseLevelStrict(s string) (slog.Level, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "debug":

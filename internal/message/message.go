@@ -1,11 +1,10 @@
 // Package message owns stalesweep's messages: the body of a manual start request, the Pub/Sub
 // push deliveries its event functions receive, and the messages on its topics — each type, its
-// attributes (Attr*), its encoding (EncodeSweep, EncodeSync) and its decoding (ParseStart,
-// ParseSync, ParsePubSub), in one place, so what Dispatch and Sweep write is what Sweep and
-// SyncExecution read. Decoders never panic, read at most a bounded number of bytes, and reject bad input with a
-// *contract.ValidationError that names the field and the rule; the one plain error is a body
-// that broke off while being read, which is no fault of its content. Each decoder has a fuzz
-// target (fuzz_test.go) that holds it to this.
+// attributes (Attr*), its encoding and its decoding, in one place, so what Dispatch and Sweep
+// write is what Sweep and SyncExecution read. Decoders never panic, read a bounded number of
+// bytes, and reject bad input with a *contract.ValidationError naming the field and the rule;
+// the one plain error is a body that broke off while being read. The fuzz targets
+// (fuzz_test.go) hold each decoder to this.
 package message
 
 import (
@@ -29,9 +28,8 @@ const MaxBodyBytes = 1 << 20
 type Start struct {
 	WorkflowType contract.WorkflowType `json:"workflow_type"`
 	InitialData  json.RawMessage       `json:"initial_data,omitempty"`
-	// OverridePause asks the HTTP face to run the workflow though it is paused on the scope
-	// (workflow.Request.OverridePause). The Sweep function ignores it: no message overrides a
-	// pause.
+	// OverridePause asks the HTTP face to run though the scope is paused
+	// (workflow.Request.OverridePause). Sweep ignores it: no message overrides a pause.
 	OverridePause bool `json:"override_pause,omitempty"`
 }
 
@@ -68,19 +66,15 @@ func (s Start) check() error {
 	return nil
 }
 
-// StartRequest is the body of a manual start request (StartWorkflow): a Start, and whether to
-// run it dry. dry_run sits beside initial_data, not in it, because the seeds' initial_data refuse
-// unknown fields. Only a request may ask for a dry run: the ticks and sweeps topics carry Starts,
-// which refuse dry_run as an unknown field, so no published message previews where a run was
-// meant, or runs where a preview was.
+// StartRequest is the body of a manual start request (StartWorkflow). dry_run sits beside
+// initial_data because the seeds' initial_data refuse unknown fields; a Start refuses it too, so
+// no published message can preview where a run was meant, or run where a preview was.
 type StartRequest struct {
 	Start
-	// DryRun previews the run (workflow.Request.DryRun): the same scan and decisions, nothing
-	// written, no run record.
+	// DryRun previews the run (workflow.Request.DryRun).
 	DryRun bool `json:"dry_run,omitempty"`
-	// OverrideStormGuard is read only to be refused: no request overrides the storm guard, only
-	// an operator at the stalesweep command (--override-storm-guard) who has checked the workers.
-	// Asked for, the request is forbidden (ErrStormGuardOverride), not an unknown field.
+	// OverrideStormGuard is read only to be refused (ErrStormGuardOverride), not left an unknown
+	// field: only an operator at the command (--override-storm-guard) may override the guard.
 	OverrideStormGuard bool `json:"override_storm_guard,omitempty"`
 }
 
@@ -112,8 +106,7 @@ func ParseStartRequest(raw []byte) (StartRequest, error) {
 	return s, nil
 }
 
-// decodeOne decodes raw, at most MaxBodyBytes, into v: exactly one JSON value, no unknown
-// fields.
+// decodeOne decodes raw into v by DecodeStart's rules.
 func decodeOne(raw []byte, v any) error {
 	if len(raw) > MaxBodyBytes {
 		return contract.Invalid("body", "maxLength", "is larger than %d bytes", MaxBodyBytes)

@@ -65,8 +65,7 @@ type ContinuationAttributes struct {
 const RosterBuild = "build"
 
 // EncodeContinuation is the message on the ticks topic that hands the rest of a tick to the next
-// Dispatch invocation: the tick's own data, its id in AttrTickID and where to resume in
-// AttrDispatchAfter (Continuation reads them back).
+// Dispatch invocation: the tick's data, with where to resume in its attributes (Continuation).
 func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
 	if a.TickID == "" || a.After == "" {
 		return Outgoing{}, fmt.Errorf("encode tick continuation: the tick id and where to resume are required")
@@ -85,18 +84,16 @@ func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
 	return Outgoing{Data: data, Attributes: attrs}, nil
 }
 
-// Resume is where a tick message has Dispatch start: the tick's id, the organization to resume
-// after ("" from the start) and whether the tick is building the roster.
+// Resume is where a tick message has Dispatch start.
 type Resume struct {
 	TickID string
 	After  string
 	Roster string
 }
 
-// Continuation reads a tick message's attributes: for a continuation, the tick's own id, the
-// organization to resume after and its roster attribute; for a first delivery, messageID alone.
-// A continuation without its tick's id is malformed, and so is a roster attribute other than
-// RosterBuild.
+// Continuation reads a tick message's attributes: a continuation's tick id, resume point and
+// roster attribute, or for a first delivery messageID alone. A continuation without its tick's
+// id, or with a roster attribute other than RosterBuild, is malformed.
 func Continuation(attrs map[string]string, messageID string) (Resume, error) {
 	after := attrs[AttrDispatchAfter]
 	if after == "" {

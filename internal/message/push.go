@@ -14,20 +14,16 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 )
 
-// MaxPushBytes bounds the body of one push delivery. A message's data is at most MaxBodyBytes,
-// which base64 grows by a third (1.34 MiB); Pub/Sub allows at most 100 attributes of 256-byte
-// keys and 1024-byte values (under 128 KiB); the envelope around them — the push body, or the
-// structured CloudEvent that nests it under "data" — is a few hundred bytes more. Twice
-// MaxBodyBytes covers all of that with room, and no message of ours comes near it.
+// MaxPushBytes bounds the body of one push delivery: MaxBodyBytes of data grown a third by
+// base64, up to 128 KiB of attributes, and the envelope, with room.
 const MaxPushBytes = 2 * MaxBodyBytes
 
-// MaxIDBytes bounds an event or message id. Pub/Sub's ids are decimal numbers and Eventarc's
-// are the message ids; an id is logged and names the runs a tick starts, so a longer one is
-// refused rather than carried.
+// MaxIDBytes bounds an event or message id: an id is logged and names the runs a tick starts, so
+// a longer one is refused rather than carried.
 const MaxIDBytes = 1024
 
-// maxTraceparentBytes bounds a traceparent kept for the logs. A W3C version-00 traceparent is
-// 55 bytes; a longer value is dropped, not refused: it only feeds the logs.
+// maxTraceparentBytes bounds a traceparent kept for the logs (a W3C one is 55 bytes); a longer
+// one is dropped, not refused.
 const maxTraceparentBytes = 256
 
 // MessagePublished is the CloudEvent type of a Pub/Sub message published to a topic: the only
@@ -60,15 +56,10 @@ type Push struct {
 }
 
 // DecodePush reads one Pub/Sub push delivery from r in any of its three shapes (see Shape). It
-// reads at most MaxPushBytes+1 bytes of the body, and none when Content-Length already says it
-// is larger, so an oversized delivery costs no more than the limit. The message's id falls back
-// to the event id, and a delivery with neither is refused: the id is what makes a redelivery
-// recognisable.
-//
-// A rejection is a *contract.ValidationError naming the header or field and the rule; such a
-// delivery would be rejected again on every redelivery. The only other error is a failure to
-// read the body (the connection broke), after which the message never arrived whole. On either,
-// the returned Push holds what could be read — the ids and trace context, for the log.
+// reads at most MaxPushBytes+1 bytes, and none when Content-Length is already larger. The
+// message's id falls back to the event id, and a delivery with neither is refused: the id is what
+// makes a redelivery recognisable. On an error the returned Push holds what could be read (ids,
+// trace context) for the log.
 func DecodePush(r *http.Request) (Push, error) {
 	p := Push{Shape: shapeOf(r.Header)}
 	if p.Shape == ShapeBinary {
@@ -101,10 +92,10 @@ func DecodePush(r *http.Request) (Push, error) {
 	return p, nil
 }
 
-// checkID holds an id to what can name a delivery the same way every time it is read: present,
-// at most MaxIDBytes, and text — valid UTF-8 without control characters, as the CloudEvents
-// spec's String type requires. A header may carry any bytes, and JSON would re-encode invalid
-// UTF-8 as U+FFFD, so such an id would change between a delivery and the message it becomes.
+// checkID holds an id to what names a delivery the same way every time it is read: present, at
+// most MaxIDBytes, valid UTF-8 without control characters (the CloudEvents String type). JSON
+// would re-encode invalid UTF-8 as U+FFFD, so such an id would change between a delivery and the
+// message it becomes.
 func checkID(field, id string) error {
 	switch {
 	case id == "":
@@ -175,7 +166,6 @@ func (p *Push) binary(h http.Header, raw []byte) error {
 }
 
 // structuredEvent is a structured-mode CloudEvent as far as a messagePublished event needs it.
-// Other attributes and extensions are ignored.
 type structuredEvent struct {
 	SpecVersion string          `json:"specversion"`
 	ID          string          `json:"id"`

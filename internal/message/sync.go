@@ -18,17 +18,14 @@ type Sync struct {
 	Provider            string         `json:"provider"`
 	ProviderRef         map[string]any `json:"provider_ref"`
 	ObservedAt          time.Time      `json:"observed_at"`
-	// IncludeDisabled lets the sync settle a row of an organization that opted out: the
-	// operator's command, told to. Never on the wire: a message cannot ask for it.
+	// IncludeDisabled: workflow.Request.IncludeDisabled. Never on the wire.
 	IncludeDisabled bool `json:"-"`
-	// OverridePause lets the sync write though its workflow is paused on the organization: the
-	// inline syncs of a run the command or the HTTP face was told to override the pause with.
-	// Never on the wire, so no message overrides a pause.
+	// OverridePause: workflow.Request.OverridePause, for a run's inline syncs. Never on the
+	// wire, so no message overrides a pause.
 	OverridePause bool `json:"-"`
 }
 
-// Validate checks a request that came from outside the process (a sync message), naming the
-// field and the rule it breaks.
+// Validate checks a sync request that came from outside the process, naming the field and rule.
 func (r Sync) Validate() error {
 	switch {
 	case r.WorkflowRunUUID == "":
@@ -51,11 +48,9 @@ func (r Sync) Validate() error {
 	return nil
 }
 
-// ParseSync reads the data of a message on the syncs topic: exactly one JSON object of a Sync,
-// no unknown fields, at most MaxBodyBytes, and valid (Sync.Validate). The syncs topic is written by Sweep only, but it is still a topic: a
-// message on it is outside input until it has passed here.
-//
-// On a rejection the request holds whatever was decoded, so the log can name the row.
+// ParseSync reads the data of a message on the syncs topic by DecodeStart's rules, and validates
+// it: Sweep alone writes the topic, but it is still outside input. On a rejection the request holds
+// whatever was decoded, so the log can name the row.
 func ParseSync(raw []byte) (Sync, error) {
 	var req Sync
 	if err := decodeOne(raw, &req); err != nil {

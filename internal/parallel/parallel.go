@@ -13,9 +13,9 @@ import (
 	"sync"
 )
 
-// ForEach calls f(i) for every i in [0, n), at most limit at a time, in a random order; then it
-// calls f again, one at a time, for each i whose first call returned retry = true, unless ctx is
-// done. f must be safe to call twice for the same i.
+// ForEach calls f(i) for every i in [0, n), at most limit at a time, in a random order, then
+// once more, alone, for each i whose call asked to retry, unless ctx is done. f must be safe to
+// call twice for the same i.
 func ForEach(ctx context.Context, n, limit int, f func(i int) (retry bool)) {
 	order := rand.Perm(n)
 	again := make([]bool, n)

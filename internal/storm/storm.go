@@ -75,8 +75,7 @@ func (c Config) Judge(aged, live int64) Verdict {
 	return Verdict{Aged: aged, Live: live, Allowed: allowed, Tripped: aged > allowed}
 }
 
-// Override applies the operator's word: a tripped verdict is overridden when override is set;
-// one that did not trip has nothing to override.
+// Override applies the operator's word: only a tripped verdict can be overridden.
 func (v Verdict) Override(override bool) Verdict {
 	v.Overridden = v.Tripped && override
 	return v

@@ -18,9 +18,7 @@ const StoreBreakerThreshold = 5
 // trips; the run fails with failure_reason store_unavailable.
 var ErrStoreUnavailable = errors.New("the store failed too many row transactions in a row")
 
-// storeBreaker counts a run's consecutive row transactions that failed for the store's reason and,
-// at StoreBreakerThreshold, cancels the body's context: the rows not begun are left, and the ones
-// in flight are cancelled (each row's transaction writes all or nothing).
+// storeBreaker trips at StoreBreakerThreshold consecutive store failures, cancelling the body.
 type storeBreaker struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex

@@ -11,12 +11,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 )
 
-// Declaration is what the rest of stalesweep needs to know of one workflow type, declared once,
-// in the workflow's own package, next to its body: the engine keys its runs and guards by its
-// scope, Dispatch enumerates its scopes by their kind, the HTTP face asks whether a request may
-// start it, and the configuration gives the storm guard to the ones that settle on age. Its
-// input schema (defaults and bounds) is contract's, under its type; a floor the scheduled path
-// applies is its Definition's Check.
+// Declaration is one workflow type as the rest of stalesweep sees it, declared in the workflow's
+// own package. Its input schema is contract's; a floor the scheduled path applies is its
+// Definition's Check.
 type Declaration struct {
 	Type  contract.WorkflowType
 	Scope Scope
@@ -79,8 +76,8 @@ func (s Scope) Key(input json.RawMessage) string { return s.Values(input).Key() 
 // organization; an organization and a runner group; a queue); none for the fleet.
 type ScopeValues []string
 
-// Key is the one form a scope is named in: guard keys, run records and the uuids of the runs a
-// tick starts. It is the values joined by "/", or "fleet".
+// Key is the one form a scope is named in (guard keys, run records, a tick's run uuids): the
+// values joined by "/", or "fleet".
 func (v ScopeValues) Key() string {
 	if len(v) == 0 {
 		return "fleet"

@@ -35,8 +35,7 @@ const (
 	StateFailed    = "failed"
 )
 
-// StateReconciling is the state a Linear run does its work in: an execution-sync run publishing
-// its syncs is in it until it finishes.
+// StateReconciling is the state a Linear run does its work in (an execution sync publishes in it).
 const StateReconciling = "reconciling"
 
 // State is one state of a workflow's machine and the action that leaves it.
@@ -59,21 +58,13 @@ type Run struct {
 	Trigger Trigger
 	Actor   string
 	Logger  *slog.Logger // carries the run's ids
-	// StormOverride lets a run the storm guard stops go ahead (internal/storm). Only the
-	// stalesweep command, run by an operator, can set it.
+	// StormOverride: Request.StormOverride.
 	StormOverride bool
-	// IncludeDisabled lets the run settle rows of an organization that opted out of sweeps.
-	// Only the stalesweep command, told to by an operator, can set it; every per-row
-	// transaction checks the opt-out again unless it is set.
+	// IncludeDisabled: Request.IncludeDisabled; per-row transactions skip the opt-out recheck.
 	IncludeDisabled bool
-	// DryRun asks the body to do everything a real run does — the same scan, the same executor
-	// calls, the same decisions and guards — and to write nothing: not a row, not a receipt, not
-	// a guard judgment. Its Result says what it would have done. The engine writes no run record
-	// and takes no guard for it.
+	// DryRun: Request.DryRun; the body runs as usual and writes nothing.
 	DryRun bool
-	// OverridePause says the run goes ahead though its workflow is paused on its scope: its
-	// per-row transactions do not refuse a paused scope. Only the command and the HTTP face,
-	// asked to, set it.
+	// OverridePause: Request.OverridePause; the per-row transactions do not refuse the pause.
 	OverridePause bool
 }
 
@@ -81,8 +72,7 @@ type Run struct {
 type Result struct {
 	// Output is the body's own output fields (JSON-marshalable to an object).
 	Output any
-	// Stats are counts the seed's output does not list: what the run did not do, and why. They
-	// go to the run record and the summary log line, never into the output.
+	// Stats are counts the seed's output does not list, for the run record and the summary log.
 	Stats any
 }
 
@@ -93,25 +83,17 @@ type Body func(ctx context.Context, run Run) (Result, error)
 type Definition struct {
 	Declaration
 	States []State
-	// Envelope lists the record fields the seed's output echoes (completed_at, failed_at,
-	// the failure fields, status, workflow_run_uuid, ...); no other record field reaches it.
+	// Envelope lists the record fields the seed's output echoes; no other record field reaches it.
 	Envelope []string
-	// Check, when set, adds rules beyond the schema: ones that depend on how the run was
-	// triggered (a floor the scheduled path applies) or on what exists (the scope must). It sees
-	// the validated input; a *contract.ValidationError from it refuses the run before anything
-	// is written.
+	// Check, when set, adds rules beyond the schema that depend on the trigger or on what
+	// exists; a *contract.ValidationError from it refuses the run before anything is written.
 	Check func(ctx context.Context, input json.RawMessage, trigger Trigger) error
-	// Scheduled, when set, is the rule beyond the schema that every path but the command
-	// applies (a floor): pure, so that Dispatch refuses a tick that breaks it before publishing
-	// anything. Check applies it too.
+	// Scheduled, when set, is a pure rule (a floor) every path but the command applies, so
+	// Dispatch can refuse a tick before publishing. Check applies it too.
 	Scheduled func(input json.RawMessage) error
-	// Probe, when set, says which scopes have work now, given the validated inputs their runs
-	// would get (at most ProbeBatch of them) and the time of Firestore's clock: one answer per
-	// input, in order. Dispatch publishes a sweep only for a scope whose probe says so, or
-	// fails. A quiet scope then costs its share of one query — about one document read, or a
-	// fraction of one when a query asks for many scopes — and no invocation, run record or
-	// write. A probe reads, never writes, and must say yes whenever the run could settle
-	// something. ProbeEach makes one from a probe of one scope.
+	// Probe, when set, says which scopes (at most ProbeBatch) have work at now, Firestore's
+	// clock, so Dispatch publishes nothing for a quiet one. It never writes, and must say yes
+	// whenever the run could settle something.
 	Probe func(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error)
 	// ProbeBatch is how many scopes one Probe call takes; 0 is one.
 	ProbeBatch int
@@ -123,26 +105,20 @@ type Request struct {
 	Type        contract.WorkflowType
 	InitialData json.RawMessage
 	Trigger     Trigger
-	// Actor is who started the run, from something verified (a verified token, the
-	// subscription a push came through, the local user).
+	// Actor is who started the run, from something verified (token, subscription, local user).
 	Actor string
-	// ClaimedActor is who the request says started it, unverified (a message's actor
-	// attribute); recorded apart from Actor.
+	// ClaimedActor is who the request says started it, unverified; recorded apart from Actor.
 	ClaimedActor string
 	// RunUUID names the run; empty means a new random one.
 	RunUUID string
-	// StormOverride lets the run go ahead where the storm guard would stop it. Only a local
-	// run (the stalesweep command) may ask; any other trigger is refused with forbidden.
+	// StormOverride lets the run past the storm guard. Local runs only, else forbidden.
 	StormOverride bool
-	// IncludeDisabled lets the run sweep an organization that has opted out of sweeps. Only a
-	// local run may ask; any other trigger is refused with forbidden.
+	// IncludeDisabled lets the run sweep an organization that opted out. Local runs only.
 	IncludeDisabled bool
-	// DryRun previews the run (Run.DryRun): nothing is written, no run record is created, and
-	// no scope guard is taken, so a dry run never conflicts with a real one.
+	// DryRun previews the run: the body writes nothing, and no record or guard is taken.
 	DryRun bool
-	// OverridePause runs the workflow though it is paused on the run's scope. Only the stalesweep
-	// command (local) and the HTTP face (manual, its override_pause field) may ask; a scheduled
-	// or Pub/Sub run never can, and is refused with forbidden.
+	// OverridePause runs the workflow though it is paused on the scope. Only the command and
+	// the HTTP face (override_pause) may ask, else forbidden.
 	OverridePause bool
 }
 
@@ -154,8 +130,7 @@ type Outcome struct {
 	Stats   map[string]any
 	Err     error // why it failed; nil when completed
 	DryRun  bool  // a preview: nothing was written, and no record of it exists
-	// Paused is the pause that covered the run's scope when it started: a dry run is not
-	// refused by one but reports it, and an overriding run went ahead despite it.
+	// Paused is the pause covering the scope at start, which a dry run reports.
 	Paused *ledger.Pause
 }
 
@@ -174,55 +149,43 @@ type Engine struct {
 	log        *slog.Logger
 }
 
-// Organizations says whether an organization has sweeps enabled; *ledger.OrganizationStore has
-// it.
+// Organizations says whether an organization has sweeps enabled (*ledger.OrganizationStore).
 type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
 }
 
-// Pauses says which pause, if any, covers a run of a workflow type on a scope (a
-// ScopeValues.Key) at now; *ledger.PauseStore has it.
+// Pauses returns the pause covering a run on a scope at now (*ledger.PauseStore).
 type Pauses interface {
 	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }
 
-// RecordTimeout bounds each write of a run record, and each read-back of one, unless
-// Options.RecordTimeout says otherwise.
+// RecordTimeout bounds each write and read-back of a run record.
 const RecordTimeout = 15 * time.Second
 
 // Options configures an engine.
 type Options struct {
 	Runs *ledger.RunStore
-	// Guards, when set, keeps two runs of one workflow on one scope from overlapping. A run
-	// takes its scope's guard for GuardLease (GuardLeaseDefault when zero) and renews it every
-	// third of that while its body works, but never past GuardTTL from when it took it, which
-	// must outlast the run's budget: a run whose process died loses its scope one lease later.
+	// Guards, when set, keeps two runs of one workflow on one scope from overlapping (see the
+	// package doc). GuardTTL must outlast the run's budget; GuardLease is GuardLeaseDefault when zero.
 	Guards     *ledger.GuardStore
 	GuardTTL   time.Duration
 	GuardLease time.Duration
-	// Orgs, when set, refuses a run of an organization-scoped workflow whose organization
-	// opted out of sweeps (unless the request includes disabled organizations), before
-	// anything is written.
+	// Orgs, when set, refuses a run of an organization that opted out of sweeps.
 	Orgs Organizations
-	// Retention decides when run records and guards expire (ledger.ExpiryAt); zero durations
-	// take the defaults.
+	// Retention decides when run records and guards expire; zero durations take the defaults.
 	Retention ledger.Retention
-	// Pauses, when set, refuses a run whose workflow is paused on its scope (or fleet-wide),
-	// before anything is written, unless the request overrides the pause.
+	// Pauses, when set, refuses a run whose workflow is paused on its scope, unless overridden.
 	Pauses Pauses
-	// RecordTimeout bounds each write and read-back of a run record (RecordTimeout when zero):
-	// detached from the run's budget, so a run whose budget is spent still records its end.
+	// RecordTimeout overrides RecordTimeout when set.
 	RecordTimeout time.Duration
 	Now           func() time.Time
 	Log           *slog.Logger
 }
 
-// GuardLeaseDefault is how long a run's guard outlives its last renewal: how long a scope stays
-// locked after the process running it died.
+// GuardLeaseDefault is how long a scope stays locked after the process running it died.
 const GuardLeaseDefault = 30 * time.Second
 
-// ErrDuplicateRun is returned when the requested run uuid has already started: a redelivered
-// message. The caller should acknowledge it and do nothing.
+// ErrDuplicateRun means the run uuid has already started (a redelivered message).
 var ErrDuplicateRun = errors.New("this run has already started")
 
 // NewEngine returns an engine running defs.
@@ -265,13 +228,12 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 	return def, input, nil
 }
 
-// Start runs one workflow run to its end and returns its outcome. It returns an error, and
-// writes nothing, when the request is invalid (*contract.ValidationError), when another run holds
-// the scope (a *contract.Error with CodeConflict wrapping ledger.ErrGuardHeld), when the run uuid
-// has already started (CodeConflict wrapping ErrDuplicateRun), when its workflow is paused on its
-// scope and the request does not override the pause (CodeConflict wrapping a
-// *ledger.PausedError: match errors.Is(err, ledger.ErrPaused)), or when the record cannot be
-// created. A run that starts and fails returns an Outcome with Status failed and Err set.
+// Start runs one workflow run to its end. It writes nothing and returns an error when the
+// request is invalid (*contract.ValidationError), the scope is held (CodeConflict wrapping
+// ledger.ErrGuardHeld), the run uuid has already started (CodeConflict wrapping
+// ErrDuplicateRun), the scope is paused and not overridden (CodeConflict; match
+// ledger.ErrPaused), or the record cannot be created. A run that starts and fails returns
+// an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
 	if err != nil {
@@ -353,8 +315,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	bodyCtx = withBreaker(bodyCtx, cancelBody)
 	stopRenewing := guard.renew(bodyCtx, cancelBody)
 	res, bodyErr := e.runBody(bodyCtx, def.Body, run)
-	// Renewal stops before the final write: if that write fails, the guard expires one lease
-	// later and the next run closes the record.
+	// Renewal stops before the final write: if that write fails, the guard's lease runs out and
+	// the next run closes the record.
 	stopRenewing()
 	switch cause := context.Cause(bodyCtx); {
 	case errors.Is(cause, ErrStoreUnavailable):
@@ -393,7 +355,6 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if out.Status == StateFailed {
 		from = nonTerminal(def.States)
 	}
-	// The guard is released only by the write that ends the record, in the same transaction.
 	err = e.record(ctx, func(ctx context.Context) error {
 		return e.runs.TransitionRun(ctx, runUUID, from, out.Status, at, upd)
 	})
@@ -422,15 +383,13 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 			env.rec.Failure = failure(out.Err, def.States[state])
 		}
 	}
-	// The envelope is built once the final status is known: a failed run carries failed_at,
-	// never completed_at.
+	// Built once the final status is known: a failed run carries failed_at, never completed_at.
 	out.Output = env.merge(output, def.Envelope)
 	e.summarize(log, out)
 	return out, nil
 }
 
-// readBackEnd reads a run's record after a write that ended it failed: ok when the record is
-// terminal, whoever ended it.
+// readBackEnd reads a run's record after a failed ending write: ok when it is terminal.
 func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (ledger.RunRecord, bool) {
 	var rec ledger.RunRecord
 	err := e.record(ctx, func(ctx context.Context) error {
@@ -476,11 +435,8 @@ type heldGuard struct {
 	acquired time.Time
 }
 
-// renew keeps the guard's lease from running out while the body works, every third of a lease,
-// never past the engine's GuardTTL from its acquisition. When the guard names another run, or is
-// gone, it cancels the body with the *ledger.GuardLostError as the cause: each row's transaction
-// rechecks its own rule, so rows are safe either way, but the run stops working a scope it no
-// longer holds. The returned stop ends the renewal and waits for it.
+// renew renews the guard while the body works (see the package doc), cancelling the body with
+// the *ledger.GuardLostError when the guard is lost. stop ends the renewal and waits for it.
 func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFunc) (stop func()) {
 	if g.key == "" {
 		return func() {}
@@ -521,12 +477,9 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 	return func() { cancel(); <-done }
 }
 
-// start creates the run's record and, with guards, takes its scope's guard in the same
-// transaction. It closes the record of a run whose guard expired before it finished (its process
-// died or overran).
-//
-// With checkPauses, the transaction reads the pauses covering the scope again, so a pause taken
-// after Start's own check still refuses the run before anything is written.
+// start creates the run's record and takes its scope's guard in one transaction, closing the
+// record of a run whose guard expired. With checkPauses it reads the pauses again, so a pause
+// taken after Start's check still refuses the run.
 func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID, acquired: e.now().UTC()}
@@ -599,10 +552,8 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	return held, nil
 }
 
-// startedAfterAll reads back what a failed StartRun may have written, and the guard it read:
-// true when the record
-// exists with this start's initiated_at and, with guards, the guard names this run. A redelivery
-// of a run that started elsewhere has its own initiated_at, so it stays a duplicate.
+// startedAfterAll reads back what a failed StartRun may have written: true when the record has
+// this start's initiated_at (a redelivery has its own) and the guard, if any, names this run.
 func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) (*ledger.Guard, bool) {
 	var got ledger.RunRecord
 	var g *ledger.Guard
@@ -620,8 +571,8 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guar
 	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
 }
 
-// checkOptOut refuses, with forbidden wrapping ledger.ErrOrganizationDisabled, a run whose scope
-// is an organization (or one of its runner groups) that opted out of sweeps.
+// checkOptOut refuses, forbidden wrapping ledger.ErrOrganizationDisabled, a run of an
+// organization that opted out.
 func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMessage, includeDisabled bool) error {
 	if e.orgs == nil || includeDisabled {
 		return nil
@@ -644,9 +595,8 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 	return nil
 }
 
-// checkPause returns the pause covering a run of typ on scope, if any. It refuses the run — with
-// conflict wrapping a *ledger.PausedError — unless the request is a dry run (which writes
-// nothing, and reports the pause) or overrides it (which is logged and recorded).
+// checkPause returns the pause covering the run, refusing it (conflict wrapping a
+// *ledger.PausedError) unless it is a dry run or overrides the pause.
 func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*ledger.Pause, error) {
 	if e.pauses == nil {
 		return nil, nil
@@ -667,8 +617,7 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 	return nil, pausedError(typ, scope, *p)
 }
 
-// pausedError is the refusal of a run of typ on scope that p covers: conflict, wrapping a
-// *ledger.PausedError, with the pause in its details.
+// pausedError is the conflict refusing a run that p covers, with the pause in its details.
 func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error {
 	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
 		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
@@ -710,8 +659,7 @@ func (e *Engine) runBody(ctx context.Context, body Body, run Run) (res Result, e
 	return body(ctx, run)
 }
 
-// record runs a record write detached from ctx's cancellation, under its own timeout, so a run
-// whose budget is spent still gets its record written.
+// record runs a record write detached from ctx's cancellation, under its own timeout.
 func (e *Engine) record(ctx context.Context, write func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.recordTO)
 	defer cancel()
@@ -743,7 +691,7 @@ func nonTerminal(states []State) []string {
 }
 
 // outputMap marshals v, which must encode as a JSON object (or be nil), into a map whose
-// integers are int64, as Firestore should store them and JSON renders them.
+// integers are int64, as Firestore stores them.
 func outputMap(v any) (map[string]any, error) {
 	if v == nil {
 		return map[string]any{}, nil

@@ -1,10 +1,8 @@
 package workflow
 
-// Notable says whether a finished run is kept for the notable retention rather than the
-// ordinary one (ledger.Retention): it failed (the storm guard fails its run, as does any error),
-// it settled a row lost (stats.settled.lost), or the blind-executor guard held lost settlements
-// back (stats.blind). It reads the stats as the run record stores them, so it holds for every
-// workflow: the ones that settle nothing lost carry neither field.
+// Notable says whether a finished run is kept for the notable retention (ledger.Retention): it
+// failed, settled a row lost (stats.settled.lost), or had lost settlements held back
+// (stats.blind), as the run record stores its stats.
 func Notable(status string, stats map[string]any) bool {
 	if status == StateFailed {
 		return true
