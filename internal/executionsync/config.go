@@ -18,11 +18,11 @@ const (
 
 // Defaults of Config.
 const (
-	ConcurrencyDefault = 8                // syncs in flight at once, inline
-	LostGraceDefault   = 15 * time.Minute // how long an execution may stay unknown before "lost"
-	BudgetDefault      = 4 * time.Minute  // one run, scan and syncs; below the function timeout
-	ScanFactorDefault  = 4                // documents read per run: at most ScanFactor × limit
-	MaxErrorsDefault   = 50               // per-row errors kept in a run's stats
+	ConcurrencyDefault = 8
+	LostGraceDefault   = 15 * time.Minute
+	BudgetDefault      = 4 * time.Minute
+	ScanFactorDefault  = 4
+	MaxErrorsDefault   = 50
 )
 
 // Config tunes the workflow. Zero values take the defaults.
@@ -33,7 +33,7 @@ type Config struct {
 	Concurrency int
 	// LostGrace is how long sync.unknown_since may age before the row is settled "lost".
 	LostGrace time.Duration
-	// Budget bounds one run, scan and syncs together.
+	// Budget bounds one run, scan and syncs together; it stays below the function timeout.
 	Budget time.Duration
 	// ScanFactor bounds the documents one run reads to ScanFactor × limit, so rows without a
 	// provider reference (which stay stale forever) cannot make a scan unbounded.

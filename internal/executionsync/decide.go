@@ -44,9 +44,7 @@ const (
 	WhyBlindExecutor = "blind_executor"
 )
 
-// targetView is what a lost settlement needs to know of the row's executor target, as the
-// row's transaction read its judgment: whether the guard applies, whether the judgment is fresh,
-// and whether it says blind.
+// targetView is the row's executor target's judgment as the row's transaction read it.
 type targetView struct{ guarded, fresh, blind bool }
 
 // Refusal reasons: the rules about who may write a row, checked in the row's own transaction on
@@ -108,8 +106,8 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 	return ""
 }
 
-// decide is the whole settling rule for one row, given the row as read inside the transaction,
-// the row as the scan saw it, what the executor said, and now. It is pure.
+// decide is the settling rule (doc.go's table) for row as read inside its transaction. It is
+// pure.
 func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
 	if ch, ok := settledBy(row, runUUID); ok {
 		return ch
@@ -186,12 +184,8 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 	return ch
 }
 
-// quiet reports whether ch, decided on row, would write only what row already holds: the row
-// is still unknown, since the same time, to the same target, and was last written less than
-// keepAlive before ch. Such a change is not written (a run that learns nothing writes nothing);
-// a row held unknown is still written once per keepAlive, so that the blind-executor guard,
-// which counts the rows a target answered about by sync.last_synced_at within its window,
-// keeps counting it. It is pure.
+// quiet reports whether ch would write only what row already holds, row having been written
+// less than keepAlive before ch (doc.go: a sync that learns nothing writes nothing). It is pure.
 func quiet(row ledger.Execution, ch ledger.ExecutionChange, keepAlive time.Duration) bool {
 	last := row.Sync.LastSyncedAt
 	return ch.Kind == ledger.ChangeUnknown &&

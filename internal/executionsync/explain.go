@@ -33,12 +33,10 @@ const (
 	RuleExecutorNotAsked     = "executor_not_asked"    // explain.Options.NoExecutor
 )
 
-// Explain says what the next run of this workflow over the row's organization, with the seed's
-// default min_age_seconds, would do to runner_executions/id, and why: the checks a scan applies,
-// what the executor says now (unless o.NoExecutor), and the verdict of the sync a run would
-// start — the same sync a dry run makes (the trust rules, the blind-executor guard assessed
-// without recording, decide), on the row as read now. It writes nothing. A row that does not
-// exist is ErrNoRow.
+// Explain says what the next run over the row's organization, at the default min_age_seconds,
+// would do to runner_executions/id, and why: the scan's checks, what the executor says now
+// (unless o.NoExecutor), and the verdict of the dry sync a run would start, on the row as read
+// now. It writes nothing; a missing row is ErrNoRow.
 func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 	if w.syncer == nil {
 		return explain.Explanation{}, errors.New("explain: this workflow was built without a syncer")
@@ -104,7 +102,6 @@ func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (e
 	refDetail := "usable by the executor"
 	switch {
 	case row.Malformed != "" && !isTime:
-		// No scan reaches it, so no run counts it as missing metadata.
 		refDetail = "the row does not decode (" + row.Malformed + "): no scan sees it, so runs count it in stats.invisible"
 	case row.Malformed != "":
 		refDetail = "the row does not decode (" + row.Malformed + "): a run counts it in skipped_missing_metadata_count"

@@ -13,22 +13,15 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 )
 
-// A dry run (workflow.Run.DryRun) is a real run that writes nothing. It scans as a real run
-// scans, calls the executor once per candidate, applies the same trust rules (refuse), the same
-// blind-executor guard and the same decide, and counts as a real run counts; but each row and
-// the facts beside it are read by Store.Peek — the same documents the settling transaction reads,
-// in one read-only transaction: one consistent snapshot, no lock on a row a live writer may be
-// updating, and no write possible — and the change decided is reported, not applied. No
-// settlement, no refresh, no error recorded on a row, no receipt, no judgment of a target (a
-// target the guard would judge is assessed: blindguard.Guard.Assess), and no publication: a dry
-// run decides inline even where the workflow's starter publishes its syncs.
+// A dry run (doc.go) reads each row and the facts beside it by Store.Peek, in one read-only
+// transaction: one consistent snapshot, no lock on a row a live writer may be updating, and no
+// write possible. It decides inline even where the workflow's starter publishes its syncs.
 
 // PreviewRowsMax bounds the rows a dry run lists one by one; the counts cover them all.
 const PreviewRowsMax = 200
 
-// Preview is what a dry run would have done: counts, and the first PreviewRowsMax rows one by
-// one. It is Stats.Preview; in a dry run the decision counts of Stats (settled, refreshed,
-// unknown, blind, raced, refused) stay empty, since nothing was done.
+// Preview is what a dry run would have done (Stats.Preview): counts, and the first
+// PreviewRowsMax rows one by one.
 type Preview struct {
 	WouldSettle  map[string]int `json:"would_settle"`  // by outcome
 	WouldRefresh int            `json:"would_refresh"` // still running: observed_at would move on
@@ -199,8 +192,7 @@ func (s *Syncer) peek(ctx context.Context, uuid string, reads ledger.Reads, asse
 	return decide(p.Row, p.Facts), nil
 }
 
-// dryStarter runs a dry run's syncs inline, as Inline runs a real run's: the same pool, the
-// same stop on an executor error that stops calls, the same deferral when the budget is spent.
+// dryStarter runs a dry run's syncs in Inline's pool (startEach).
 type dryStarter struct {
 	syncer      *Syncer
 	concurrency int

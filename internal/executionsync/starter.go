@@ -15,13 +15,12 @@ type Starter interface {
 	Start(ctx context.Context, reqs []message.Sync) []SyncResult
 }
 
-// Inline runs each sync in this process, Concurrency at a time, in a random order. One Start
-// call is one run: once an executor call returns an error that stops executor calls
-// (ResourceExhausted, PermissionDenied, Unauthenticated) — as soon as it returns, before the
-// error is recorded on its row — no further sync of that call begins, so none reaches the
-// executor; the syncs already in flight (at most Concurrency−1) run to their end. Once ctx is
-// done no further sync starts. Either way the rest are deferred, not errored. A sync whose
-// transaction failed (contention) is tried once more after the others.
+// Inline runs each sync in this process, Concurrency at a time, in a random order; one Start
+// call is one run. An error that stops executor calls (executor.Stops) stops new syncs as soon
+// as its call returns, before it is recorded on its row, so no further call reaches the
+// executor; the syncs in flight (at most Concurrency−1) finish. Once ctx is done no sync starts.
+// The rest are deferred, not errored. A sync whose transaction failed (contention) is tried once
+// more after the others.
 type Inline struct {
 	Syncer      *Syncer
 	Concurrency int
@@ -34,9 +33,7 @@ func (p *Inline) Start(ctx context.Context, reqs []message.Sync) []SyncResult {
 	})
 }
 
-// startEach runs sync for each of reqs, concurrency at a time, as Inline describes: the rest are
-// deferred once an executor error stops calls or ctx is done, and a sync whose transaction failed
-// is tried once more after the others.
+// startEach is Inline's pool, shared with a dry run's (dryStarter).
 func startEach(ctx context.Context, reqs []message.Sync, concurrency int, sync func(req message.Sync, stop func(error)) SyncResult) []SyncResult {
 	results := make([]SyncResult, len(reqs))
 	var stopped atomic.Pointer[string]

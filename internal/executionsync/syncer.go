@@ -104,8 +104,7 @@ type Syncer struct {
 	grace    time.Duration
 	log      *slog.Logger
 	judge    TargetJudge // nil: no blind-executor guard
-	// keepAlive is how often a row that stays unknown is written again (quiet): half the
-	// guard's window, so that a held row never drops out of the guard's count.
+	// keepAlive is how often a row held unknown is written again (quiet, keepAliveOf).
 	keepAlive time.Duration
 }
 
@@ -118,7 +117,8 @@ type TargetJudge interface {
 }
 
 // keepAliveOf is half the window over which j counts the rows a target answered about (the
-// default window's when j does not say).
+// default window's when j does not say), so that a row held unknown never drops out of the
+// guard's count.
 func keepAliveOf(j TargetJudge) time.Duration {
 	window := blindguard.WindowDefault
 	if w, ok := j.(interface{ Window() time.Duration }); ok && w.Window() > 0 {
@@ -127,11 +127,10 @@ func keepAliveOf(j TargetJudge) time.Duration {
 	return window / 2
 }
 
-// NewSyncer returns the syncer of the execution-sync workflow typ, whose rows name provider.
-// grace is how long a row may stay unknown before it is lost. guard, when not nil, is the
-// blind-executor guard: no row is settled lost unless a fresh judgment of its executor target,
-// read in the row's transaction, says the target is not blind. Every process that syncs in
-// production has one (internal/app).
+// NewSyncer returns the syncer of workflow typ over provider's rows. grace is the lost grace.
+// guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
+// judgment of its target, read in the row's transaction, says it is not blind. Every process
+// that syncs in production has one (internal/app).
 func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger, guard TargetJudge) *Syncer {
 	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, judge: guard, keepAlive: keepAliveOf(guard)}
 }
@@ -160,20 +159,18 @@ type mode struct {
 	// before the error is recorded on the row: a run that stops its executor calls on that error
 	// must not keep calling while the row is being written.
 	callFailed func(error)
-	// dry, when not nil, makes the sync a dry run's (preview.go): the same executor call, trust
-	// rules, guard and decision, on the row and facts read as the settling transaction reads
-	// them but by Store.Peek, and nothing written — no change, no error, no receipt, no judgment.
+	// dry, when not nil, makes the sync a dry run's (preview.go): read by Store.Peek, nothing
+	// written.
 	dry *dryRun
 }
 
-// sync is one sync: one executor call, then the decision on what it said.
 func (s *Syncer) sync(ctx context.Context, req message.Sync, m mode) SyncResult {
 	snap, err := s.exec.Observe(ctx, req.ProviderRef)
 	return s.settle(ctx, req, snap, err, m)
 }
 
-// settle decides what the executor said (snap, or the call's error) and applies it: the rest of
-// a sync after its executor call.
+// settle is the rest of a sync after its executor call: it decides on snap (or the call's
+// error) and applies the decision.
 func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Snapshot, err error, m mode) SyncResult {
 	once, callFailed := m.once, m.callFailed
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
@@ -344,14 +341,13 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	return res
 }
 
-// ReadBackTimeout bounds the read of a row whose settling transaction failed: a commit whose
-// answer was lost (the client's retry of it found the transaction closed, or a deadline fell
-// after it was sent) may have landed, and only the row says whether it did.
+// ReadBackTimeout bounds the read of a row whose settling transaction failed: its commit may
+// have landed though the answer was lost (WhySettledByThisRun), and only the row says.
 const ReadBackTimeout = 2 * time.Second
 
-// readBack reads row uuid, apart from ctx's deadline (a budget that ended mid-commit leaves the
-// question open too) but within ReadBackTimeout, and says whether it carries run runUUID's
-// settlement: the change is then ChangeNone WhySettledByThisRun.
+// readBack reads row uuid apart from ctx's deadline (a budget that ended mid-commit leaves the
+// question open too) but within ReadBackTimeout, and returns run runUUID's settlement if the
+// row carries it (settledBy).
 func (s *Syncer) readBack(ctx context.Context, uuid, runUUID string) (ledger.ExecutionChange, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadBackTimeout)
 	defer cancel()

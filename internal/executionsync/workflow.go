@@ -60,9 +60,7 @@ type Workflow struct {
 	starter Starter
 	cfg     Config
 	now     func() time.Time
-	// syncer decides a dry run's rows and explain's: the syncer of this workflow's rows, guard
-	// and grace included.
-	syncer *Syncer
+	syncer  *Syncer // decides a dry run's rows and explain's (New's preview)
 }
 
 // New returns the workflow. cfg is completed with its defaults and validated. preview is the
@@ -87,10 +85,9 @@ func (w *Workflow) Definition(k Kind) workflow.Definition {
 }
 
 // probe: an organization has work when one of its active rows of this provider was observed
-// min_age_seconds ago or earlier. One query asks for up to ledger.InMax organizations at once
-// (StaleOrganizations: one query of one document, and one more per organization with work). A
-// row without a provider reference counts: the run reports it. Rows no scan can see (invisible)
-// do not, and so are reported only by the runs of organizations that have work.
+// min_age_seconds ago or earlier, asked for up to ledger.InMax organizations per query. A row
+// without a provider reference counts (the run reports it); an invisible row does not, so only
+// the runs of organizations that have work report it.
 func (w *Workflow) probe(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error) {
 	// The inputs of one tick share their min_age_seconds; any that differ are asked apart.
 	ins := make([]Input, len(inputs))
@@ -255,9 +252,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 // and heard about none: every call failed with Unavailable or DeadlineExceeded.
 const ReasonExecutorUnreachable = "executor_unreachable"
 
-// reach is how a run's executor calls went: how many were answered, how many failed as an
-// executor that cannot be reached fails, how many failed otherwise, and the first of those
-// failures.
+// reach counts a run's executor calls: answered, failed as an unreachable executor fails
+// (absent, with the first such error), and failed otherwise.
 type reach struct {
 	answered, absent, other int
 	first                   error
