@@ -32,8 +32,8 @@ type Tick struct {
 	// claim.
 	Actor        string
 	ClaimedActor string
-	// TickID is the tick message's id. The runs' uuids derive from it, so a redelivered tick
-	// names the same runs and they are not run twice. A continuation carries its tick's id.
+	// TickID is the tick message's id, which the runs' uuids derive from (RunUUID). A
+	// continuation carries its tick's id.
 	TickID string
 	// After, on a continuation, is the organization the previous invocation stopped after.
 	After string
@@ -48,8 +48,8 @@ const (
 	ProbeConcurrencyDefault = 16
 	ListMaxDefault          = 10000
 	BudgetDefault           = 60 * time.Second
-	// RosterMaxAgeDefault is how long a roster of organizations is read before a tick lists
-	// the organizations again and rebuilds it (DispatcherOptions.Roster).
+	// RosterMaxAgeDefault is how long a roster is read before a tick rebuilds it
+	// (DispatcherOptions.Roster).
 	RosterMaxAgeDefault = 10 * time.Minute
 	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
 	// ledger.RosterOrphanAge at least.
@@ -60,8 +60,8 @@ const (
 type DispatchConfig struct {
 	PageSize int // organizations read per query
 	// ShardScopes is how many scopes one invocation enumerates before it hands the rest of the
-	// tick to the next (a continuation on the ticks topic), when DispatcherOptions.TicksTopic is
-	// set: a tick has no cap, and each invocation's time and memory are bounded.
+	// tick on (DispatcherOptions.TicksTopic), so that a tick has no cap and an invocation is
+	// bounded in time and memory.
 	ShardScopes int
 	// ProbeConcurrency is how many probes run at once.
 	ProbeConcurrency int
@@ -412,7 +412,6 @@ func (d *Dispatcher) prober(ctx context.Context, def workflow.Definition, tick T
 	}
 }
 
-// publish publishes the sweeps of scopes.
 func (d *Dispatcher) publish(ctx context.Context, tick Tick, defaults map[string]json.RawMessage, fields []string, scopes []workflow.ScopeValues, rep *Report) error {
 	if len(scopes) == 0 {
 		return nil
@@ -587,8 +586,7 @@ func values(ids []string) []workflow.ScopeValues {
 	return out
 }
 
-// sweepMessage builds the sweep message of one scope: the tick's defaults with the scope's
-// fields set to its values.
+// sweepMessage builds the sweep message of one scope (scopeInput, RunUUID).
 func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) (message.Outgoing, error) {
 	return message.EncodeSweep(message.Start{WorkflowType: tick.WorkflowType, InitialData: scopeInput(defaults, fields, scope)}, message.SweepAttributes{
 		Trigger:         cmp.Or(tick.Trigger, "schedule"),

@@ -1,6 +1,6 @@
 // Package pipeline is the Pub/Sub side of stalesweep: the three topics and their routes, the
-// publisher, the Dispatcher that turns one tick into one sweep message per scope, and the Starter that
-// hands an execution-sync run's candidates to the syncs topic.
+// publisher, the Dispatcher that turns one tick into one sweep message per scope, and the
+// Starter that hands an execution-sync run's candidates to the syncs topic.
 //
 //	Cloud Scheduler ─tick─▶ stalesweep-ticks ─▶ Dispatch ─one per scope─▶ stalesweep-sweeps
 //	    ─▶ Sweep (one run) ─one per stale row─▶ stalesweep-syncs ─▶ SyncExecution
@@ -101,9 +101,8 @@ func (p *TopicPublisher) publisher(topic string) *pubsub.Publisher {
 	return pub
 }
 
-// PublishBatch publishes msgs, at most maxInFlight awaiting acknowledgement at once (the
-// client blocks the next publish until one is acknowledged), and returns each one's result in
-// order. A message not published before ctx ends fails with ctx's error.
+// PublishBatch publishes msgs, at most maxInFlight awaiting acknowledgement at once, and returns
+// each one's result in order. A message not published before ctx ends fails with ctx's error.
 func (p *TopicPublisher) PublishBatch(ctx context.Context, topic string, msgs []message.Outgoing) []Result {
 	pub := p.publisher(topic)
 	out := make([]Result, len(msgs))
