@@ -2,7 +2,8 @@
 // pmsweep, leasesettle): each supplies its scan query, its rule, its transaction and its seed's
 // output, and walks the same steps:
 //
-//	clock       now is read once (Sweep.Now), from Firestore's clock, and every age in the run is judged on it
+//	clock       now is read once (Sweep.Now), from Firestore's clock, and every age in the run
+//	            is judged on it
 //	scan        the scope's aged rows, oldest first, a page at a time (Pages), within the sweep's
 //	            bound; a row that does not decode is noted (ledger.Malformed) and read past,
 //	            never settled

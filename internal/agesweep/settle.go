@@ -38,7 +38,7 @@ func Settle[C, R any](ctx context.Context, candidates []C, concurrency int,
 			}
 			mu.Unlock()
 		}
-		return errs[i] != nil && ctx.Err() == nil // contention: worth one more try once the others are done
+		return errs[i] != nil && ctx.Err() == nil
 	})
 	return results, errs, left
 }

@@ -17,7 +17,7 @@ type Sweep[S, C any] struct {
 	Clock  ledger.Clock // Firestore's clock in production (ledger.ServerClock)
 }
 
-// Now is a run's clock step: the one time every age in the run is judged against.
+// Now is a run's clock step (doc.go).
 func (s *Sweep[S, C]) Now(ctx context.Context) (time.Time, error) {
 	now, err := s.Clock(ctx)
 	if err != nil {
