@@ -142,8 +142,8 @@ func New(client *firestore.Client, cfg Config) *Collector {
 	return &Collector{client: client, cfg: cfg.WithDefaults()}
 }
 
-// Expired decides whether a document's expiry, as stored in ledger.ExpireField, has passed at
-// now: only a timestamp strictly before now has. A missing or malformed value never expires.
+// Expired reports whether v, a document's ledger.ExpireField, is a timestamp strictly before
+// now; a missing or malformed value never expires.
 func Expired(v any, now time.Time) bool {
 	t, ok := v.(time.Time)
 	return ok && !t.IsZero() && t.Before(now)
@@ -316,7 +316,6 @@ func (r *run) delete(ctx context.Context, coll string, snap *firestore.DocumentS
 		c.Deleted++
 		return true
 	case code == codes.FailedPrecondition || code == codes.NotFound:
-		// Written since it was read (its expiry may have moved), or deleted by another run.
 		c.Raced++
 	case ctx.Err() != nil:
 		// The budget ran out mid-call: nothing to report but OutOfBudget.
