@@ -192,8 +192,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		reads.Pauses = ledger.PauseIDs(string(s.typ), req.OrganizationUUID)
 	}
 	target := s.exec.Target(req.ProviderRef)
-	// assessed is, in a dry run, the judgment of the target the dry run made in place of the
-	// one a real sync would have recorded and then read.
+	// assessed is a dry run's stand-in for the judgment a real sync records (peek).
 	var assessed *ledger.Target
 	// Every write goes through the trust rules first, on what the transaction read, and records
 	// the target that answered.
