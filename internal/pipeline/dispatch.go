@@ -147,8 +147,7 @@ type DispatcherOptions struct {
 	Probe ledger.Clock
 	// TicksTopic lets one invocation hand the rest of a tick on: after ShardScopes scopes, or
 	// with a quarter of its budget left, it publishes a continuation of the tick to TicksTopic —
-	// the same tick, its id, and the organization to resume after — and stops. Every invocation
-	// of one tick names the same runs, so a redelivered continuation starts nothing twice.
+	// the same tick, its id, and the organization to resume after — and stops.
 	TicksTopic string
 	// Roster has ticks read the organizations from the roster — a few documents for the whole
 	// fleet — instead of listing every organizations document, while the roster is younger than
