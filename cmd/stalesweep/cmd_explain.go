@@ -14,7 +14,6 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // testExplainers are collections a test explains with an explainer of its own; the product's
@@ -73,7 +72,7 @@ on it last. It writes nothing.`,
 			return c.usageError(cmd, "want COLLECTION/ID with COLLECTION one of %s, got %q",
 				strings.Join(explained(), ", "), args[0])
 		}
-		if err := checkExplainID(coll, id); err != nil {
+		if err := app.CheckExplainID(coll, id); err != nil {
 			return c.usageError(cmd, "%s: %v", args[0], err)
 		}
 		// In text mode the explanation says what the log lines would: only warnings and worse
@@ -102,24 +101,6 @@ on it last. It writes nothing.`,
 		return e.WriteText(c.stdout)
 	}
 	return cmd
-}
-
-// checkExplainID refuses, before Firestore is opened, an ID that names no document of coll: one
-// document id, or for tasks QUEUE/TASK_ID (a task's document is task_queues/QUEUE/tasks/TASK_ID).
-func checkExplainID(coll, id string) error {
-	ids, want := []string{id}, coll+"/ID"
-	if coll == "tasks" {
-		want = "tasks/QUEUE/TASK_ID or tasks/TASK_ID"
-		if q, t, ok := strings.Cut(id, "/"); ok {
-			ids = []string{q, t}
-		}
-	}
-	for _, part := range ids {
-		if err := ledger.CheckDocID(part); err != nil {
-			return fmt.Errorf("want %s: the id %q %v", want, part, err)
-		}
-	}
-	return nil
 }
 
 // humanLog is a log for a person at a terminal: plain key=value text without the time, at WARN

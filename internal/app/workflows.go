@@ -31,6 +31,9 @@ type declared struct {
 	workflow.Declaration
 	// explains is the collection whose rows the workflow explains ("" for none).
 	explains string
+	// explainIDs are the document ids an explained row's ID names, with the form it is wanted
+	// in, when that is not one document id of explains.
+	explainIDs func(id string) (ids []string, want string)
 	// bounds are an age sweep's run budget and storm guard in its Config: New keeps the budget
 	// within the platform's, and gives the storm guard to every workflow whose declaration says
 	// AgeBased.
@@ -56,13 +59,21 @@ var workflows = []declared{
 				return noRow(wf.Explain(ctx, store, id, o))
 			}
 		}),
-	ageSweep(pmsweep.Declared, ledger.TasksCollection, func(c *Config) *agesweep.Bounds { return &c.PMSweep.Bounds },
+	withExplainIDs(ageSweep(pmsweep.Declared, ledger.TasksCollection, func(c *Config) *agesweep.Bounds { return &c.PMSweep.Bounds },
 		func(s shared) (workflow.Definition, Explainer) {
 			store := ledger.NewTaskStore(s.fs, s.cfg.Tx)
 			wf := pmsweep.New(store, s.cfg.PMSweep, ledger.ServerClock(s.fs))
 			return wf.Definition(), func(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 				return explainTask(ctx, wf, store, id, o)
 			}
+		}),
+		// A task's document is task_queues/QUEUE/tasks/TASK_ID.
+		func(id string) ([]string, string) {
+			const want = "tasks/QUEUE/TASK_ID or tasks/TASK_ID"
+			if q, t, ok := strings.Cut(id, "/"); ok {
+				return []string{q, t}, want
+			}
+			return []string{id}, want
 		}),
 	ageSweep(leasesettle.Declared, ledger.WorkspaceLeasesCollection, func(c *Config) *agesweep.Bounds { return &c.LeaseSettle.Bounds },
 		func(s shared) (workflow.Definition, Explainer) {
@@ -94,6 +105,29 @@ func Explained() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// CheckExplainID refuses, before Firestore is opened, an ID that names no row of the explained
+// collection coll: one document id, or the ids its workflow declares (for tasks QUEUE/TASK_ID).
+func CheckExplainID(coll, id string) error {
+	ids, want := []string{id}, coll+"/ID"
+	for _, w := range workflows {
+		if w.explains == coll && w.explainIDs != nil {
+			ids, want = w.explainIDs(id)
+		}
+	}
+	for _, part := range ids {
+		if err := ledger.CheckDocID(part); err != nil {
+			return fmt.Errorf("want %s: the id %q %v", want, part, err)
+		}
+	}
+	return nil
+}
+
+// withExplainIDs is w whose explained rows are named by the ids ids returns.
+func withExplainIDs(w declared, ids func(string) ([]string, string)) declared {
+	w.explainIDs = ids
+	return w
 }
 
 // Explainer says what a workflow would do with one row of its collection now, and why, by the
