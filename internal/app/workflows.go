@@ -25,8 +25,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// declared is one workflow this build declares, with what New needs to build it: New, Declared
-// and Explained range over workflows, and nothing else in the program names a workflow.
+// declared is one workflow this build declares, with what New needs to build it: New, Declared,
+// Explained and CheckExplainID range over workflows instead of naming each workflow.
 type declared struct {
 	workflow.Declaration
 	// explains is the collection whose rows the workflow explains ("" for none).
