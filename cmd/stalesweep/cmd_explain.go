@@ -14,20 +14,30 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// explainer explains one row of one collection, by its document id.
-type explainer func(ctx context.Context, a *app.App, id string, o explain.Options) (explain.Explanation, error)
+// testExplainers are collections a test explains with an explainer of its own; the product's
+// are the declared workflows' (app.Explained), each explained by its own workflow.
+var testExplainers = map[string]func(ctx context.Context, a *app.App, id string, o explain.Options) (explain.Explanation, error){}
 
-// errNoRow is an explainer's answer for a document that does not exist.
-var errNoRow = errors.New("no such document")
+// explained lists, sorted, the collections explain knows.
+func explained() []string {
+	return slices.Sorted(slices.Values(append(app.Explained(), slices.Collect(maps.Keys(testExplainers))...)))
+}
 
-// explainers are the collections explain knows, each explained by its own workflow.
-var explainers = map[string]explainer{
-	"extension_runs":   explainExtensionRun,
-	"tasks":            explainTask,
-	"workspace_leases": explainLease,
+// explainer is the explainer of coll in a.
+func explainer(a *app.App, coll string) app.Explainer {
+	if ex, ok := testExplainers[coll]; ok {
+		return func(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
+			return ex(ctx, a, id, o)
+		}
+	}
+	if ex, ok := a.Explainers[coll]; ok {
+		return ex
+	}
+	return func(context.Context, string, explain.Options) (explain.Explanation, error) {
+		return explain.Explanation{}, fmt.Errorf("%s: no workflow of this build explains it", coll)
+	}
 }
 
 func (c *cli) explainCmd() *cobra.Command {
@@ -44,7 +54,7 @@ on it last. It writes nothing.`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			var out []string
-			for _, k := range slices.Sorted(maps.Keys(explainers)) {
+			for _, k := range explained() {
 				out = append(out, k+"/")
 			}
 			return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
@@ -58,12 +68,11 @@ on it last. It writes nothing.`,
 			return c.usageError(cmd, "%v", err)
 		}
 		coll, id, ok := strings.Cut(args[0], "/")
-		ex, known := explainers[coll]
-		if !ok || id == "" || !known {
+		if !ok || id == "" || !slices.Contains(explained(), coll) {
 			return c.usageError(cmd, "want COLLECTION/ID with COLLECTION one of %s, got %q",
-				strings.Join(slices.Sorted(maps.Keys(explainers)), ", "), args[0])
+				strings.Join(explained(), ", "), args[0])
 		}
-		if err := checkExplainID(coll, id); err != nil {
+		if err := app.CheckExplainID(coll, id); err != nil {
 			return c.usageError(cmd, "%s: %v", args[0], err)
 		}
 		// In text mode the explanation says what the log lines would: only warnings and worse
@@ -73,9 +82,9 @@ on it last. It writes nothing.`,
 			return exitCode(code)
 		}
 		defer a.Close()
-		e, err := ex(c.ctx, a, id, explain.Options{NoExecutor: *noExec})
+		e, err := explainer(a, coll)(c.ctx, id, explain.Options{NoExecutor: *noExec})
 		switch {
-		case errors.Is(err, errNoRow):
+		case errors.Is(err, app.ErrNoRow):
 			fmt.Fprintf(c.stderr, "stalesweep explain: %s: %v\n", args[0], err)
 			return exitCode(exitNotFound)
 		case err != nil:
@@ -92,24 +101,6 @@ on it last. It writes nothing.`,
 		return e.WriteText(c.stdout)
 	}
 	return cmd
-}
-
-// checkExplainID refuses, before Firestore is opened, an ID that names no document of coll: one
-// document id, or for tasks QUEUE/TASK_ID (a task's document is task_queues/QUEUE/tasks/TASK_ID).
-func checkExplainID(coll, id string) error {
-	ids, want := []string{id}, coll+"/ID"
-	if coll == "tasks" {
-		want = "tasks/QUEUE/TASK_ID or tasks/TASK_ID"
-		if q, t, ok := strings.Cut(id, "/"); ok {
-			ids = []string{q, t}
-		}
-	}
-	for _, part := range ids {
-		if err := ledger.CheckDocID(part); err != nil {
-			return fmt.Errorf("want %s: the id %q %v", want, part, err)
-		}
-	}
-	return nil
 }
 
 // humanLog is a log for a person at a terminal: plain key=value text without the time, at WARN

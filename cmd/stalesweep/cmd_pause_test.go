@@ -213,13 +213,13 @@ func TestRunsListPagesNewestFirstAndRunsShowSaysWhetherItIsPaused(t *testing.T) 
 func TestExplainSaysWhenTheRowsWorkflowIsPausedOnItsScope(t *testing.T) {
 	_, _, _ = cloudRunWorld(t)
 	org := uuid.NewString()
-	explainers["test_rows"] = func(_ context.Context, _ *app.App, id string, _ explain.Options) (explain.Explanation, error) {
+	testExplainers["test_rows"] = func(_ context.Context, _ *app.App, id string, _ explain.Options) (explain.Explanation, error) {
 		e := explain.Explanation{Collection: "test_rows", ID: id, WorkflowType: syncType, Scope: org, Verdict: "keep", Rule: "test",
 			Checks: []explain.Check{{Name: "stale", OK: true}}}
 		e.Decided()
 		return e, nil
 	}
-	t.Cleanup(func() { delete(explainers, "test_rows") })
+	t.Cleanup(func() { delete(testExplainers, "test_rows") })
 	visible := func() (bool, string) {
 		t.Helper()
 		code, stdout, stderr := invoke(t, "explain", "test_rows/r1", "-o", "json")

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
-	"slices"
 	"sync"
 	"time"
 
@@ -19,17 +17,12 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"google.golang.org/grpc"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
-	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
-	"github.com/stalesweep/stalesweep/internal/executor"
-	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
-	"github.com/stalesweep/stalesweep/internal/pmsweep"
-	"github.com/stalesweep/stalesweep/internal/runssweep"
-	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -58,6 +51,9 @@ type App struct {
 	// ExecutionSyncs are the execution-sync workflows, by the provider of the rows they sync:
 	// what explains a runner execution.
 	ExecutionSyncs map[string]*executionsync.Workflow
+	// Explainers explain a row of a collection (Explained), each by the workflow that settles
+	// it, as the engines run it.
+	Explainers map[string]Explainer
 
 	pipeline *Lazy[*Pipeline]
 	mu       sync.Mutex
@@ -72,17 +68,11 @@ type Pipeline struct {
 	Dispatcher *pipeline.Dispatcher
 }
 
-// Declared is every workflow this build runs, each as it declares itself: New builds exactly
-// these, and the Terraform checks read scheduled ticks against them.
-func Declared() workflow.Declarations {
-	return workflow.Declared(executionsync.CloudRun.Declaration, executionsync.Kubernetes.Declaration,
-		runssweep.Declared, pmsweep.Declared, leasesettle.Declared)
-}
-
 // New builds an App. now is the clock every workflow uses. It reads one document to learn that
 // Firestore answers, and says where it looked when it does not.
 func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time, parts Parts) (_ *App, err error) {
-	a := &App{Config: cfg, Log: log, Syncers: map[string]*executionsync.Syncer{}, ExecutionSyncs: map[string]*executionsync.Workflow{}}
+	a := &App{Config: cfg, Log: log, Syncers: map[string]*executionsync.Syncer{}, ExecutionSyncs: map[string]*executionsync.Workflow{},
+		Explainers: map[string]Explainer{}}
 	defer func() {
 		if err != nil {
 			_ = a.Close()
@@ -106,67 +96,53 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	runClient := cloudrun.NewLazy(cfg.CloudRunEndpoint)
 	a.onClose(runClient.Close)
 
-	store := ledger.NewExecutionStore(a.Firestore, cfg.Tx, cfg.Retention)
 	syncCfg := cfg.Sync
 	syncCfg.Budget = cfg.budget()
 	syncCfg = syncCfg.WithDefaults()
-	executors := []executionSync{{executionsync.CloudRun, cloudrun.New(runClient, cfg.CloudRun)}}
-	kube, err := kubernetesExecutor(cfg)
-	if err != nil {
-		return nil, err
+	sh := shared{app: a, fs: a.Firestore, now: now, log: log, run: runClient, sync: syncCfg,
+		store: ledger.NewExecutionStore(a.Firestore, cfg.Tx, cfg.Retention),
+		// No row is settled lost while its executor target is blind (internal/blindguard).
+		blind: blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log),
 	}
-	if kube != nil {
-		executors = append(executors, executionSync{executionsync.Kubernetes, kube})
+	// Every declared workflow, built as it declares itself.
+	var builts []*built
+	for _, w := range workflows {
+		s := sh
+		s.cfg = cfg
+		if w.bounds != nil {
+			b := w.bounds(&s.cfg)
+			b.Budget = cfg.within(b.Budget, agesweep.BudgetDefault)
+			// The storm guard judges every workflow that settles on age alone.
+			if w.AgeBased {
+				b.Storm = cfg.Storm
+			}
+		} else if w.AgeBased {
+			return nil, fmt.Errorf("workflow %s settles on age alone but declares no storm guard", w.Type)
+		}
+		b, err := w.build(s)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			continue
+		}
+		builts = append(builts, b)
+		if w.explains != "" {
+			a.Explainers[w.explains] = b.explain
+		}
 	}
-	// No row is settled lost while its executor target is blind (internal/blindguard).
-	blind := blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log)
-	for _, x := range executors {
-		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log, blind)
-	}
-	// One execution-sync workflow per executor and starter: inline, and (with the pipeline)
-	// publishing its syncs.
-	syncDefs := func(starter func(*executionsync.Syncer) executionsync.Starter) ([]workflow.Definition, error) {
-		var defs []workflow.Definition
-		for _, x := range executors {
-			c := syncCfg
-			c.Provider = x.kind.Provider
-			// A dry run decides inline, with this provider's syncer, even on the pipeline.
-			s := a.Syncers[x.kind.Provider]
-			wf, err := executionsync.New(store, x.exec, starter(s), c, now, s)
-			if err != nil {
+	// Each workflow on one engine: its syncs inline, or (with the pipeline) published.
+	definitions := func(starter func(*executionsync.Syncer) executionsync.Starter) ([]workflow.Definition, error) {
+		defs := make([]workflow.Definition, len(builts))
+		for i, b := range builts {
+			var err error
+			if defs[i], err = b.definition(starter); err != nil {
 				return nil, err
 			}
-			if _, ok := a.ExecutionSyncs[x.kind.Provider]; !ok {
-				a.ExecutionSyncs[x.kind.Provider] = wf
-			}
-			defs = append(defs, wf.Definition(x.kind))
 		}
 		return defs, nil
 	}
 
-	runsCfg := cfg.RunsSweep
-	runsCfg.Budget = cfg.within(runsCfg.Budget, runssweep.BudgetDefault)
-	tasks := ledger.NewTaskStore(a.Firestore, cfg.Tx)
-	pmCfg := cfg.PMSweep
-	pmCfg.Budget = cfg.within(pmCfg.Budget, pmsweep.BudgetDefault)
-	leases := ledger.NewLeaseStore(a.Firestore, cfg.Tx)
-	leaseCfg := cfg.LeaseSettle
-	leaseCfg.Budget = cfg.within(leaseCfg.Budget, leasesettle.BudgetDefault)
-	// The storm guard judges every workflow that settles on age alone.
-	guarded := map[contract.WorkflowType]bool{}
-	stormGuard := func(d workflow.Declaration, g *storm.Config) {
-		*g, guarded[d.Type] = cfg.Storm, true
-	}
-	stormGuard(runssweep.Declared, &runsCfg.Storm)
-	stormGuard(pmsweep.Declared, &pmCfg.Storm)
-	stormGuard(leasesettle.Declared, &leaseCfg.Storm)
-	others := []workflow.Definition{
-		// The workflows that settle on age alone judge it on Firestore's clock, as their writers
-		// stamp it: no process's clock enters the comparison.
-		runssweep.New(ledger.NewExtensionRunStore(a.Firestore, cfg.Tx), runsCfg, ledger.ServerClock(a.Firestore)).Definition(),
-		pmsweep.New(tasks, pmCfg, ledger.ServerClock(a.Firestore)).Definition(),
-		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
-	}
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	pauses := ledger.NewPauseStore(a.Firestore)
 	engineOpts := workflow.Options{
@@ -184,21 +160,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		Now:           now,
 		Log:           log,
 	}
-	inline, err := syncDefs(func(s *executionsync.Syncer) executionsync.Starter {
+	inline, err := definitions(func(s *executionsync.Syncer) executionsync.Starter {
 		return &executionsync.Inline{Syncer: s, Concurrency: syncCfg.Concurrency}
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range append(slices.Clone(inline), others...) {
-		if want, ok := Declared()[d.Type]; !ok || !reflect.DeepEqual(want, d.Declaration) {
-			return nil, fmt.Errorf("workflow %s is built with a declaration other than app.Declared's", d.Type)
-		}
-		if d.AgeBased && !guarded[d.Type] {
-			return nil, fmt.Errorf("workflow %s settles on age alone but was built without the storm guard", d.Type)
-		}
-	}
-	a.Engine = workflow.NewEngine(engineOpts, append(inline, others...)...)
+	a.Engine = workflow.NewEngine(engineOpts, inline...)
 
 	a.pipeline = NewLazy(func(ctx context.Context) (*Pipeline, error) {
 		ps, err := pubsub.NewClient(ctx, cfg.Project)
@@ -208,7 +176,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		a.onClose(ps.Close)
 		publisher := pipeline.NewTopicPublisher(ps, 0, 0)
 		a.onClose(func() error { publisher.Stop(); return nil })
-		fanout, err := syncDefs(func(*executionsync.Syncer) executionsync.Starter {
+		fanout, err := definitions(func(*executionsync.Syncer) executionsync.Starter {
 			return &pipeline.SyncStarter{Publisher: publisher, Topic: cfg.Topics.Syncs}
 		})
 		if err != nil {
@@ -216,11 +184,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		}
 		dispatch := cfg.Dispatch
 		dispatch.Budget = cfg.within(dispatch.Budget, pipeline.BudgetDefault)
-		engine := workflow.NewEngine(engineOpts, append(fanout, others...)...)
+		engine := workflow.NewEngine(engineOpts, fanout...)
 		o := pipeline.DispatcherOptions{
 			Orgs: orgs, Publisher: publisher, SweepsTopic: cfg.Topics.Sweeps, Workflows: engine, Log: log, Config: dispatch,
-			ListQueues: tasks.ListQueues,
-			ListGroups: leases.ListGroups,
+			ListQueues: ledger.NewTaskStore(a.Firestore, cfg.Tx).ListQueues,
+			ListGroups: ledger.NewLeaseStore(a.Firestore, cfg.Tx).ListGroups,
 			// A paused scope costs no sweep; the engine checks the pause again at each run's start.
 			Pauses: pauses,
 			// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
@@ -244,15 +212,6 @@ func (a *App) onClose(f func() error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closers = append(a.closers, f)
-}
-
-// syncExecutor is an executor adapter as the execution-sync workflow uses it.
-type syncExecutor = executor.Executor
-
-// executionSync is one executor's execution-sync workflow and its adapter.
-type executionSync struct {
-	kind executionsync.Kind
-	exec syncExecutor
 }
 
 // SyncBudget is how long one SyncExecution call may take.

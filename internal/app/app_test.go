@@ -37,3 +37,21 @@ func TestAnUnreachableFirestoreIsNamedWhenTheAppIsBuilt(t *testing.T) {
 		t.Errorf("New = %v, want Firestore at %s unreachable", err, addr)
 	}
 }
+
+// Every workflow that settles on age alone names the bounds New gives the storm guard to, and
+// every declared workflow is in Declared once.
+func TestEveryAgeBasedWorkflowDeclaresWhereItsStormGuardGoes(t *testing.T) {
+	seen := map[string]bool{}
+	for _, w := range workflows {
+		if w.AgeBased && w.bounds == nil {
+			t.Errorf("%s settles on age alone but names no bounds for the storm guard", w.Type)
+		}
+		if seen[string(w.Type)] {
+			t.Errorf("%s is declared twice", w.Type)
+		}
+		seen[string(w.Type)] = true
+	}
+	if got := len(Declared()); got != len(workflows) || got == 0 {
+		t.Errorf("Declared has %d workflows, the list %d", got, len(workflows))
+	}
+}

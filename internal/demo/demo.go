@@ -20,12 +20,11 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/emulator/gcloudemu"
-	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -57,17 +56,23 @@ type roundResult struct {
 // round sweeps once.
 type round func(ctx context.Context) (roundResult, error)
 
-// inlineRounds runs the workflow in this process, syncs inline.
-func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore, runClient cloudrun.ExecutionGetter, org string) (round, error) {
-	adapter := cloudrun.New(runClient, cloudrun.Config{})
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, o.LostGrace, o.Log, nil)
-	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: o.LostGrace}.WithDefaults()
-	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, time.Now, nil)
-	if err != nil {
-		return nil, err
+// inlineRounds runs the workflow in this process, syncs inline, on the engine app.New builds as
+// the command does: the opt-out, pause and blind-executor checks of a deployment included.
+func inlineRounds(ctx context.Context, o Options, fake *cloudrunfake.Server, project, org string) (round, func(), error) {
+	env := map[string]string{
+		"GOOGLE_CLOUD_PROJECT":  project,
+		app.EnvCloudRunEndpoint: fake.Addr,
+		app.EnvLostGrace:        o.LostGrace.String(),
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), Now: time.Now, Log: o.Log},
-		wf.Definition(executionsync.CloudRun))
+	cfg, err := app.ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := app.New(ctx, cfg, o.Log, time.Now, app.Parts{})
+	if err != nil {
+		return nil, nil, err
+	}
+	engine := a.Engine
 	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": o.Limit})
 	return func(ctx context.Context) (roundResult, error) {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: input, Trigger: workflow.TriggerLocal, Actor: "demo"})
@@ -83,7 +88,7 @@ func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore,
 		decode(out.Stats, &st)
 		return roundResult{candidates: o.CandidateCount, started: o.StartedCount, skipped: o.SkippedMissingMetadataCount,
 			failed: o.FailedStartCount, settled: st.Settled, refreshed: st.Refreshed, unknown: st.Unknown}, nil
-	}, nil
+	}, func() { _ = a.Close() }, nil
 }
 
 func decode(from, to any) {
@@ -139,11 +144,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer fs.Close()
-	runClient, err := cloudrun.Dial(ctx, fake.Addr)
-	if err != nil {
-		return Result{}, err
-	}
-	defer runClient.Close()
 
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	orgA, orgB := uuid.NewString(), uuid.NewString()
@@ -172,8 +172,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return res, err
 		}
 		defer stop()
-	} else if next, err = inlineRounds(o, fs, store, runClient, orgA); err != nil {
-		return res, err
+	} else {
+		var stop func()
+		if next, stop, err = inlineRounds(ctx, o, fake, project, orgA); err != nil {
+			return res, err
+		}
+		defer stop()
 	}
 	mode := "inline syncs"
 	if o.Pipeline {
