@@ -260,3 +260,22 @@ func failed(name string, at time.Time) *runpb.Execution {
 }
 func cancelled(name string, at time.Time) *runpb.Execution { return cloudrunfake.Cancelled(name, at) }
 func running(name string, at time.Time) *runpb.Execution   { return cloudrunfake.Running(name, at) }
+
+// messageSyncer records a reconciling run of e.org and returns its uuid with a syncer of its own
+// (its own Cloud Run client, an hour's lost grace, no guard): the Pub/Sub path's SyncExecution.
+func (e *env) messageSyncer() (string, *executionsync.Syncer) {
+	e.t.Helper()
+	ctx := context.Background()
+	run := "run-" + uuid.NewString()
+	now := e.clock.Now().UTC()
+	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
+		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
+		e.t.Fatal(err)
+	}
+	client, err := cloudrun.Dial(ctx, e.fake.Addr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { client.Close() })
+	return run, executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
+}

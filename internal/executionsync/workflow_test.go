@@ -20,7 +20,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -738,18 +737,7 @@ func TestASecondDeliveryOfASyncIsADuplicateAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	id := e.stale(nil) // Cloud Run does not know it: unknown, observed_at unmoved
 	row := e.get(id)
-	run := "run-" + uuid.NewString()
-	now := e.clock.Now().UTC()
-	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
-		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	client, err := cloudrun.Dial(ctx, e.fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
+	run, syncer := e.messageSyncer()
 	req := message.Sync{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
 		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt}
 	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncUnknown {
