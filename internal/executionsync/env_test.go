@@ -192,10 +192,7 @@ func (e *env) try(input map[string]any) (workflow.Outcome, error) {
 // outputOf decodes a run's output and stats.
 func outputOf(t *testing.T, out workflow.Outcome) (executionsync.Output, executionsync.Stats) {
 	t.Helper()
-	var o executionsync.Output
-	var s executionsync.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[executionsync.Output, executionsync.Stats](t, out.Output, out.Stats)
 	if got := o.StartedCount + o.SkippedMissingMetadataCount + o.FailedStartCount; got != o.CandidateCount {
 		t.Errorf("counts do not add up: started %d + skipped %d + failed %d != candidates %d",
 			o.StartedCount, o.SkippedMissingMetadataCount, o.FailedStartCount, o.CandidateCount)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
@@ -50,11 +51,8 @@ func (e *env) eachRule() rules {
 func (e *env) dryRun(trigger workflow.Trigger, override bool) (workflow.Outcome, leasesettle.Output, leasesettle.Stats) {
 	e.t.Helper()
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+	out := sweeptest.Dry(e.t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 		Trigger: trigger, StormOverride: override, DryRun: true})
-	if err != nil || !out.DryRun {
-		e.t.Fatalf("dry run: %+v %v", out, err)
-	}
 	var o leasesettle.Output
 	var s leasesettle.Stats
 	testenv.Decode(e.t, out.Output, &o)

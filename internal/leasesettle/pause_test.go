@@ -61,15 +61,9 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
 
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-				Trigger: workflow.TriggerLocal, OverridePause: c.override})
-			if err != nil || out.Status != workflow.StateCompleted {
-				t.Fatalf("run: %v %v", out.Err, err)
-			}
-			var o leasesettle.Output
-			var s leasesettle.Stats
-			testenv.Decode(t, out.Output, &o)
-			testenv.Decode(t, out.Stats, &s)
+			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
+			o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 			abandoned := 0
 			for _, id := range ids {
 				switch l := e.get(id); {
@@ -106,11 +100,8 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
 			e.spy.Reset()
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 				Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-			if err != nil || !out.DryRun {
-				t.Fatalf("dry run: %+v %v", out, err)
-			}
 			var s leasesettle.Stats
 			testenv.Decode(t, out.Stats, &s)
 			switch p := s.Preview; {

@@ -39,10 +39,7 @@ func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o leasesettle.Output
-		var s leasesettle.Stats
-		testenv.Decode(t, out.Output, &o)
-		testenv.Decode(t, out.Stats, &s)
+		o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 		return out, o, s
 	}
 	// 14 of 24 active leases on age alone: more than half, more than 10.

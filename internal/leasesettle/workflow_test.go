@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -140,10 +141,7 @@ func (e *env) run(input map[string]any) (workflow.Outcome, leasesettle.Output) {
 	e.t.Helper()
 	input["organization_uuid"], input["runner_group_uuid"] = e.org, e.group
 	raw, _ := json.Marshal(input)
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
-	if err != nil || out.Status != workflow.StateCompleted {
-		e.t.Fatalf("run: %v %v", out.Err, err)
-	}
+	out := sweeptest.Completed(e.t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule}, "run")
 	var o leasesettle.Output
 	testenv.Decode(e.t, out.Output, &o)
 	return out, o

@@ -64,15 +64,9 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			e.clock.Advance(time.Hour)
 
 			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw,
-				Trigger: workflow.TriggerLocal, OverridePause: c.override})
-			if err != nil || out.Status != workflow.StateCompleted {
-				t.Fatalf("sweep: %v %v", out.Err, err)
-			}
-			var o pmsweep.Output
-			var s pmsweep.Stats
-			testenv.Decode(t, out.Output, &o)
-			testenv.Decode(t, out.Stats, &s)
+			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
+			o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 			requeued := 0
 			for _, l := range leases {
 				if tk := e.task(l.TaskID); tk.Status == ledger.TaskNew {
@@ -109,11 +103,8 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 			e.clock.Advance(time.Hour)
 			e.spy.Reset()
 			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
 				Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-			if err != nil || !out.DryRun {
-				t.Fatalf("dry run: %+v %v", out, err)
-			}
 			var s pmsweep.Stats
 			testenv.Decode(t, out.Stats, &s)
 			switch p := s.Preview; {

@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -75,6 +76,29 @@ func (e *env) claimed(n int) []ledgertest.Lease {
 	return leases
 }
 
+// zombieChangesNothing has a worker holding the stale lease zombie heartbeat, report, complete
+// and fail its task: each is refused, head moved, and none writes a document.
+func (e *env) zombieChangesNothing(zombie ledgertest.Lease) {
+	e.t.Helper()
+	t, ctx := e.t, context.Background()
+	e.spy.Reset()
+	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie heartbeat: %v, want head moved", err)
+	}
+	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie report: %v, want head moved", err)
+	}
+	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie completion: %v, want head moved", err)
+	}
+	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie failure: %v, want head moved", err)
+	}
+	if n := len(e.spy.Writes()); n != 0 {
+		t.Errorf("the zombie's attempts wrote %d documents", n)
+	}
+}
+
 func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 	e.t.Helper()
 	if input.Queue == "" {
@@ -87,10 +111,7 @@ func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 		input.Reclaimer = "test-sweeper"
 	}
 	raw, _ := json.Marshal(input)
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
-	if err != nil || out.Status != workflow.StateCompleted {
-		e.t.Fatalf("sweep: %v %v", out.Err, err)
-	}
+	out := sweeptest.Completed(e.t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
 	var o pmsweep.Output
 	testenv.Decode(e.t, out.Output, &o)
 	return o
@@ -227,22 +248,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsReclaimed(t *testing.T) {
 		t.Fatalf("sweep: %+v", o)
 	}
 	before := e.task(zombie.TaskID)
-	e.spy.Reset()
-	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie heartbeat: %v, want head moved", err)
-	}
-	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie report: %v, want head moved", err)
-	}
-	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie completion: %v, want head moved", err)
-	}
-	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie failure: %v, want head moved", err)
-	}
-	if n := len(e.spy.Writes()); n != 0 {
-		t.Errorf("the zombie's attempts wrote %d documents", n)
-	}
+	e.zombieChangesNothing(zombie)
 	if after := e.task(zombie.TaskID); after != before {
 		t.Errorf("the task changed: %+v → %+v", before, after)
 	}
@@ -570,22 +576,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 		t.Fatalf("the second worker's claim: %+v %v", second, err)
 	}
 	before := e.task(zombie.TaskID)
-	e.spy.Reset()
-	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie heartbeat: %v, want head moved", err)
-	}
-	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie report: %v, want head moved", err)
-	}
-	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie completion: %v, want head moved", err)
-	}
-	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie failure: %v, want head moved", err)
-	}
-	if n := len(e.spy.Writes()); n != 0 {
-		t.Errorf("the zombie's attempts wrote %d documents", n)
-	}
+	e.zombieChangesNothing(zombie)
 	if after := e.task(zombie.TaskID); after != before || after.WorkerID != "second-worker" || after.Status != ledger.TaskWorking {
 		t.Errorf("the task changed under the second worker: %+v → %+v", before, after)
 	}
@@ -611,14 +602,8 @@ func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		bad = append(bad, id)
 	}
 	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"})
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
-	if err != nil || out.Status != workflow.StateCompleted {
-		t.Fatalf("sweep: %v %v", out.Err, err)
-	}
-	var o pmsweep.Output
-	var s pmsweep.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
+	o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 	if s.Invisible == nil || s.Invisible.Count != 3 || !slices.Equal(s.Invisible.Sample, bad) {
 		t.Errorf("stats.invisible = %+v, want the 3 tasks %v", s.Invisible, bad)
 	}

@@ -67,10 +67,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			if err != nil || out.Status != workflow.StateCompleted {
 				t.Fatalf("sweep: %v %v", out.Err, err)
 			}
-			var o runssweep.Output
-			var s runssweep.Stats
-			testenv.Decode(t, out.Output, &o)
-			testenv.Decode(t, out.Stats, &s)
+			o, s := testenv.DecodeRun[runssweep.Output, runssweep.Stats](t, out.Output, out.Stats)
 			abandoned := 0
 			for _, id := range ids {
 				if e.run(id).Status == ledger.ExtensionFailed {

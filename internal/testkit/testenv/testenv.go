@@ -192,6 +192,16 @@ func Decode(t testing.TB, v, dst any) {
 	}
 }
 
+// DecodeRun decodes a run's output and stats (Decode, the output first) into an O and an S.
+func DecodeRun[O, S any](t testing.TB, output, stats any) (O, S) {
+	t.Helper()
+	var o O
+	var s S
+	Decode(t, output, &o)
+	Decode(t, stats, &s)
+	return o, s
+}
+
 // Enable writes organizations/{org} with sweeps enabled, as the platform does for an
 // organization that has not opted out: every per-row transaction reads it.
 func Enable(t testing.TB, fs *firestore.Client, orgs ...string) {
