@@ -7,7 +7,6 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
-	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -41,22 +40,7 @@ func TestAPauseTakenWhileASyncIsInFlightIsRefusedInItsTransaction(t *testing.T) 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rc *racer
-			e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
-				rc = &racer{Executor: x}
-				return rc
-			}})
-			id := e.stale(succeeded)
-			rc.target = e.get(id).ProviderRef
-			rc.touch = func() { tt.touch(e) }
-			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw,
-				Trigger: workflow.TriggerLocal, Actor: "test", OverridePause: tt.override})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, s := outputOf(t, out)
-			r := e.get(id)
+			r, s := racedRun(t, func(e *env, _ string) { tt.touch(e) }, workflow.Request{OverridePause: tt.override})
 			switch {
 			case !tt.refused && (r.Active || s.Settled["succeeded"] != 1):
 				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)

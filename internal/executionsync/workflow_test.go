@@ -282,6 +282,29 @@ func (r *racer) Observe(ctx context.Context, ref map[string]any) (executor.Snaps
 	return snap, err
 }
 
+// racedRun seeds a stale, succeeded row of its env's organization and starts req over that
+// organization, touch running between the scan and the row's transaction (when the row's
+// execution is observed); it returns the row as the run left it and the run's stats.
+func racedRun(t *testing.T, touch func(e *env, id string), req workflow.Request) (ledger.Execution, executionsync.Stats) {
+	t.Helper()
+	var rc *racer
+	e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
+		rc = &racer{Executor: x}
+		return rc
+	}})
+	id := e.stale(succeeded)
+	rc.target = e.get(id).ProviderRef
+	rc.touch = func() { touch(e, id) }
+	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
+	req.Type, req.InitialData, req.Trigger, req.Actor = contract.ExecutionSyncCloudRun, raw, workflow.TriggerLocal, "test"
+	out, err := e.engine.Start(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := outputOf(t, out)
+	return e.get(id), s
+}
+
 func TestRowRefreshedBetweenScanAndTransactionIsNotSettled(t *testing.T) {
 	t.Parallel()
 	var rc *racer
@@ -608,22 +631,7 @@ func TestARowIsSettledOnlyIfItsTransactionFindsItTheRunsToWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rc *racer
-			e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
-				rc = &racer{Executor: x}
-				return rc
-			}})
-			id := e.stale(succeeded)
-			rc.target = e.get(id).ProviderRef
-			rc.touch = func() { tt.touch(e, id) }
-			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw,
-				Trigger: workflow.TriggerLocal, Actor: "test", IncludeDisabled: tt.includeDisabled})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, s := outputOf(t, out)
-			r := e.get(id)
+			r, s := racedRun(t, tt.touch, workflow.Request{IncludeDisabled: tt.includeDisabled})
 			switch {
 			case tt.refused == "" && (r.Active || s.Settled["succeeded"] != 1):
 				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)
