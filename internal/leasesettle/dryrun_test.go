@@ -131,16 +131,7 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, leasesettle.Config{}, nil)
-	var unresolvable, terminal []string
-	for range 14 {
-		unresolvable = append(unresolvable, e.lease(uuid.NewString(), time.Hour))
-	}
-	for range 4 {
-		terminal = append(terminal, e.lease(e.instance("terminated"), time.Hour))
-	}
-	for range 6 {
-		e.lease(e.instance("running"), time.Minute)
-	}
+	unresolvable, terminal := e.stormGroup()
 	e.spy.Reset()
 	out, _, s := e.dryRun(workflow.TriggerLocal, false)
 	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) || !s.Preview.StormGuardWouldStop {
