@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -220,27 +219,6 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// seedOutputFields reads the output field names of seed 003.
-func seedOutputFields(t *testing.T) map[string]bool {
-	t.Helper()
-	doc, err := os.ReadFile("../contract/testdata/seeds/003_eca0697e95c909d8.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	start, end := strings.Index(s, "Output Schema"), strings.Index(s, "States")
-	fields := map[string]bool{}
-	for _, line := range strings.Split(s[start:end], "\n") {
-		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
-			fields[strings.TrimSpace(name)] = true
-		}
-	}
-	if len(fields) < 10 {
-		t.Fatalf("read only %d output fields from the seed", len(fields))
-	}
-	return fields
 }
 
 func ids(n int, f func() string) []string {

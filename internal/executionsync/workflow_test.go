@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -71,7 +72,7 @@ func TestWorkflowSettlesEveryCase(t *testing.T) {
 		t.Errorf("echoed input = %s/%d/%d", o.OrganizationUUID, o.Limit, o.MinAgeSeconds)
 	}
 
-	seedFields := seedOutputFields(t)
+	seedFields := seeds.OutputFields(t, "003_eca0697e95c909d8.txt")
 	for k := range out.Output {
 		if !seedFields[k] {
 			t.Errorf("output field %q is not in seed 003's output", k)

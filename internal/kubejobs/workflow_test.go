@@ -3,7 +3,6 @@ package kubejobs
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -136,7 +136,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	if r := get("cloud-run"); r.Sync.Attempts != 0 {
 		t.Errorf("the Kubernetes workflow touched a Cloud Run row: %+v", r)
 	}
-	seed := seedOutputFields(t)
+	seed := seeds.OutputFields(t, "002_f9ac2157cfe43671.txt")
 	for k := range out.Output {
 		if !seed[k] {
 			t.Errorf("output field %s is not in seed 002", k)
@@ -164,20 +164,4 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		r.Settlement.Evidence["pending_outcome"] != "failed" || r.Settlement.Evidence["error"] != "not_found" {
 		t.Errorf("the row of the Job deleted after FailureTarget = outcome %q settlement %+v, want failed by %s", r.Outcome, r.Settlement, executionsync.ReasonDecidedThenGone)
 	}
-}
-
-func seedOutputFields(t *testing.T) map[string]bool {
-	t.Helper()
-	doc, err := os.ReadFile("../contract/testdata/seeds/002_f9ac2157cfe43671.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	out := map[string]bool{}
-	for _, line := range strings.Split(s[strings.Index(s, "Output Schema"):strings.Index(s, "States")], "\n") {
-		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
-			out[strings.TrimSpace(name)] = true
-		}
-	}
-	return out
 }

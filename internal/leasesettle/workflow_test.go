@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -189,7 +189,7 @@ func TestEachRuleAndBothKeepCases(t *testing.T) {
 			t.Errorf("output lacks %s", f)
 		}
 	}
-	seed := seedOutputFields(t)
+	seed := seeds.OutputFields(t, "004_649e0daa9ae6c890.txt")
 	for k := range out.Output {
 		if !seed[k] {
 			t.Errorf("output field %s is not in seed 004", k)
@@ -201,22 +201,6 @@ func TestEachRuleAndBothKeepCases(t *testing.T) {
 			t.Errorf("the settle wrote %+v", w)
 		}
 	}
-}
-
-func seedOutputFields(t *testing.T) map[string]bool {
-	t.Helper()
-	doc, err := os.ReadFile("../contract/testdata/seeds/004_649e0daa9ae6c890.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	out := map[string]bool{}
-	for _, line := range strings.Split(s[strings.Index(s, "Output Schema"):strings.Index(s, "States")], "\n") {
-		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
-			out[strings.TrimSpace(name)] = true
-		}
-	}
-	return out
 }
 
 func TestOtherGroupsAndOrganizationsAreUntouched(t *testing.T) {
@@ -513,13 +497,7 @@ func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		t.Errorf("output = %+v, want the visible lease abandoned", o)
 	}
 	for _, id := range bad {
-		snap, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(id).Get(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap.UpdateTime != snap.CreateTime {
-			t.Errorf("invisible lease %s changed: %v", id, snap.Data())
-		}
+		testenv.Unchanged(t, e.fs, "invisible lease", ledger.WorkspaceLeasesCollection+"/"+id)
 	}
 }
 
