@@ -1,8 +1,6 @@
 package executionsync_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -18,33 +16,20 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // lines is a log sink tests read back; the workflow writes to it from several goroutines.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type lines struct{ logsink.Sink }
 
 // count returns how many lines at severity say message (a prefix) about target.
-func (l *lines) count(severity, message, target string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *lines) count(t *testing.T, severity, message, target string) int {
+	t.Helper()
 	n := 0
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["severity"] == severity && m["target"] == target &&
-			strings.HasPrefix(m["message"].(string), message) {
+	for _, m := range l.Lines(t) {
+		if m["severity"] == severity && m["target"] == target && strings.HasPrefix(m["message"].(string), message) {
 			n++
 		}
 	}
@@ -169,7 +154,7 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 			t.Errorf("a run held %d rows of the blind target, want its 6: %+v", s.Blind[targetA], s.Blind)
 		}
 	}
-	if n := logs.count("ERROR", "blind executor: rows of this target", targetA); n != len(f.orgs) {
+	if n := logs.count(t, "ERROR", "blind executor: rows of this target", targetA); n != len(f.orgs) {
 		t.Errorf("%d run ERROR lines name the blind target, want one per run (%d)", n, len(f.orgs))
 	}
 	tgt, found, err := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA)

@@ -211,8 +211,8 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 		}
 	}
 	// Each held row is logged as a dry run's, never as a real run's line.
-	if dry, real := logs.count("WARNING", "dry run: runner execution unknown to a blind executor target", targetA),
-		logs.count("WARNING", "runner execution unknown to a blind executor target", targetA); dry != 15 || real != 0 {
+	if dry, real := logs.count(t, "WARNING", "dry run: runner execution unknown to a blind executor target", targetA),
+		logs.count(t, "WARNING", "runner execution unknown to a blind executor target", targetA); dry != 15 || real != 0 {
 		t.Errorf("the dry runs logged %d rows held as a dry run's and %d as a real run's, want 15 and 0", dry, real)
 	}
 	lost := 0
