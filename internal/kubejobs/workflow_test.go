@@ -15,6 +15,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
@@ -72,14 +73,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(executionsync.Kubernetes))
+	engine := syncEngine(t, fs, store, a, clock.Now, 15*time.Minute, 4)
 	start := func() (workflow.Outcome, executionsync.Stats) {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,
 			InitialData: json.RawMessage(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal})
@@ -164,4 +158,17 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		r.Settlement.Evidence["pending_outcome"] != "failed" || r.Settlement.Evidence["error"] != "not_found" {
 		t.Errorf("the row of the Job deleted after FailureTarget = outcome %q settlement %+v, want failed by %s", r.Outcome, r.Settlement, executionsync.ReasonDecidedThenGone)
 	}
+}
+
+// syncEngine wires the Kubernetes execution sync on a as the app does inline — concurrency
+// workers, lostGrace (0: the default) — with its run records in fs.
+func syncEngine(t *testing.T, fs *firestore.Client, store *ledger.ExecutionStore, a executor.Executor, now func() time.Time, lostGrace time.Duration, concurrency int) *workflow.Engine {
+	t.Helper()
+	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: lostGrace}.WithDefaults()
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: concurrency}, cfg, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
 }
