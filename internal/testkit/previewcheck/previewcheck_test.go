@@ -195,13 +195,7 @@ func dryTasks(t *testing.T, _ *world, out workflow.Outcome) plan {
 	o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 	p := previewed(s.Preview, map[string]string{"reclaim": "reclaim", "fail_as_poison": "poison"})
 	// pm.sweep's dry-run output is the seed's: it lists what would be reclaimed, and poisoned.
-	listed := plan{}
-	for _, r := range o.Reclaimed {
-		listed[r.Task] = "reclaim"
-	}
-	for _, r := range o.Poisoned {
-		listed[r.Task] = "poison"
-	}
+	listed := tasksListed(o)
 	if !o.DryRun || !maps.Equal(listed, p) {
 		t.Errorf("dry output lists %v (dry_run %t), its preview %v", listed, o.DryRun, p)
 	}
@@ -211,6 +205,11 @@ func dryTasks(t *testing.T, _ *world, out workflow.Outcome) plan {
 func realTasks(t *testing.T, _ *world, out workflow.Outcome) plan {
 	var o pmsweep.Output
 	testenv.Decode(t, out.Output, &o)
+	return tasksListed(o)
+}
+
+// tasksListed is what a pm.sweep output lists: the tasks reclaimed, and those failed as poison.
+func tasksListed(o pmsweep.Output) plan {
 	p := plan{}
 	for _, r := range o.Reclaimed {
 		p[r.Task] = "reclaim"
