@@ -48,6 +48,24 @@ const (
 	targetB = "cloud_run:projects/seeing/locations/europe-west1"
 )
 
+// blindRows seeds n rows of each organization on targetA, the target that goes blind.
+func (f *blindFleet) blindRows(n int) {
+	f.e.t.Helper()
+	for _, org := range f.orgs {
+		for range n {
+			f.row(org, targetA, "blind")
+		}
+	}
+}
+
+// seeingRows seeds n rows on targetB, the organizations' in turn.
+func (f *blindFleet) seeingRows(n int) {
+	f.e.t.Helper()
+	for i := range n {
+		f.row(f.orgs[i%len(f.orgs)], targetB, "seeing")
+	}
+}
+
 // row seeds a running row of org on the target's project, its execution running at Cloud Run.
 func (f *blindFleet) row(org, target, project string) {
 	f.e.t.Helper()
@@ -125,15 +143,9 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 	t.Parallel()
 	logs := &lines{}
 	f := newBlindFleet(t, 5, logs)
-	for _, org := range f.orgs {
-		for range 6 {
-			f.row(org, targetA, "blind")
-		}
-	}
-	for i := range 33 { // the control: 30 it knows, 3 aged out
-		f.row(f.orgs[i%len(f.orgs)], targetB, "seeing")
-	}
-	f.sweep(false) // every row refreshed: Cloud Run knows them all
+	f.blindRows(6)
+	f.seeingRows(33) // the control: 30 it knows, 3 aged out
+	f.sweep(false)   // every row refreshed: Cloud Run knows them all
 	f.forget(f.rows[targetA]...)
 	f.forget(f.rows[targetB][:3]...)
 
@@ -181,11 +193,7 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 func TestConcurrentSweepsOfABlindTargetSettleNothingLost(t *testing.T) {
 	t.Parallel()
 	f := newBlindFleet(t, 8, &lines{})
-	for _, org := range f.orgs {
-		for range 4 {
-			f.row(org, targetA, "blind")
-		}
-	}
+	f.blindRows(4)
 	f.sweep(true)
 	f.forget(f.rows[targetA]...)
 	f.e.clock.Advance(10 * time.Minute)

@@ -171,14 +171,8 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	t.Parallel()
 	logs := &lines{}
 	f := newBlindFleet(t, 3, logs)
-	for _, org := range f.orgs {
-		for range 5 {
-			f.row(org, targetA, "blind")
-		}
-	}
-	for i := range 12 { // 12 it knows, of which it then forgets 2
-		f.row(f.orgs[i%len(f.orgs)], targetB, "seeing")
-	}
+	f.blindRows(5)
+	f.seeingRows(12) // 12 it knows, of which it then forgets 2
 	f.sweep(false)
 	f.forget(f.rows[targetA]...)
 	f.forget(f.rows[targetB][:2]...)

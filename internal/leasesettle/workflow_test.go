@@ -435,10 +435,7 @@ func TestOnlyARunOfTheLeasesOwnOrganizationAndGroupMayAbandonIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rv *reviver
-			e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
-			rv.lease = e.lease(e.instance("terminated"), time.Hour)
-			rv.revive = func() { tt.between(e, rv.lease) }
+			e, rv := revived(t, tt.between)
 			run := workflow.Run{UUID: "run-" + uuid.NewString(), Logger: logging.Discard(), IncludeDisabled: tt.includeDisabled}
 			o, stats, err := e.wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50})
 			if err != nil {
@@ -501,6 +498,17 @@ func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 	}
 }
 
+// revived is an env with one stale lease of a terminated holder, and between run on it after the
+// scan and before its transaction.
+func revived(t *testing.T, between func(e *env, lease string)) (*env, *reviver) {
+	t.Helper()
+	var rv *reviver
+	e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
+	rv.lease = e.lease(e.instance("terminated"), time.Hour)
+	rv.revive = func() { between(e, rv.lease) }
+	return e, rv
+}
+
 // The transaction writes only the lease the decision was made on: one whose holder or heartbeat
 // moved between the scan and the transaction — even to something that would be abandoned too —
 // is left for the next run, which decides on what it reads then.
@@ -522,10 +530,7 @@ func TestALeaseWhoseHolderOrHeartbeatMovedIsLeftForTheNextRun(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rv *reviver
-			e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
-			rv.lease = e.lease(e.instance("terminated"), time.Hour)
-			rv.revive = func() { tt.move(e, rv.lease) }
+			e, rv := revived(t, tt.move)
 			out, o := e.run(map[string]any{})
 			var s leasesettle.Stats
 			testenv.Decode(t, out.Stats, &s)
