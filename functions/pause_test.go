@@ -44,8 +44,8 @@ func (w world) runsOf(t *testing.T, org string) []ledger.RunRecord {
 // push delivers m once, as a push subscription would, and returns the answer and its header.
 func push(t *testing.T, m pubsubMessage) (int, http.Header) {
 	t.Helper()
-	resp, _ := send(t, http.MethodPost, "/"+m.target, http.Header{"Content-Type": {"application/json"}}, pushBody(m.data, m.attrs, m.id))
-	return resp.StatusCode, resp.Header
+	code, header, _ := send(t, http.MethodPost, "/"+m.target, http.Header{"Content-Type": {"application/json"}}, pushBody(m.data, m.attrs, m.id))
+	return code, header
 }
 
 func TestStartWorkflowRefusesAPausedScopeWithConflictUnlessTheCallerOverrides(t *testing.T) {

@@ -14,12 +14,12 @@ import (
 // top-level keys.
 func postForHeaders(t *testing.T, body string) (int, http.Header, map[string]any) {
 	t.Helper()
-	resp, raw := send(t, http.MethodPost, "/StartWorkflow", bearer(t), []byte(body))
+	code, header, raw := send(t, http.MethodPost, "/StartWorkflow", bearer(t), []byte(body))
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("body %q: %v", raw, err)
 	}
-	return resp.StatusCode, resp.Header, m
+	return code, header, m
 }
 
 func TestStartWorkflowNamesTheRunInHeadersAndLeavesTheBodyTheSeeds(t *testing.T) {
