@@ -223,19 +223,11 @@ func tickScope(t *testing.T, w world) *scope {
 // redelivered beside it, so the emulator pushes the same run's message once more.
 func executionSweepScope(t *testing.T, w world) *scope {
 	org, docs, late, earlier := executionScope(t, w)
-	tickID := "tick-" + uuid.NewString()
-	sweep := sweepMessage(tickID, contract.ExecutionSyncCloudRun, executionInitial(org), org)
-	return &scope{
-		primary:      sweep,
-		companions:   []pubsubMessage{tickMessage(tickID, contract.ExecutionSyncCloudRun, executionInitial(org)), late},
-		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID], "earlier": earlier},
-		recorded:     true,
-		seeded:       map[string]bool{"earlier": true},
-		pushedSweeps: nil,
-		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
-		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
-	}
+	sc := redeliveredSweep(contract.ExecutionSyncCloudRun, executionInitial(org), org, docs,
+		runsWhere("initial_data.organization_uuid", org), "", late)
+	sc.runs["earlier"] = earlier
+	sc.seeded = map[string]bool{"earlier": true}
+	return sc
 }
 
 // syncScope: one run's sync messages for three rows of an organization (one failed, one
@@ -297,20 +289,8 @@ func runsSweepScope(t *testing.T, w world) *scope {
 			docs = append(docs, trackedDoc{r.role + "-interlock", ledger.ExtensionInterlocksCollection + "/" + ledger.InterlockID(tenant, ext), docInterlock})
 		}
 	}
-	tickID := "tick-" + uuid.NewString()
 	initial := map[string]any{"older_than_ms": 10 * 60 * 1000, "limit": 200}
-	sweep := sweepMessage(tickID, contract.ExtensionRunsSweep, initial, "fleet")
-	return &scope{
-		primary:      sweep,
-		companions:   []pubsubMessage{tickMessage(tickID, contract.ExtensionRunsSweep, initial)},
-		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
-		recorded:     true,
-		pushedSweeps: nil,
-		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExtensionRunsSweep), "fleet"),
-		scopeRuns:    runsWhere("workflow_type", string(contract.ExtensionRunsSweep)),
-		counted:      "swept",
-	}
+	return redeliveredSweep(contract.ExtensionRunsSweep, initial, "fleet", docs, runsWhere("workflow_type", string(contract.ExtensionRunsSweep)), "swept")
 }
 
 // pmSweepScope: a sweep message of pm.sweep over a queue of its own: two working tasks silent
@@ -344,20 +324,8 @@ func pmSweepScope(t *testing.T, w world) *scope {
 		}
 		docs = append(docs, trackedDoc{r.role, ledger.TaskQueuesCollection + "/" + queue + "/" + ledger.TasksCollection + "/" + id, docTask})
 	}
-	tickID := "tick-" + uuid.NewString()
 	initial := map[string]any{"queue": queue, "ttl": 300}
-	sweep := sweepMessage(tickID, contract.PMSweep, initial, queue)
-	return &scope{
-		primary:      sweep,
-		companions:   []pubsubMessage{tickMessage(tickID, contract.PMSweep, initial)},
-		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
-		recorded:     true,
-		pushedSweeps: nil,
-		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.PMSweep), queue),
-		scopeRuns:    runsWhere("initial_data.queue", queue),
-		counted:      "reclaimed.len",
-	}
+	return redeliveredSweep(contract.PMSweep, initial, queue, docs, runsWhere("initial_data.queue", queue), "reclaimed.len")
 }
 
 // leaseSettleScope: a sweep message of runner.workspace-lease-settle over a runner group of its
@@ -402,19 +370,26 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 		}
 		docs = append(docs, trackedDoc{l.role, ledger.WorkspaceLeasesCollection + "/" + id, docLease})
 	}
-	tickID := "tick-" + uuid.NewString()
 	initial := map[string]any{"organization_uuid": org, "runner_group_uuid": group, "max_settlements": 50}
-	sweep := sweepMessage(tickID, contract.WorkspaceLeaseSettle, initial, org+"/"+group)
+	return redeliveredSweep(contract.WorkspaceLeaseSettle, initial, org+"/"+group, docs, runsWhere("initial_data.runner_group_uuid", group), "settled")
+}
+
+// redeliveredSweep is the scope of a sweep message of typ over scopeKey whose tick is redelivered
+// beside it (with also), so the emulator pushes the same run's message once more.
+func redeliveredSweep(typ contract.WorkflowType, initial map[string]any, scopeKey string, docs []trackedDoc,
+	scopeRuns func(context.Context, *firestore.Client, time.Time) ([]string, error), counted string, also ...pubsubMessage) *scope {
+	tickID := "tick-" + uuid.NewString()
+	sweep := sweepMessage(tickID, typ, initial, scopeKey)
 	return &scope{
 		primary:      sweep,
-		companions:   []pubsubMessage{tickMessage(tickID, contract.WorkspaceLeaseSettle, initial)},
+		companions:   append([]pubsubMessage{tickMessage(tickID, typ, initial)}, also...),
 		runs:         map[string]string{"primary": sweep.attrs[message.AttrWorkflowRunUUID]},
 		recorded:     true,
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.WorkspaceLeaseSettle), org+"/"+group),
-		scopeRuns:    runsWhere("initial_data.runner_group_uuid", group),
-		counted:      "settled",
+		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(typ), scopeKey),
+		scopeRuns:    scopeRuns,
+		counted:      counted,
 	}
 }
 

@@ -25,6 +25,15 @@ func post(t *testing.T, path string, header http.Header, body []byte) (int, map[
 
 func request(t *testing.T, method, path string, header http.Header, body []byte) (int, map[string]any) {
 	t.Helper()
+	code, _, raw := send(t, method, path, header, body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return code, m
+}
+
+// send makes one request of the served functions and returns the answer's status, header and body.
+func send(t *testing.T, method, path string, header http.Header, body []byte) (int, http.Header, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -38,9 +47,7 @@ func request(t *testing.T, method, path string, header http.Header, body []byte)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
+	return resp.StatusCode, resp.Header, raw
 }
 
 func errorOf(body map[string]any) (code, message string, details map[string]any) {

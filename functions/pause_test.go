@@ -1,10 +1,8 @@
 package functions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -46,18 +44,8 @@ func (w world) runsOf(t *testing.T, org string) []ledger.RunRecord {
 // push delivers m once, as a push subscription would, and returns the answer and its header.
 func push(t *testing.T, m pubsubMessage) (int, http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, baseURL+"/"+m.target, bytes.NewReader(pushBody(m.data, m.attrs, m.id)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header
+	code, header, _ := send(t, http.MethodPost, "/"+m.target, http.Header{"Content-Type": {"application/json"}}, pushBody(m.data, m.attrs, m.id))
+	return code, header
 }
 
 func TestStartWorkflowRefusesAPausedScopeWithConflictUnlessTheCallerOverrides(t *testing.T) {

@@ -1,9 +1,7 @@
 package functions
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -16,22 +14,12 @@ import (
 // top-level keys.
 func postForHeaders(t *testing.T, body string) (int, http.Header, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, baseURL+"/StartWorkflow", bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header = bearer(t)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	code, header, raw := send(t, http.MethodPost, "/StartWorkflow", bearer(t), []byte(body))
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("body %q: %v", raw, err)
 	}
-	return resp.StatusCode, resp.Header, m
+	return code, header, m
 }
 
 func TestStartWorkflowNamesTheRunInHeadersAndLeavesTheBodyTheSeeds(t *testing.T) {

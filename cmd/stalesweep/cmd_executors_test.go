@@ -19,9 +19,7 @@ import (
 // refused (exit 2) naming the nearest known target, and nothing is written; --force clears it
 // with a warning; a name no target can have is refused whatever the flags.
 func TestExecutorsClearRefusesATargetTheGuardDoesNotKnow(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	ctx := context.Background()
 	const real = "cloud_run:projects/p9/locations/europe-west9"
 	store := ledger.NewTargetStore(fs, ledger.Retention{})

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // startedRun writes what the engine writes when a run starts on org's scope: its record and its
@@ -30,9 +29,7 @@ func startedRun(t *testing.T, runs *ledger.RunStore, org string, renewed time.Ti
 // runs show says which runs nothing renews; runs abandon ends those at once and refuses a run
 // whose lease is being renewed.
 func TestRunsAbandonEndsADeadRunAndRefusesALiveOne(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	runs := ledger.NewRunStore(fs)
 	deadOrg, liveOrg := uuid.NewString(), uuid.NewString()
 	lastRenewal := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)

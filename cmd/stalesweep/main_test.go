@@ -85,6 +85,15 @@ func TestRunRefusesInvalidInputWithTheFieldNamed(t *testing.T) {
 
 // cloudRunWorld points the command at a new project of the Firestore emulator and at a Cloud
 // Run fake.
+// commandFirestore is a Firestore project of the test's own, the one the command run by invoke
+// reads (GOOGLE_CLOUD_PROJECT).
+func commandFirestore(t *testing.T) *firestore.Client {
+	t.Helper()
+	project := testenv.Project()
+	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	return testenv.FirestoreProject(t, project)
+}
+
 func cloudRunWorld(t *testing.T) (*cloudrunfake.Server, *firestore.Client, string) {
 	t.Helper()
 	fake, err := cloudrunfake.NewServer()
@@ -225,9 +234,7 @@ func TestFakeCloudRunServesTheExecutionsFile(t *testing.T) {
 }
 
 func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 	if err := (ledgertest.ExtensionRuns{Client: fs}).Start(context.Background(), ledger.ExtensionRun{RunID: "r1", TenantID: "t", ExtensionID: "e", JobName: "j", Background: true},
 		time.Now().Add(-50*time.Millisecond)); err != nil {
@@ -247,9 +254,7 @@ func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
 }
 
 func TestPMSweepCommand(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
 	// Firestore took these writes an hour ago (the command reads Firestore's own clock).
@@ -283,9 +288,7 @@ func TestPMSweepCommand(t *testing.T) {
 }
 
 func TestTheStormGuardStopsTheCommandUntilTheOperatorOverridesIt(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
 	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}
@@ -433,9 +436,7 @@ func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.
 
 // An operator lists the judged executor targets and clears one after checking.
 func TestExecutorsListsAndClearsATarget(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	const target = "cloud_run:projects/p/locations/europe-west1"
 	store := ledger.NewTargetStore(fs, ledger.Retention{})
 	if _, err := store.Record(context.Background(), ledger.Target{Target: target, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {

@@ -16,9 +16,7 @@ import (
 // pm sweep --queue and pause --scope warn on stderr, and still exit 0, for a queue or scope that
 // has no rows and no record; one that has rows, or a record, is not warned about.
 func TestAScopeThatNothingKnowsIsWarnedAbout(t *testing.T) {
-	project := testenv.Project()
-	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	fs := testenv.FirestoreProject(t, project)
+	fs := commandFirestore(t)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour)
 	tasks := ledgertest.Tasks{Client: fs, Now: testenv.Fixed(old)}

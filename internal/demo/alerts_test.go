@@ -1,14 +1,12 @@
 package demo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,39 +26,10 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
-
-// sink keeps the JSON lines a logger writes, from any goroutine.
-type sink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *sink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// lines decodes every line written so far.
-func (s *sink) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(s.buf.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("a log line is not JSON: %v: %s", err, sc.Bytes())
-		}
-		out = append(out, line)
-	}
-	return out
-}
 
 // The demo and one staged incident of each other kind log every event of the alerts list, each
 // line with every field its metric extracts and at a severity its metric counts; every line
@@ -68,7 +37,7 @@ func (s *sink) lines(t *testing.T) []map[string]any {
 // generated from the same list, so what they count is what the code logs.
 func TestTheDemoAndItsIncidentsLogEveryListedEvent(t *testing.T) {
 	testenv.Need(t, testenv.FirestoreEmulator)
-	logs := &sink{}
+	logs := &logsink.Sink{}
 	log := logging.New(logs, slog.LevelDebug)
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Options{Out: &out, Log: log, LostGrace: time.Second, Pause: 100 * time.Millisecond})
@@ -79,7 +48,7 @@ func TestTheDemoAndItsIncidentsLogEveryListedEvent(t *testing.T) {
 	blindTarget(t, log)
 	dispatchIncidents(t, log)
 
-	lines := logs.lines(t)
+	lines := logs.Lines(t)
 	counted := map[string]int{}
 	settled, abandoned := map[string]int{}, map[string]int{}
 	for _, line := range lines {

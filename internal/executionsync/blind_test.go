@@ -1,8 +1,6 @@
 package executionsync_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -18,33 +16,20 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // lines is a log sink tests read back; the workflow writes to it from several goroutines.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type lines struct{ logsink.Sink }
 
 // count returns how many lines at severity say message (a prefix) about target.
-func (l *lines) count(severity, message, target string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *lines) count(t *testing.T, severity, message, target string) int {
+	t.Helper()
 	n := 0
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["severity"] == severity && m["target"] == target &&
-			strings.HasPrefix(m["message"].(string), message) {
+	for _, m := range l.Lines(t) {
+		if m["severity"] == severity && m["target"] == target && strings.HasPrefix(m["message"].(string), message) {
 			n++
 		}
 	}
@@ -62,6 +47,24 @@ const (
 	targetA = "cloud_run:projects/blind/locations/europe-west1"
 	targetB = "cloud_run:projects/seeing/locations/europe-west1"
 )
+
+// blindRows seeds n rows of each organization on targetA, the target that goes blind.
+func (f *blindFleet) blindRows(n int) {
+	f.e.t.Helper()
+	for _, org := range f.orgs {
+		for range n {
+			f.row(org, targetA, "blind")
+		}
+	}
+}
+
+// seeingRows seeds n rows on targetB, the organizations' in turn.
+func (f *blindFleet) seeingRows(n int) {
+	f.e.t.Helper()
+	for i := range n {
+		f.row(f.orgs[i%len(f.orgs)], targetB, "seeing")
+	}
+}
 
 // row seeds a running row of org on the target's project, its execution running at Cloud Run.
 func (f *blindFleet) row(org, target, project string) {
@@ -140,15 +143,9 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 	t.Parallel()
 	logs := &lines{}
 	f := newBlindFleet(t, 5, logs)
-	for _, org := range f.orgs {
-		for range 6 {
-			f.row(org, targetA, "blind")
-		}
-	}
-	for i := range 33 { // the control: 30 it knows, 3 aged out
-		f.row(f.orgs[i%len(f.orgs)], targetB, "seeing")
-	}
-	f.sweep(false) // every row refreshed: Cloud Run knows them all
+	f.blindRows(6)
+	f.seeingRows(33) // the control: 30 it knows, 3 aged out
+	f.sweep(false)   // every row refreshed: Cloud Run knows them all
 	f.forget(f.rows[targetA]...)
 	f.forget(f.rows[targetB][:3]...)
 
@@ -169,7 +166,7 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 			t.Errorf("a run held %d rows of the blind target, want its 6: %+v", s.Blind[targetA], s.Blind)
 		}
 	}
-	if n := logs.count("ERROR", "blind executor: rows of this target", targetA); n != len(f.orgs) {
+	if n := logs.count(t, "ERROR", "blind executor: rows of this target", targetA); n != len(f.orgs) {
 		t.Errorf("%d run ERROR lines name the blind target, want one per run (%d)", n, len(f.orgs))
 	}
 	tgt, found, err := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA)
@@ -196,11 +193,7 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 func TestConcurrentSweepsOfABlindTargetSettleNothingLost(t *testing.T) {
 	t.Parallel()
 	f := newBlindFleet(t, 8, &lines{})
-	for _, org := range f.orgs {
-		for range 4 {
-			f.row(org, targetA, "blind")
-		}
-	}
+	f.blindRows(4)
 	f.sweep(true)
 	f.forget(f.rows[targetA]...)
 	f.e.clock.Advance(10 * time.Minute)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -192,10 +191,7 @@ func (e *env) try(input map[string]any) (workflow.Outcome, error) {
 // outputOf decodes a run's output and stats.
 func outputOf(t *testing.T, out workflow.Outcome) (executionsync.Output, executionsync.Stats) {
 	t.Helper()
-	var o executionsync.Output
-	var s executionsync.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[executionsync.Output, executionsync.Stats](t, out.Output, out.Stats)
 	if got := o.StartedCount + o.SkippedMissingMetadataCount + o.FailedStartCount; got != o.CandidateCount {
 		t.Errorf("counts do not add up: started %d + skipped %d + failed %d != candidates %d",
 			o.StartedCount, o.SkippedMissingMetadataCount, o.FailedStartCount, o.CandidateCount)
@@ -225,27 +221,6 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// seedOutputFields reads the output field names of seed 003.
-func seedOutputFields(t *testing.T) map[string]bool {
-	t.Helper()
-	doc, err := os.ReadFile("../contract/testdata/seeds/003_eca0697e95c909d8.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	start, end := strings.Index(s, "Output Schema"), strings.Index(s, "States")
-	fields := map[string]bool{}
-	for _, line := range strings.Split(s[start:end], "\n") {
-		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
-			fields[strings.TrimSpace(name)] = true
-		}
-	}
-	if len(fields) < 10 {
-		t.Fatalf("read only %d output fields from the seed", len(fields))
-	}
-	return fields
-}
-
 func ids(n int, f func() string) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -260,3 +235,22 @@ func failed(name string, at time.Time) *runpb.Execution {
 }
 func cancelled(name string, at time.Time) *runpb.Execution { return cloudrunfake.Cancelled(name, at) }
 func running(name string, at time.Time) *runpb.Execution   { return cloudrunfake.Running(name, at) }
+
+// messageSyncer records a reconciling run of e.org and returns its uuid with a syncer of its own
+// (its own Cloud Run client, an hour's lost grace, no guard): the Pub/Sub path's SyncExecution.
+func (e *env) messageSyncer() (string, *executionsync.Syncer) {
+	e.t.Helper()
+	ctx := context.Background()
+	run := "run-" + uuid.NewString()
+	now := e.clock.Now().UTC()
+	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
+		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
+		e.t.Fatal(err)
+	}
+	client, err := cloudrun.Dial(ctx, e.fake.Addr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { client.Close() })
+	return run, executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
+}

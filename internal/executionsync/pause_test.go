@@ -4,16 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
-	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -46,22 +40,7 @@ func TestAPauseTakenWhileASyncIsInFlightIsRefusedInItsTransaction(t *testing.T) 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rc *racer
-			e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
-				rc = &racer{Executor: x}
-				return rc
-			}})
-			id := e.stale(succeeded)
-			rc.target = e.get(id).ProviderRef
-			rc.touch = func() { tt.touch(e) }
-			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw,
-				Trigger: workflow.TriggerLocal, Actor: "test", OverridePause: tt.override})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, s := outputOf(t, out)
-			r := e.get(id)
+			r, s := racedRun(t, func(e *env, _ string) { tt.touch(e) }, workflow.Request{OverridePause: tt.override})
 			switch {
 			case !tt.refused && (r.Active || s.Settled["succeeded"] != 1):
 				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)
@@ -80,18 +59,7 @@ func TestASyncMessageOfAPausedOrganizationIsRefusedUntilResumed(t *testing.T) {
 	ctx := context.Background()
 	id := e.stale(succeeded)
 	row := e.get(id)
-	run := "run-" + uuid.NewString()
-	now := e.clock.Now().UTC()
-	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
-		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	client, err := cloudrun.Dial(ctx, e.fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
+	run, syncer := e.messageSyncer()
 	raw, _ := json.Marshal(message.Sync{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
 		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt, OverridePause: true})
 	var req message.Sync

@@ -171,14 +171,8 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	t.Parallel()
 	logs := &lines{}
 	f := newBlindFleet(t, 3, logs)
-	for _, org := range f.orgs {
-		for range 5 {
-			f.row(org, targetA, "blind")
-		}
-	}
-	for i := range 12 { // 12 it knows, of which it then forgets 2
-		f.row(f.orgs[i%len(f.orgs)], targetB, "seeing")
-	}
+	f.blindRows(5)
+	f.seeingRows(12) // 12 it knows, of which it then forgets 2
 	f.sweep(false)
 	f.forget(f.rows[targetA]...)
 	f.forget(f.rows[targetB][:2]...)
@@ -211,8 +205,8 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 		}
 	}
 	// Each held row is logged as a dry run's, never as a real run's line.
-	if dry, real := logs.count("WARNING", "dry run: runner execution unknown to a blind executor target", targetA),
-		logs.count("WARNING", "runner execution unknown to a blind executor target", targetA); dry != 15 || real != 0 {
+	if dry, real := logs.count(t, "WARNING", "dry run: runner execution unknown to a blind executor target", targetA),
+		logs.count(t, "WARNING", "runner execution unknown to a blind executor target", targetA); dry != 15 || real != 0 {
 		t.Errorf("the dry runs logged %d rows held as a dry run's and %d as a real run's, want 15 and 0", dry, real)
 	}
 	lost := 0

@@ -20,9 +20,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -72,7 +72,7 @@ func TestWorkflowSettlesEveryCase(t *testing.T) {
 		t.Errorf("echoed input = %s/%d/%d", o.OrganizationUUID, o.Limit, o.MinAgeSeconds)
 	}
 
-	seedFields := seedOutputFields(t)
+	seedFields := seeds.OutputFields(t, "003_eca0697e95c909d8.txt")
 	for k := range out.Output {
 		if !seedFields[k] {
 			t.Errorf("output field %q is not in seed 003's output", k)
@@ -281,6 +281,29 @@ func (r *racer) Observe(ctx context.Context, ref map[string]any) (executor.Snaps
 		r.touch()
 	}
 	return snap, err
+}
+
+// racedRun seeds a stale, succeeded row of its env's organization and starts req over that
+// organization, touch running between the scan and the row's transaction (when the row's
+// execution is observed); it returns the row as the run left it and the run's stats.
+func racedRun(t *testing.T, touch func(e *env, id string), req workflow.Request) (ledger.Execution, executionsync.Stats) {
+	t.Helper()
+	var rc *racer
+	e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
+		rc = &racer{Executor: x}
+		return rc
+	}})
+	id := e.stale(succeeded)
+	rc.target = e.get(id).ProviderRef
+	rc.touch = func() { touch(e, id) }
+	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
+	req.Type, req.InitialData, req.Trigger, req.Actor = contract.ExecutionSyncCloudRun, raw, workflow.TriggerLocal, "test"
+	out, err := e.engine.Start(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := outputOf(t, out)
+	return e.get(id), s
 }
 
 func TestRowRefreshedBetweenScanAndTransactionIsNotSettled(t *testing.T) {
@@ -609,22 +632,7 @@ func TestARowIsSettledOnlyIfItsTransactionFindsItTheRunsToWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rc *racer
-			e := newEnv(t, options{wrap: func(x executor.Executor) executor.Executor {
-				rc = &racer{Executor: x}
-				return rc
-			}})
-			id := e.stale(succeeded)
-			rc.target = e.get(id).ProviderRef
-			rc.touch = func() { tt.touch(e, id) }
-			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw,
-				Trigger: workflow.TriggerLocal, Actor: "test", IncludeDisabled: tt.includeDisabled})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, s := outputOf(t, out)
-			r := e.get(id)
+			r, s := racedRun(t, tt.touch, workflow.Request{IncludeDisabled: tt.includeDisabled})
 			switch {
 			case tt.refused == "" && (r.Active || s.Settled["succeeded"] != 1):
 				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)
@@ -738,18 +746,7 @@ func TestASecondDeliveryOfASyncIsADuplicateAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	id := e.stale(nil) // Cloud Run does not know it: unknown, observed_at unmoved
 	row := e.get(id)
-	run := "run-" + uuid.NewString()
-	now := e.clock.Now().UTC()
-	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
-		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	client, err := cloudrun.Dial(ctx, e.fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	syncer := executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
+	run, syncer := e.messageSyncer()
 	req := message.Sync{WorkflowRunUUID: run, OrganizationUUID: e.org, RunnerExecutionUUID: id,
 		Provider: ledger.ProviderCloudRun, ProviderRef: row.ProviderRef, ObservedAt: row.ObservedAt}
 	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncUnknown {

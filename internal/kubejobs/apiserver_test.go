@@ -20,9 +20,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/kubeapiserver"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -135,12 +133,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 		must(t, writer.Put(ctx, ledger.Execution{UUID: id, OrganizationUUID: org, Provider: ledger.ProviderKubernetes, ProviderRef: refOf(j),
 			Status: ledger.StatusRunning, Active: true, ObservedAt: clock.Now().Add(-time.Hour).Truncate(time.Microsecond)}))
 	}
-	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 10 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
-	must(t, err)
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(executionsync.Kubernetes))
+	engine := syncEngine(t, fs, store, a, clock.Now, 10*time.Minute, 2)
 	run := func() map[string]ledger.Execution {
 		t.Helper()
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,

@@ -15,10 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -118,14 +116,7 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(executionsync.Kubernetes))
+	engine := syncEngine(t, fs, store, a, clock.Now, time.Minute, 2)
 	for range 3 {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,
 			InitialData: json.RawMessage(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal})

@@ -13,7 +13,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -53,14 +52,7 @@ func TestKubernetesDryRunDecidesAsTheRealRunThenDoesAndWritesNothing(t *testing.
 	put(ledger.ProviderKubernetes, map[string]any{"cluster": "eu", "namespace": "runners", "job": "build-1"})
 	put(ledger.ProviderCloudRun, map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"})
 
-	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(executionsync.Kubernetes))
+	engine := syncEngine(t, fs, store, a, clock.Now, 15*time.Minute, 4)
 	start := func(dry bool) executionsync.Stats {
 		t.Helper()
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,

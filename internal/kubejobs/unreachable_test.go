@@ -15,7 +15,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -51,13 +50,7 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 			t.Fatal(err)
 		}
 	}
-	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
+	engine := syncEngine(t, fs, store, a, clock.Now, 0, 2)
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes, InitialData: []byte(`{"organization_uuid":"` + org + `"}`), Trigger: workflow.TriggerLocal})
 	if err != nil {
 		t.Fatal(err)

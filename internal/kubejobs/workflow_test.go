@@ -3,7 +3,6 @@ package kubejobs
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,9 +15,11 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -72,14 +73,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: 15 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
-	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, clock.Now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
-		wf.Definition(executionsync.Kubernetes))
+	engine := syncEngine(t, fs, store, a, clock.Now, 15*time.Minute, 4)
 	start := func() (workflow.Outcome, executionsync.Stats) {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,
 			InitialData: json.RawMessage(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal})
@@ -136,7 +130,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	if r := get("cloud-run"); r.Sync.Attempts != 0 {
 		t.Errorf("the Kubernetes workflow touched a Cloud Run row: %+v", r)
 	}
-	seed := seedOutputFields(t)
+	seed := seeds.OutputFields(t, "002_f9ac2157cfe43671.txt")
 	for k := range out.Output {
 		if !seed[k] {
 			t.Errorf("output field %s is not in seed 002", k)
@@ -166,18 +160,15 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 	}
 }
 
-func seedOutputFields(t *testing.T) map[string]bool {
+// syncEngine wires the Kubernetes execution sync on a as the app does inline — concurrency
+// workers, lostGrace (0: the default) — with its run records in fs.
+func syncEngine(t *testing.T, fs *firestore.Client, store *ledger.ExecutionStore, a executor.Executor, now func() time.Time, lostGrace time.Duration, concurrency int) *workflow.Engine {
 	t.Helper()
-	doc, err := os.ReadFile("../contract/testdata/seeds/002_f9ac2157cfe43671.txt")
+	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: lostGrace}.WithDefaults()
+	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, now, cfg.LostGrace, logging.Discard(), nil)
+	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: concurrency}, cfg, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(doc)
-	out := map[string]bool{}
-	for _, line := range strings.Split(s[strings.Index(s, "Output Schema"):strings.Index(s, "States")], "\n") {
-		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
-			out[strings.TrimSpace(name)] = true
-		}
-	}
-	return out
+	return workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
@@ -50,11 +51,8 @@ func (e *env) eachRule() rules {
 func (e *env) dryRun(trigger workflow.Trigger, override bool) (workflow.Outcome, leasesettle.Output, leasesettle.Stats) {
 	e.t.Helper()
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+	out := sweeptest.Dry(e.t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 		Trigger: trigger, StormOverride: override, DryRun: true})
-	if err != nil || !out.DryRun {
-		e.t.Fatalf("dry run: %+v %v", out, err)
-	}
 	var o leasesettle.Output
 	var s leasesettle.Stats
 	testenv.Decode(e.t, out.Output, &o)
@@ -133,16 +131,7 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, leasesettle.Config{}, nil)
-	var unresolvable, terminal []string
-	for range 14 {
-		unresolvable = append(unresolvable, e.lease(uuid.NewString(), time.Hour))
-	}
-	for range 4 {
-		terminal = append(terminal, e.lease(e.instance("terminated"), time.Hour))
-	}
-	for range 6 {
-		e.lease(e.instance("running"), time.Minute)
-	}
+	unresolvable, terminal := e.stormGroup()
 	e.spy.Reset()
 	out, _, s := e.dryRun(workflow.TriggerLocal, false)
 	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) || !s.Preview.StormGuardWouldStop {

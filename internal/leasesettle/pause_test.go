@@ -61,15 +61,9 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
 
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-				Trigger: workflow.TriggerLocal, OverridePause: c.override})
-			if err != nil || out.Status != workflow.StateCompleted {
-				t.Fatalf("run: %v %v", out.Err, err)
-			}
-			var o leasesettle.Output
-			var s leasesettle.Stats
-			testenv.Decode(t, out.Output, &o)
-			testenv.Decode(t, out.Stats, &s)
+			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
+			o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 			abandoned := 0
 			for _, id := range ids {
 				switch l := e.get(id); {
@@ -95,40 +89,32 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 // it writes nothing.
 func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 	t.Parallel()
-	for _, override := range []bool{false, true} {
-		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, leasesettle.Config{}, nil)
-			if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-				Scope: e.org, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {
-				t.Fatal(err)
+	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
+		e := newEnv(t, leasesettle.Config{}, nil)
+		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+			Scope: e.org, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"})
+		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
+		e.spy.Reset()
+		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
+		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
+		var s leasesettle.Stats
+		testenv.Decode(t, out.Stats, &s)
+		switch p := s.Preview; {
+		case p == nil:
+			t.Fatalf("no preview: %+v", out.Stats)
+		case !override && (p.Rules["refuse/paused"] != 2 || p.Counts["abandon"] != 0):
+			t.Errorf("preview %+v; want both leases refused paused", p)
+		case override && (p.Counts["abandon"] != 2 || s.Refused[leasesettle.RefusePaused] != 0):
+			t.Errorf("preview %+v, refused %v; want both leases abandoned", p, s.Refused)
+		}
+		for _, id := range ids {
+			if l := e.get(id); l.Status != ledger.LeaseActive {
+				t.Errorf("the dry run wrote lease %s: %+v", id, l)
 			}
-			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
-			e.spy.Reset()
-			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-				Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-			if err != nil || !out.DryRun {
-				t.Fatalf("dry run: %+v %v", out, err)
-			}
-			var s leasesettle.Stats
-			testenv.Decode(t, out.Stats, &s)
-			switch p := s.Preview; {
-			case p == nil:
-				t.Fatalf("no preview: %+v", out.Stats)
-			case !override && (p.Rules["refuse/paused"] != 2 || p.Counts["abandon"] != 0):
-				t.Errorf("preview %+v; want both leases refused paused", p)
-			case override && (p.Counts["abandon"] != 2 || s.Refused[leasesettle.RefusePaused] != 0):
-				t.Errorf("preview %+v, refused %v; want both leases abandoned", p, s.Refused)
-			}
-			for _, id := range ids {
-				if l := e.get(id); l.Status != ledger.LeaseActive {
-					t.Errorf("the dry run wrote lease %s: %+v", id, l)
-				}
-			}
-			if w := e.spy.Writes(); len(w) != 0 {
-				t.Errorf("the dry run wrote %+v", w)
-			}
-		})
-	}
+		}
+		if w := e.spy.Writes(); len(w) != 0 {
+			t.Errorf("the dry run wrote %+v", w)
+		}
+	})
 }

@@ -17,13 +17,10 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// A run that would abandon, on heartbeat age alone, more than half of a group's active leases
-// abandons none of those and fails with storm_guard; leases whose holder is terminal are not age
-// alone and are still abandoned; an operator overrides it from the command.
-func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, leasesettle.Config{}, nil)
-	var unresolvable, terminal []string
+// stormGroup seeds the group with 24 active leases: 14 of unknown holders and 4 of terminated
+// ones, their heartbeats an hour old, and 6 of running holders, a minute old. It returns the
+// first 14 (abandoned on age alone) and the 4.
+func (e *env) stormGroup() (unresolvable, terminal []string) {
 	for range 14 {
 		unresolvable = append(unresolvable, e.lease(uuid.NewString(), time.Hour))
 	}
@@ -33,16 +30,23 @@ func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
 	for range 6 {
 		e.lease(e.instance("running"), time.Minute)
 	}
+	return unresolvable, terminal
+}
+
+// A run that would abandon, on heartbeat age alone, more than half of a group's active leases
+// abandons none of those and fails with storm_guard; leases whose holder is terminal are not age
+// alone and are still abandoned; an operator overrides it from the command.
+func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, leasesettle.Config{}, nil)
+	unresolvable, terminal := e.stormGroup()
 	start := func(override bool) (workflow.Outcome, leasesettle.Output, leasesettle.Stats) {
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
 		out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o leasesettle.Output
-		var s leasesettle.Stats
-		testenv.Decode(t, out.Output, &o)
-		testenv.Decode(t, out.Stats, &s)
+		o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 		return out, o, s
 	}
 	// 14 of 24 active leases on age alone: more than half, more than 10.

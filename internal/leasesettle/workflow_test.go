@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,12 +13,14 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -140,10 +141,7 @@ func (e *env) run(input map[string]any) (workflow.Outcome, leasesettle.Output) {
 	e.t.Helper()
 	input["organization_uuid"], input["runner_group_uuid"] = e.org, e.group
 	raw, _ := json.Marshal(input)
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
-	if err != nil || out.Status != workflow.StateCompleted {
-		e.t.Fatalf("run: %v %v", out.Err, err)
-	}
+	out := sweeptest.Completed(e.t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule}, "run")
 	var o leasesettle.Output
 	testenv.Decode(e.t, out.Output, &o)
 	return out, o
@@ -191,7 +189,7 @@ func TestEachRuleAndBothKeepCases(t *testing.T) {
 			t.Errorf("output lacks %s", f)
 		}
 	}
-	seed := seedOutputFields(t)
+	seed := seeds.OutputFields(t, "004_649e0daa9ae6c890.txt")
 	for k := range out.Output {
 		if !seed[k] {
 			t.Errorf("output field %s is not in seed 004", k)
@@ -203,22 +201,6 @@ func TestEachRuleAndBothKeepCases(t *testing.T) {
 			t.Errorf("the settle wrote %+v", w)
 		}
 	}
-}
-
-func seedOutputFields(t *testing.T) map[string]bool {
-	t.Helper()
-	doc, err := os.ReadFile("../contract/testdata/seeds/004_649e0daa9ae6c890.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	out := map[string]bool{}
-	for _, line := range strings.Split(s[strings.Index(s, "Output Schema"):strings.Index(s, "States")], "\n") {
-		if name, _, ok := strings.Cut(line, " |"); ok && !strings.HasPrefix(line, "|") {
-			out[strings.TrimSpace(name)] = true
-		}
-	}
-	return out
 }
 
 func TestOtherGroupsAndOrganizationsAreUntouched(t *testing.T) {
@@ -453,10 +435,7 @@ func TestOnlyARunOfTheLeasesOwnOrganizationAndGroupMayAbandonIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rv *reviver
-			e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
-			rv.lease = e.lease(e.instance("terminated"), time.Hour)
-			rv.revive = func() { tt.between(e, rv.lease) }
+			e, rv := revived(t, tt.between)
 			run := workflow.Run{UUID: "run-" + uuid.NewString(), Logger: logging.Discard(), IncludeDisabled: tt.includeDisabled}
 			o, stats, err := e.wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50})
 			if err != nil {
@@ -515,14 +494,19 @@ func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		t.Errorf("output = %+v, want the visible lease abandoned", o)
 	}
 	for _, id := range bad {
-		snap, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(id).Get(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap.UpdateTime != snap.CreateTime {
-			t.Errorf("invisible lease %s changed: %v", id, snap.Data())
-		}
+		testenv.Unchanged(t, e.fs, "invisible lease", ledger.WorkspaceLeasesCollection+"/"+id)
 	}
+}
+
+// revived is an env with one stale lease of a terminated holder, and between run on it after the
+// scan and before its transaction.
+func revived(t *testing.T, between func(e *env, lease string)) (*env, *reviver) {
+	t.Helper()
+	var rv *reviver
+	e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
+	rv.lease = e.lease(e.instance("terminated"), time.Hour)
+	rv.revive = func() { between(e, rv.lease) }
+	return e, rv
 }
 
 // The transaction writes only the lease the decision was made on: one whose holder or heartbeat
@@ -546,10 +530,7 @@ func TestALeaseWhoseHolderOrHeartbeatMovedIsLeftForTheNextRun(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var rv *reviver
-			e := newEnv(t, leasesettle.Config{}, func(s leasesettle.Store) leasesettle.Store { rv = &reviver{Store: s}; return rv })
-			rv.lease = e.lease(e.instance("terminated"), time.Hour)
-			rv.revive = func() { tt.move(e, rv.lease) }
+			e, rv := revived(t, tt.move)
 			out, o := e.run(map[string]any{})
 			var s leasesettle.Stats
 			testenv.Decode(t, out.Stats, &s)

@@ -64,15 +64,9 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			e.clock.Advance(time.Hour)
 
 			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw,
-				Trigger: workflow.TriggerLocal, OverridePause: c.override})
-			if err != nil || out.Status != workflow.StateCompleted {
-				t.Fatalf("sweep: %v %v", out.Err, err)
-			}
-			var o pmsweep.Output
-			var s pmsweep.Stats
-			testenv.Decode(t, out.Output, &o)
-			testenv.Decode(t, out.Stats, &s)
+			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
+			o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 			requeued := 0
 			for _, l := range leases {
 				if tk := e.task(l.TaskID); tk.Status == ledger.TaskNew {
@@ -97,41 +91,33 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 // writes nothing.
 func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 	t.Parallel()
-	for _, override := range []bool{false, true} {
-		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, pmsweep.Config{}, nil)
-			if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
-				Scope: e.queue, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
-				t.Fatal(err)
+	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
+		e := newEnv(t, pmsweep.Config{}, nil)
+		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.PMSweep),
+			Scope: e.queue, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"})
+		leases := e.claimed(2)
+		e.clock.Advance(time.Hour)
+		e.spy.Reset()
+		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
+		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
+		var s pmsweep.Stats
+		testenv.Decode(t, out.Stats, &s)
+		switch p := s.Preview; {
+		case p == nil:
+			t.Fatalf("no preview: %+v", out.Stats)
+		case !override && (p.Rules["keep/paused"] != 2 || p.Counts["reclaim"] != 0 || s.Paused != 2):
+			t.Errorf("preview %+v, paused %d; want both tasks kept, paused", p, s.Paused)
+		case override && (p.Counts["reclaim"] != 2 || s.Paused != 0):
+			t.Errorf("preview %+v, paused %d; want both tasks reclaimed", p, s.Paused)
+		}
+		for _, l := range leases {
+			if tk := e.task(l.TaskID); tk.Status != ledger.TaskWorking {
+				t.Errorf("the dry run wrote task %s: %+v", l.TaskID, tk)
 			}
-			leases := e.claimed(2)
-			e.clock.Advance(time.Hour)
-			e.spy.Reset()
-			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw,
-				Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-			if err != nil || !out.DryRun {
-				t.Fatalf("dry run: %+v %v", out, err)
-			}
-			var s pmsweep.Stats
-			testenv.Decode(t, out.Stats, &s)
-			switch p := s.Preview; {
-			case p == nil:
-				t.Fatalf("no preview: %+v", out.Stats)
-			case !override && (p.Rules["keep/paused"] != 2 || p.Counts["reclaim"] != 0 || s.Paused != 2):
-				t.Errorf("preview %+v, paused %d; want both tasks kept, paused", p, s.Paused)
-			case override && (p.Counts["reclaim"] != 2 || s.Paused != 0):
-				t.Errorf("preview %+v, paused %d; want both tasks reclaimed", p, s.Paused)
-			}
-			for _, l := range leases {
-				if tk := e.task(l.TaskID); tk.Status != ledger.TaskWorking {
-					t.Errorf("the dry run wrote task %s: %+v", l.TaskID, tk)
-				}
-			}
-			if w := e.spy.Writes(); len(w) != 0 {
-				t.Errorf("the dry run wrote %+v", w)
-			}
-		})
-	}
+		}
+		if w := e.spy.Writes(); len(w) != 0 {
+			t.Errorf("the dry run wrote %+v", w)
+		}
+	})
 }

@@ -35,10 +35,7 @@ func TestTheStormGuardStopsMassReclaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o pmsweep.Output
-		var s pmsweep.Stats
-		testenv.Decode(t, out.Output, &o)
-		testenv.Decode(t, out.Stats, &s)
+		o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 		return out, o, s
 	}
 	e.spy.Reset()

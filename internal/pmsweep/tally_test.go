@@ -50,6 +50,13 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			task(s, fmt.Sprintf("live-%02d", i), now.Add(-time.Second))
 		}
 	}
+	// silentQueue has most of the queue silent: eleven stale tasks beside ten live ones.
+	silentQueue := func(s *memstore.Tasks, _ func()) {
+		for i := range 11 {
+			task(s, fmt.Sprintf("s%02d", i), stale)
+		}
+		busy(s, 10)
+	}
 	in := pmsweep.Input{Queue: "q", TTL: ttl, Reclaimer: "sweeper"}
 	dry := in
 	dry.DryRun = true
@@ -170,23 +177,13 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 		{
 			name: "the storm guard reclaims none when most of the queue is silent",
 			in:   in,
-			seed: func(s *memstore.Tasks, _ func()) {
-				for i := range 11 {
-					task(s, fmt.Sprintf("s%02d", i), stale)
-				}
-				busy(s, 10)
-			},
+			seed: silentQueue,
 			want: tally{scanned: 21, stale: 11, aged: 11, live: 21, tripped: true, failed: storm.Reason},
 		},
 		{
 			name: "a dry run past the guard warns instead of failing",
 			in:   dry,
-			seed: func(s *memstore.Tasks, _ func()) {
-				for i := range 11 {
-					task(s, fmt.Sprintf("s%02d", i), stale)
-				}
-				busy(s, 10)
-			},
+			seed: silentQueue,
 			want: tally{reclaimed: []string{"s00", "s01", "s02", "s03", "s04", "s05", "s06", "s07", "s08", "s09", "s10"},
 				scanned: 21, stale: 11, aged: 11, live: 21, tripped: true, warned: true},
 		},
@@ -194,12 +191,7 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			name:     "an operator's override goes past the guard",
 			in:       in,
 			override: true,
-			seed: func(s *memstore.Tasks, _ func()) {
-				for i := range 11 {
-					task(s, fmt.Sprintf("s%02d", i), stale)
-				}
-				busy(s, 10)
-			},
+			seed:     silentQueue,
 			want: tally{reclaimed: []string{"s00", "s01", "s02", "s03", "s04", "s05", "s06", "s07", "s08", "s09", "s10"},
 				scanned: 21, stale: 11, aged: 11, live: 21, tripped: true, overridden: true},
 		},

@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -75,6 +76,29 @@ func (e *env) claimed(n int) []ledgertest.Lease {
 	return leases
 }
 
+// zombieChangesNothing has a worker holding the stale lease zombie heartbeat, report, complete
+// and fail its task: each is refused, head moved, and none writes a document.
+func (e *env) zombieChangesNothing(zombie ledgertest.Lease) {
+	e.t.Helper()
+	t, ctx := e.t, context.Background()
+	e.spy.Reset()
+	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie heartbeat: %v, want head moved", err)
+	}
+	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie report: %v, want head moved", err)
+	}
+	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie completion: %v, want head moved", err)
+	}
+	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		t.Errorf("zombie failure: %v, want head moved", err)
+	}
+	if n := len(e.spy.Writes()); n != 0 {
+		t.Errorf("the zombie's attempts wrote %d documents", n)
+	}
+}
+
 func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 	e.t.Helper()
 	if input.Queue == "" {
@@ -87,10 +111,7 @@ func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 		input.Reclaimer = "test-sweeper"
 	}
 	raw, _ := json.Marshal(input)
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
-	if err != nil || out.Status != workflow.StateCompleted {
-		e.t.Fatalf("sweep: %v %v", out.Err, err)
-	}
+	out := sweeptest.Completed(e.t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
 	var o pmsweep.Output
 	testenv.Decode(e.t, out.Output, &o)
 	return o
@@ -180,31 +201,41 @@ func (r *racer) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pa
 	return r.Store.ReclaimTask(ctx, queue, id, reclaimer, pauses, now, decide)
 }
 
-func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
-	t.Parallel()
+// racedSweep claims two tasks and leaves them silent for ten minutes; touch acts for the first
+// task's live worker just before the sweep's transaction of that task. It returns the env, that
+// worker's lease (as touch leaves it) and the other task's lease.
+func racedSweep(t *testing.T, touch func(e *env, live *ledgertest.Lease)) (*env, *ledgertest.Lease, ledgertest.Lease) {
+	t.Helper()
 	var rc *racer
 	e := newEnv(t, pmsweep.Config{}, func(s pmsweep.Store) pmsweep.Store { rc = &racer{Store: s}; return rc })
-	ctx := context.Background()
 	leases := e.claimed(2)
 	e.clock.Advance(10 * time.Minute)
 	live := leases[0]
 	rc.before = func(id string) {
-		if id != live.TaskID {
-			return
-		}
-		var err error
-		if live, err = e.worker.Heartbeat(ctx, live, e.clock.Now()); err != nil {
-			t.Errorf("the live worker's heartbeat: %v", err)
+		if id == live.TaskID {
+			touch(e, &live)
 		}
 	}
+	return e, &live, leases[1]
+}
+
+func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, live, other := racedSweep(t, func(e *env, live *ledgertest.Lease) {
+		var err error
+		if *live, err = e.worker.Heartbeat(ctx, *live, e.clock.Now()); err != nil {
+			t.Errorf("the live worker's heartbeat: %v", err)
+		}
+	})
 	o := e.sweep(pmsweep.Input{})
-	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != leases[1].TaskID {
+	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != other.TaskID {
 		t.Fatalf("output = %+v", o)
 	}
 	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
 		t.Errorf("the live worker lost its task: %+v", task)
 	}
-	if _, err := e.worker.Heartbeat(ctx, live, e.clock.Now()); err != nil {
+	if _, err := e.worker.Heartbeat(ctx, *live, e.clock.Now()); err != nil {
 		t.Errorf("the live worker's next heartbeat: %v", err)
 	}
 	for _, s := range e.chain(live.TaskID, ledger.ChainStatuses) {
@@ -227,22 +258,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsReclaimed(t *testing.T) {
 		t.Fatalf("sweep: %+v", o)
 	}
 	before := e.task(zombie.TaskID)
-	e.spy.Reset()
-	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie heartbeat: %v, want head moved", err)
-	}
-	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie report: %v, want head moved", err)
-	}
-	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie completion: %v, want head moved", err)
-	}
-	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie failure: %v, want head moved", err)
-	}
-	if n := len(e.spy.Writes()); n != 0 {
-		t.Errorf("the zombie's attempts wrote %d documents", n)
-	}
+	e.zombieChangesNothing(zombie)
 	if after := e.task(zombie.TaskID); after != before {
 		t.Errorf("the task changed: %+v → %+v", before, after)
 	}
@@ -527,28 +543,20 @@ func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
 // the task to its worker.
 func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
 	t.Parallel()
-	var rc *racer
-	e := newEnv(t, pmsweep.Config{}, func(s pmsweep.Store) pmsweep.Store { rc = &racer{Store: s}; return rc })
 	ctx := context.Background()
-	leases := e.claimed(2)
-	e.clock.Advance(10 * time.Minute)
-	live := leases[0]
-	rc.before = func(id string) {
-		if id != live.TaskID {
-			return
-		}
-		if _, err := e.worker.Report(ctx, live, "still at it", e.clock.Now()); err != nil {
+	e, live, other := racedSweep(t, func(e *env, live *ledgertest.Lease) {
+		if _, err := e.worker.Report(ctx, *live, "still at it", e.clock.Now()); err != nil {
 			t.Errorf("the live worker's report: %v", err)
 		}
-	}
+	})
 	o := e.sweep(pmsweep.Input{})
-	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != leases[1].TaskID {
+	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != other.TaskID {
 		t.Fatalf("output = %+v, want the reporting worker's task raced and the other reclaimed", o)
 	}
 	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
 		t.Errorf("the reporting worker lost its task: %+v", task)
 	}
-	if err := e.worker.Complete(ctx, live, e.clock.Now()); err != nil {
+	if err := e.worker.Complete(ctx, *live, e.clock.Now()); err != nil {
 		t.Errorf("the reporting worker cannot complete its task: %v", err)
 	}
 }
@@ -570,22 +578,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 		t.Fatalf("the second worker's claim: %+v %v", second, err)
 	}
 	before := e.task(zombie.TaskID)
-	e.spy.Reset()
-	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie heartbeat: %v, want head moved", err)
-	}
-	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie report: %v, want head moved", err)
-	}
-	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie completion: %v, want head moved", err)
-	}
-	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
-		t.Errorf("zombie failure: %v, want head moved", err)
-	}
-	if n := len(e.spy.Writes()); n != 0 {
-		t.Errorf("the zombie's attempts wrote %d documents", n)
-	}
+	e.zombieChangesNothing(zombie)
 	if after := e.task(zombie.TaskID); after != before || after.WorkerID != "second-worker" || after.Status != ledger.TaskWorking {
 		t.Errorf("the task changed under the second worker: %+v → %+v", before, after)
 	}
@@ -611,14 +604,8 @@ func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		bad = append(bad, id)
 	}
 	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"})
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
-	if err != nil || out.Status != workflow.StateCompleted {
-		t.Fatalf("sweep: %v %v", out.Err, err)
-	}
-	var o pmsweep.Output
-	var s pmsweep.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
+	o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 	if s.Invisible == nil || s.Invisible.Count != 3 || !slices.Equal(s.Invisible.Sample, bad) {
 		t.Errorf("stats.invisible = %+v, want the 3 tasks %v", s.Invisible, bad)
 	}
@@ -626,13 +613,7 @@ func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		t.Errorf("output = %+v, want the silent task reclaimed", o)
 	}
 	for _, id := range bad {
-		snap, err := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(id).Get(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap.UpdateTime != snap.CreateTime {
-			t.Errorf("invisible task %s changed: %v", id, snap.Data())
-		}
+		testenv.Unchanged(t, e.fs, "invisible task", ledger.TaskQueuesCollection+"/"+e.queue+"/"+ledger.TasksCollection+"/"+id)
 	}
 }
 

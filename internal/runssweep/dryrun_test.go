@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -54,11 +55,8 @@ func (e *env) interlockFleet() fleet {
 // dryRun previews a sweep through the engine, as `stalesweep run --dry-run` does.
 func (e *env) dryRun(trigger workflow.Trigger, input string, override bool) (workflow.Outcome, runssweep.Stats) {
 	e.t.Helper()
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input),
+	out := sweeptest.Dry(e.t, e.engine, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input),
 		Trigger: trigger, StormOverride: override, DryRun: true})
-	if err != nil || !out.DryRun {
-		e.t.Fatalf("dry run: %+v %v", out, err)
-	}
 	var s runssweep.Stats
 	testenv.Decode(e.t, out.Stats, &s)
 	if s.Preview == nil {

@@ -67,10 +67,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			if err != nil || out.Status != workflow.StateCompleted {
 				t.Fatalf("sweep: %v %v", out.Err, err)
 			}
-			var o runssweep.Output
-			var s runssweep.Stats
-			testenv.Decode(t, out.Output, &o)
-			testenv.Decode(t, out.Stats, &s)
+			o, s := testenv.DecodeRun[runssweep.Output, runssweep.Stats](t, out.Output, out.Stats)
 			abandoned := 0
 			for _, id := range ids {
 				if e.run(id).Status == ledger.ExtensionFailed {
@@ -93,39 +90,31 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 // Either way it writes nothing.
 func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 	t.Parallel()
-	for _, override := range []bool{false, true} {
-		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, nil)
-			if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
-				PausedBy: "op", PausedAt: e.clock.Now(), Reason: "incident"}); err != nil {
-				t.Fatal(err)
+	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
+		e := newEnv(t, nil)
+		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
+			PausedBy: "op", PausedAt: e.clock.Now(), Reason: "incident"})
+		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour)}
+		e.spy.Reset()
+		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.ExtensionRunsSweep,
+			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
+		var s runssweep.Stats
+		testenv.Decode(t, out.Stats, &s)
+		switch p := s.Preview; {
+		case p == nil:
+			t.Fatalf("no preview: %+v", out.Stats)
+		case !override && (p.Rules["keep/paused"] != 2 || p.Counts["abandon"] != 0 || s.Paused != 2):
+			t.Errorf("preview %+v, paused %d; want both runs kept, paused", p, s.Paused)
+		case override && (p.Counts["abandon"] != 2 || s.Paused != 0):
+			t.Errorf("preview %+v, paused %d; want both runs abandoned", p, s.Paused)
+		}
+		for _, id := range ids {
+			if r := e.run(id); r.Status != ledger.ExtensionRunning {
+				t.Errorf("the dry run wrote run %s: %+v", id, r)
 			}
-			ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour)}
-			e.spy.Reset()
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
-				InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-			if err != nil || !out.DryRun {
-				t.Fatalf("dry run: %+v %v", out, err)
-			}
-			var s runssweep.Stats
-			testenv.Decode(t, out.Stats, &s)
-			switch p := s.Preview; {
-			case p == nil:
-				t.Fatalf("no preview: %+v", out.Stats)
-			case !override && (p.Rules["keep/paused"] != 2 || p.Counts["abandon"] != 0 || s.Paused != 2):
-				t.Errorf("preview %+v, paused %d; want both runs kept, paused", p, s.Paused)
-			case override && (p.Counts["abandon"] != 2 || s.Paused != 0):
-				t.Errorf("preview %+v, paused %d; want both runs abandoned", p, s.Paused)
-			}
-			for _, id := range ids {
-				if r := e.run(id); r.Status != ledger.ExtensionRunning {
-					t.Errorf("the dry run wrote run %s: %+v", id, r)
-				}
-			}
-			if w := e.spy.Writes(); len(w) != 0 {
-				t.Errorf("the dry run wrote %+v", w)
-			}
-		})
-	}
+		}
+		if w := e.spy.Writes(); len(w) != 0 {
+			t.Errorf("the dry run wrote %+v", w)
+		}
+	})
 }

@@ -1,15 +1,11 @@
 package runssweep_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +14,16 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// stormLog collects log lines written from many goroutines.
-type stormLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *stormLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// errors returns the messages of the ERROR lines.
-func (l *stormLog) errors() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// errorMessages returns the messages of the ERROR lines.
+func errorMessages(lines []map[string]any) []string {
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for sc.Scan() {
-		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["severity"] == "ERROR" {
+	for _, line := range lines {
+		if line["severity"] == "ERROR" {
 			out = append(out, fmt.Sprint(line["message"]))
 		}
 	}
@@ -55,7 +36,7 @@ func (l *stormLog) errors() []string {
 func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	logs := &stormLog{}
+	logs := &logsink.Sink{}
 	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
 	start := func(trigger workflow.Trigger, override bool) (workflow.Outcome, runssweep.Stats, error) {
 		out, err := engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
@@ -90,7 +71,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 			t.Errorf("a stopped sweep wrote %s", w.Document)
 		}
 	}
-	if msgs := logs.errors(); !containsPrefix(msgs, "storm guard") {
+	if msgs := errorMessages(logs.Lines(t)); !containsPrefix(msgs, "storm guard") {
 		t.Errorf("ERROR lines %q, want the storm guard's", msgs)
 	}
 	// A limit below the idle count changes nothing: the guard counts every idle run.

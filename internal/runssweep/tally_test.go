@@ -45,6 +45,13 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			run(s, fmt.Sprintf("live-%02d", i), now, false)
 		}
 	}
+	// idleFleet has most of the fleet idle: eleven idle runs beside ten live ones.
+	idleFleet := func(s *memstore.ExtensionRuns, _ func()) {
+		for i := range 11 {
+			run(s, fmt.Sprintf("r%02d", i), idle, false)
+		}
+		quiet(s, 10)
+	}
 	for _, c := range []struct {
 		name     string
 		in       runssweep.Input
@@ -178,24 +185,14 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 		{
 			name: "the storm guard abandons none when most of the fleet looks idle",
 			in:   runssweep.Input{Limit: 200, OlderThanMs: 60000},
-			seed: func(s *memstore.ExtensionRuns, _ func()) {
-				for i := range 11 {
-					run(s, fmt.Sprintf("r%02d", i), idle, false)
-				}
-				quiet(s, 10)
-			},
+			seed: idleFleet,
 			want: tally{scanned: 11, aged: 11, live: 21, tripped: true, failed: storm.Reason},
 		},
 		{
 			name:     "an operator's override goes past the guard",
 			in:       runssweep.Input{Limit: 200, OlderThanMs: 60000},
 			override: true,
-			seed: func(s *memstore.ExtensionRuns, _ func()) {
-				for i := range 11 {
-					run(s, fmt.Sprintf("r%02d", i), idle, false)
-				}
-				quiet(s, 10)
-			},
+			seed:     idleFleet,
 			want: tally{swept: []string{"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10"},
 				scanned: 11, aged: 11, live: 21, tripped: true, overridden: true},
 		},

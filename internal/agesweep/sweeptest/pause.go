@@ -1,6 +1,14 @@
 package sweeptest
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
 
 // PauseAfterFirst stands in for an operator who pauses a sweep right after its first settling
 // transaction returns, and counts the transactions tried. A store wrapper embeds it and calls
@@ -25,4 +33,24 @@ func (p *PauseAfterFirst) Calls() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.calls
+}
+
+// EachOverride runs body as two parallel subtests of a paused sweep's dry run: "paused", and
+// "paused; the dry run overrides it", told to override the pause.
+func EachOverride(t *testing.T, body func(t *testing.T, override bool)) {
+	t.Helper()
+	for _, override := range []bool{false, true} {
+		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
+			t.Parallel()
+			body(t, override)
+		})
+	}
+}
+
+// Pause takes p, as an operator would, and fails the test if it cannot.
+func Pause(t testing.TB, fs *firestore.Client, p ledger.Pause) {
+	t.Helper()
+	if err := ledger.NewPauseStore(fs).Put(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
 }

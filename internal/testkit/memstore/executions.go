@@ -35,40 +35,22 @@ func NewExecutions() *Executions {
 
 // Put writes a row as it is. With Malformed set it stands for a document that does not decode:
 // only its UUID, OrganizationUUID, Provider, Active and ObservedAt are readable.
-func (s *Executions) Put(e ledger.Execution) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rows[e.UUID] = e
-}
+func (s *Executions) Put(e ledger.Execution) { put(&s.mu, s.rows, e.UUID, e) }
 
 // PutInvisible writes an active row of e's organization and provider whose observed_at is
 // missing or not a timestamp.
-func (s *Executions) PutInvisible(e ledger.Execution) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.invisible[e.UUID] = e
-}
+func (s *Executions) PutInvisible(e ledger.Execution) { put(&s.mu, s.invisible, e.UUID, e) }
 
 // PutOrganization writes an organization's sweeps_enabled.
 func (s *Executions) PutOrganization(id string, sweepsEnabled bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.organizations[id] = sweepsEnabled
+	put(&s.mu, s.organizations, id, sweepsEnabled)
 }
 
 // PutRun writes the fields of a run record a sync's trust rule reads.
-func (s *Executions) PutRun(id string, f ledger.RunFacts) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runs[id] = f
-}
+func (s *Executions) PutRun(id string, f ledger.RunFacts) { put(&s.mu, s.runs, id, f) }
 
 // PutTarget writes an executor target's judgment.
-func (s *Executions) PutTarget(t ledger.Target) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.targets[t.Target] = t
-}
+func (s *Executions) PutTarget(t ledger.Target) { put(&s.mu, s.targets, t.Target, t) }
 
 // Get reads a row.
 func (s *Executions) Get(id string) (ledger.Execution, bool) {

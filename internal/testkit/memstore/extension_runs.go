@@ -28,18 +28,10 @@ func NewExtensionRuns() *ExtensionRuns {
 
 // Put writes r as it is. With Malformed set it stands for a document that does not decode: only
 // its RunID, Status and LastMovedAt are readable.
-func (s *ExtensionRuns) Put(r ledger.ExtensionRun) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runs[r.RunID] = r
-}
+func (s *ExtensionRuns) Put(r ledger.ExtensionRun) { put(&s.mu, s.runs, r.RunID, r) }
 
 // PutInvisible writes a running run whose last_moved_at is missing or not a timestamp.
-func (s *ExtensionRuns) PutInvisible(runID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.invisible[runID] = true
-}
+func (s *ExtensionRuns) PutInvisible(runID string) { put(&s.mu, s.invisible, runID, true) }
 
 // PutInterlock writes the interlock of a tenant's extension, naming runID.
 func (s *ExtensionRuns) PutInterlock(tenantID, extensionID, runID string) {

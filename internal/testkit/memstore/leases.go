@@ -31,41 +31,23 @@ func NewLeases() *Leases {
 }
 
 // PutGroup writes a runner group.
-func (s *Leases) PutGroup(g ledger.RunnerGroup) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.groups[g.UUID] = g
-}
+func (s *Leases) PutGroup(g ledger.RunnerGroup) { put(&s.mu, s.groups, g.UUID, g) }
 
 // PutInstance writes a runner instance.
-func (s *Leases) PutInstance(in ledger.RunnerInstance) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.instances[in.UUID] = in
-}
+func (s *Leases) PutInstance(in ledger.RunnerInstance) { put(&s.mu, s.instances, in.UUID, in) }
 
 // PutOrganization writes an organization's sweeps_enabled.
 func (s *Leases) PutOrganization(id string, sweepsEnabled bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.organizations[id] = sweepsEnabled
+	put(&s.mu, s.organizations, id, sweepsEnabled)
 }
 
 // Put writes a lease as it is. With Malformed set it stands for a document that does not
 // decode: only its UUID, OrganizationUUID, RunnerGroupUUID, Status and HeartbeatAt are readable.
-func (s *Leases) Put(l ledger.WorkspaceLease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.leases[l.UUID] = l
-}
+func (s *Leases) Put(l ledger.WorkspaceLease) { put(&s.mu, s.leases, l.UUID, l) }
 
 // PutInvisible writes an active lease of l's organization and group whose heartbeat_at is
 // missing or not a timestamp.
-func (s *Leases) PutInvisible(l ledger.WorkspaceLease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.invisible[l.UUID] = l
-}
+func (s *Leases) PutInvisible(l ledger.WorkspaceLease) { put(&s.mu, s.invisible, l.UUID, l) }
 
 // Heartbeat refreshes an active lease at `at`, as its holder would.
 func (s *Leases) Heartbeat(leaseID string, at time.Time) {

@@ -133,10 +133,7 @@ func seedRuns(t *testing.T) *world {
 }
 
 func dryRuns(t *testing.T, _ *world, out workflow.Outcome) plan {
-	var o runssweep.Output
-	var s runssweep.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[runssweep.Output, runssweep.Stats](t, out.Output, out.Stats)
 	p := previewed(s.Preview, map[string]string{"abandon": "abandon"})
 	// The seed's output of a dry run sweeps nothing; the preview names what it would sweep.
 	if o.Swept != 0 || len(o.Runs) != 0 || s.Preview.Counts["abandon"] != len(p) {
@@ -195,19 +192,10 @@ func seedTasks(t *testing.T) *world {
 }
 
 func dryTasks(t *testing.T, _ *world, out workflow.Outcome) plan {
-	var o pmsweep.Output
-	var s pmsweep.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 	p := previewed(s.Preview, map[string]string{"reclaim": "reclaim", "fail_as_poison": "poison"})
 	// pm.sweep's dry-run output is the seed's: it lists what would be reclaimed, and poisoned.
-	listed := plan{}
-	for _, r := range o.Reclaimed {
-		listed[r.Task] = "reclaim"
-	}
-	for _, r := range o.Poisoned {
-		listed[r.Task] = "poison"
-	}
+	listed := tasksListed(o)
 	if !o.DryRun || !maps.Equal(listed, p) {
 		t.Errorf("dry output lists %v (dry_run %t), its preview %v", listed, o.DryRun, p)
 	}
@@ -217,6 +205,11 @@ func dryTasks(t *testing.T, _ *world, out workflow.Outcome) plan {
 func realTasks(t *testing.T, _ *world, out workflow.Outcome) plan {
 	var o pmsweep.Output
 	testenv.Decode(t, out.Output, &o)
+	return tasksListed(o)
+}
+
+// tasksListed is what a pm.sweep output lists: the tasks reclaimed, and those failed as poison.
+func tasksListed(o pmsweep.Output) plan {
 	p := plan{}
 	for _, r := range o.Reclaimed {
 		p[r.Task] = "reclaim"
@@ -266,10 +259,7 @@ func seedLeases(t *testing.T) *world {
 }
 
 func dryLeases(t *testing.T, _ *world, out workflow.Outcome) plan {
-	var o leasesettle.Output
-	var s leasesettle.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 	p := previewed(s.Preview, map[string]string{"abandon": "abandon"})
 	// A dry run settles nothing; its outcome and reason say what its preview would abandon.
 	want := fmt.Sprintf("dry run: would abandon %d of %d active leases examined", len(p), o.Examined)
@@ -388,10 +378,7 @@ func executionPlan(p *executionsync.Preview) plan {
 }
 
 func dryExecutions(t *testing.T, _ *world, out workflow.Outcome) plan {
-	var o executionsync.Output
-	var s executionsync.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[executionsync.Output, executionsync.Stats](t, out.Output, out.Stats)
 	p := s.Preview
 	if p == nil {
 		t.Fatalf("no preview: %+v", out.Stats)
@@ -417,10 +404,7 @@ func dryExecutions(t *testing.T, _ *world, out workflow.Outcome) plan {
 // realExecutions reads what the real run did to each row it names: its output's started rows
 // and the rows its stats count.
 func realExecutions(t *testing.T, w *world, out workflow.Outcome) plan {
-	var o executionsync.Output
-	var s executionsync.Stats
-	testenv.Decode(t, out.Output, &o)
-	testenv.Decode(t, out.Stats, &s)
+	o, s := testenv.DecodeRun[executionsync.Output, executionsync.Stats](t, out.Output, out.Stats)
 	store := ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 	p := plan{}
 	for _, id := range o.StartedRunnerExecutionUUIDs {

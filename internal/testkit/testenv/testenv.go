@@ -192,6 +192,29 @@ func Decode(t testing.TB, v, dst any) {
 	}
 }
 
+// DecodeRun decodes a run's output and stats (Decode, the output first) into an O and an S.
+func DecodeRun[O, S any](t testing.TB, output, stats any) (O, S) {
+	t.Helper()
+	var o O
+	var s S
+	Decode(t, output, &o)
+	Decode(t, stats, &s)
+	return o, s
+}
+
+// Unchanged fails the test unless the document at path is as it was written: never updated since
+// it was created. what names it in the failure ("invisible task").
+func Unchanged(t testing.TB, fs *firestore.Client, what, path string) {
+	t.Helper()
+	snap, err := fs.Doc(path).Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.UpdateTime != snap.CreateTime {
+		t.Errorf("%s %s changed: %v", what, snap.Ref.ID, snap.Data())
+	}
+}
+
 // Enable writes organizations/{org} with sweeps enabled, as the platform does for an
 // organization that has not opted out: every per-row transaction reads it.
 func Enable(t testing.TB, fs *firestore.Client, orgs ...string) {
