@@ -90,7 +90,7 @@ func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
 
 func (e *env) run(id string) ledger.ExtensionRun {
 	e.t.Helper()
-	r, err := e.store.GetRun(context.Background(), id)
+	r, err := e.store.GetExtensionRun(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
