@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -127,33 +126,6 @@ func ActivePause(pauses []Pause, now time.Time) *Pause {
 		}
 	}
 	return nil
-}
-
-// PauseSeen is the first pause one of a run's settling transactions read and refused on: once
-// one has, the run tries no further row (each would read the same pause). It is safe for
-// concurrent use; the zero value has seen none.
-type PauseSeen struct {
-	mu sync.Mutex
-	p  *Pause
-}
-
-// Note records p, unless it is nil or a pause was noted before.
-func (s *PauseSeen) Note(p *Pause) {
-	if p == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		s.p = p
-	}
-}
-
-// Pause is the pause noted first, or nil.
-func (s *PauseSeen) Pause() *Pause {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p
 }
 
 // PauseStore writes and reads pauses.

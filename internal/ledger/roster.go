@@ -26,8 +26,8 @@ const RosterCollection = "sweep_roster"
 
 const rosterCurrent = "current"
 
-// RosterShardBytes bounds the ids one shard document holds (a document holds at most 1 MiB).
-const RosterShardBytes = 800 << 10
+// rosterShardBytes bounds the ids one shard document holds (a document holds at most 1 MiB).
+const rosterShardBytes = 800 << 10
 
 // rosterDeleteMax bounds how many shards one Finish deletes; the rest go at the next.
 const rosterDeleteMax = 200
@@ -126,7 +126,7 @@ func (s *RosterStore) Page(ctx context.Context, r Roster, after string) ([]strin
 }
 
 // PutShards writes the ids listed after `after` (in id order) as shards of version: as many
-// documents as RosterShardBytes needs. Each shard's id derives from the version and where it
+// documents as rosterShardBytes needs. Each shard's id derives from the version and where it
 // starts, so a listing done again writes the same documents.
 func (s *RosterStore) PutShards(ctx context.Context, version, after string, ids []string) error {
 	if len(ids) == 0 {
@@ -136,7 +136,7 @@ func (s *RosterStore) PutShards(ctx context.Context, version, after string, ids 
 	expire := ExpiryAt(s.now(), s.keep, false)
 	for len(ids) > 0 {
 		n, size := 0, 0
-		for n < len(ids) && (n == 0 || size+len(ids[n])+16 <= RosterShardBytes) {
+		for n < len(ids) && (n == 0 || size+len(ids[n])+16 <= rosterShardBytes) {
 			size += len(ids[n]) + 16
 			n++
 		}

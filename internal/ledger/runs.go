@@ -195,7 +195,7 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 // its start.
 func (r RunRecord) withExpiry() RunRecord {
 	if r.ExpireAt.IsZero() {
-		r.ExpireAt = ExpiryAt(r.InitiatedAt, DefaultRetention(), true)
+		r.ExpireAt = ExpiryAt(r.InitiatedAt, defaultRetention(), true)
 	}
 	return r
 }
