@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // This file seeds the scopes the at-least-once tests deliver to: one per message type, each
@@ -214,7 +215,7 @@ func tickScope(t *testing.T, w world) *scope {
 		seeded:       map[string]bool{"earlier": true},
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org),
 		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
 	}
 }
@@ -233,7 +234,7 @@ func executionSweepScope(t *testing.T, w world) *scope {
 		seeded:       map[string]bool{"earlier": true},
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org),
 		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
 	}
 }
@@ -307,7 +308,7 @@ func runsSweepScope(t *testing.T, w world) *scope {
 		recorded:     true,
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExtensionRunsSweep), "fleet"),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(contract.ExtensionRunsSweep), "fleet"),
 		scopeRuns:    runsWhere("workflow_type", string(contract.ExtensionRunsSweep)),
 		counted:      "swept",
 	}
@@ -354,7 +355,7 @@ func pmSweepScope(t *testing.T, w world) *scope {
 		recorded:     true,
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.PMSweep), queue),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(contract.PMSweep), queue),
 		scopeRuns:    runsWhere("initial_data.queue", queue),
 		counted:      "reclaimed.len",
 	}
@@ -412,7 +413,7 @@ func leaseSettleScope(t *testing.T, w world) *scope {
 		recorded:     true,
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.WorkspaceLeaseSettle), org+"/"+group),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(contract.WorkspaceLeaseSettle), org+"/"+group),
 		scopeRuns:    runsWhere("initial_data.runner_group_uuid", group),
 		counted:      "settled",
 	}

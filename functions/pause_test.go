@@ -13,6 +13,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func (w world) pause(t *testing.T, scope string) {
@@ -32,9 +33,9 @@ func (w world) resume(t *testing.T, scope string) {
 }
 
 // runsOf are the run records of org's scope.
-func (w world) runsOf(t *testing.T, org string) []ledger.RunRecord {
+func (w world) runsOf(t *testing.T, org string) []runstore.RunRecord {
 	t.Helper()
-	var out []ledger.RunRecord
+	var out []runstore.RunRecord
 	for _, r := range w.runRecords(t) {
 		if r.InitialData["organization_uuid"] == org {
 			out = append(out, r)

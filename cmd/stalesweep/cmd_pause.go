@@ -14,6 +14,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // PauseForMax bounds --for: a pause meant to last longer is an indefinite one, resumed by hand.
@@ -297,7 +298,7 @@ func completeWorkflowTypes(*cobra.Command, []string, string) ([]string, cobra.Sh
 
 // scopeOf is the scope a run record covers: its scope field, or, for a record written before the
 // field existed, its workflow's scope read from its initial data.
-func scopeOf(rec ledger.RunRecord) string {
+func scopeOf(rec runstore.RunRecord) string {
 	if rec.Scope != "" {
 		return rec.Scope
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(removingBinary{m}) }
@@ -359,7 +360,7 @@ func TestRunSweepsAnOrganizationThatOptedOutOnlyWithIncludeDisabled(t *testing.T
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("run records: %d, %v", len(recs), err)
 		}
-		var rec ledger.RunRecord
+		var rec runstore.RunRecord
 		if err := recs[0].DataTo(&rec); err != nil {
 			t.Fatal(err)
 		}

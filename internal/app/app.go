@@ -31,6 +31,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // SyncBudgetDefault bounds one SyncExecution call.
@@ -170,8 +171,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	pauses := ledger.NewPauseStore(a.Firestore)
 	engineOpts := workflow.Options{
-		Runs:     ledger.NewRunStore(a.Firestore),
-		Guards:   ledger.NewGuardStore(a.Firestore),
+		Runs:     runstore.New(a.Firestore),
+		Guards:   runstore.NewGuardStore(a.Firestore),
 		GuardTTL: syncCfg.Budget + 2*time.Minute,
 		// A run renews a short lease while it works, so a dead one frees its scope in seconds.
 		GuardLease: workflow.GuardLeaseDefault,

@@ -30,6 +30,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // sink keeps the JSON lines a logger writes, from any goroutine.
@@ -151,7 +152,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	}
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 	wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(testenv.Fixed(now)))
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerSchedule})
 	if err != nil || out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {
 		t.Fatalf("sweep of an idle fleet: %+v %v, want failed by the storm guard", out, err)
@@ -194,7 +195,7 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: log}, wf.Definition(executionsync.CloudRun))
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.Now, Log: log}, wf.Definition(executionsync.CloudRun))
 	var rows []string
 	for range 4 {
 		id := uuid.NewString()

@@ -30,6 +30,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Options tunes the demo. Zero values take the defaults.
@@ -66,7 +67,7 @@ func inlineRounds(o Options, fs *firestore.Client, store *ledger.ExecutionStore,
 	if err != nil {
 		return nil, err
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), Now: time.Now, Log: o.Log},
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Guards: runstore.NewGuardStore(fs), Now: time.Now, Log: o.Log},
 		wf.Definition(executionsync.CloudRun))
 	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": o.Limit})
 	return func(ctx context.Context) (roundResult, error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -39,7 +40,7 @@ type env struct {
 	fs     *firestore.Client
 	spy    *fsspy.Spy
 	store  *ledger.ExecutionStore
-	runs   *ledger.RunStore
+	runs   *runstore.Store
 	fake   *cloudrunfake.Server
 	clock  *testenv.Clock
 	engine *workflow.Engine
@@ -81,7 +82,7 @@ func newEnv(t *testing.T, o options) *env {
 	t.Cleanup(func() { client.Close() })
 
 	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{}, ledger.Retention{})
-	e.runs = ledger.NewRunStore(e.fs)
+	e.runs = runstore.New(e.fs)
 	if o.cloudRun.Backoff == 0 {
 		o.cloudRun.Backoff = time.Millisecond
 	}

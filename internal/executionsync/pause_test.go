@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func (e *env) pause(typ contract.WorkflowType, scope string) {
@@ -82,7 +83,7 @@ func TestASyncMessageOfAPausedOrganizationIsRefusedUntilResumed(t *testing.T) {
 	row := e.get(id)
 	run := "run-" + uuid.NewString()
 	now := e.clock.Now().UTC()
-	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
+	if err := e.runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
 		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestWorkflowSettlesEveryCase(t *testing.T) {
@@ -740,7 +741,7 @@ func TestASecondDeliveryOfASyncIsADuplicateAndWritesNothing(t *testing.T) {
 	row := e.get(id)
 	run := "run-" + uuid.NewString()
 	now := e.clock.Now().UTC()
-	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
+	if err := e.runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
 		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // The real-API-server tier: Jobs driven through the real status subresource (which enforces
@@ -139,7 +140,7 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, clock.Now, cfg.LostGrace, logging.Discard(), nil)
 	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: 2}, cfg, clock.Now, nil)
 	must(t, err)
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.Kubernetes))
 	run := func() map[string]ledger.Execution {
 		t.Helper()

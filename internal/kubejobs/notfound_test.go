@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Only the API server's own NotFound for the Job is "the executor no longer knows it". A 404
@@ -124,7 +125,7 @@ func TestACluster404ThatIsNotKubernetesSettlesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.Kubernetes))
 	for range 3 {
 		out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes,

@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // A dry run of the Kubernetes workflow over the dataset of its real-run test (the fake
@@ -59,7 +60,7 @@ func TestKubernetesDryRunDecidesAsTheRealRunThenDoesAndWritesNothing(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()},
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.Kubernetes))
 	start := func(dry bool) executionsync.Stats {
 		t.Helper()

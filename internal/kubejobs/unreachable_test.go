@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // A cluster that refuses every connection: the Kubernetes sync reached the executor for no row
@@ -57,7 +58,7 @@ func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.Now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExecutionSyncKubernetes, InitialData: []byte(`{"organization_uuid":"` + org + `"}`), Trigger: workflow.TriggerLocal})
 	if err != nil {
 		t.Fatal(err)

@@ -37,11 +37,6 @@ const (
 	retentionMin = 24 * time.Hour
 )
 
-// defaultRetention is the retention with both defaults.
-func defaultRetention() Retention {
-	return Retention{Ordinary: RetentionDefault, Notable: RetentionNotableDefault}
-}
-
 // WithDefaults fills zero durations with the defaults.
 func (r Retention) WithDefaults() Retention {
 	if r.Ordinary == 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Trigger says how a run was started.
@@ -161,8 +162,8 @@ type Outcome struct {
 
 // Engine starts workflow runs.
 type Engine struct {
-	runs       *ledger.RunStore
-	guards     *ledger.GuardStore
+	runs       *runstore.Store
+	guards     *runstore.GuardStore
 	guardTTL   time.Duration
 	guardLease time.Duration
 	defs       map[contract.WorkflowType]Definition
@@ -192,12 +193,12 @@ const RecordTimeout = 15 * time.Second
 
 // Options configures an engine.
 type Options struct {
-	Runs *ledger.RunStore
+	Runs *runstore.Store
 	// Guards, when set, keeps two runs of one workflow on one scope from overlapping. A run
 	// takes its scope's guard for GuardLease (GuardLeaseDefault when zero) and renews it every
 	// third of that while its body works, but never past GuardTTL from when it took it, which
 	// must outlast the run's budget: a run whose process died loses its scope one lease later.
-	Guards     *ledger.GuardStore
+	Guards     *runstore.GuardStore
 	GuardTTL   time.Duration
 	GuardLease time.Duration
 	// Orgs, when set, refuses a run of an organization-scoped workflow whose organization
@@ -267,7 +268,7 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 
 // Start runs one workflow run to its end and returns its outcome. It returns an error, and
 // writes nothing, when the request is invalid (*contract.ValidationError), when another run holds
-// the scope (a *contract.Error with CodeConflict wrapping ledger.ErrGuardHeld), when the run uuid
+// the scope (a *contract.Error with CodeConflict wrapping runstore.ErrGuardHeld), when the run uuid
 // has already started (CodeConflict wrapping ErrDuplicateRun), when its workflow is paused on its
 // scope and the request does not override the pause (CodeConflict wrapping a
 // *ledger.PausedError: match errors.Is(err, ledger.ErrPaused)), or when the record cannot be
@@ -299,7 +300,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	stored, err := ledger.StorableJSON(input)
+	stored, err := runstore.StorableJSON(input)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -313,11 +314,11 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	// The states before the body's are auto-advanced: the record is created in the last of them,
 	// its history listing each, so starting a run costs one commit rather than one per state.
 	state := len(def.States) - 2
-	history := make([]ledger.StateEntry, 0, state+1)
+	history := make([]runstore.StateEntry, 0, state+1)
 	for _, s := range def.States[:state+1] {
-		history = append(history, ledger.StateEntry{State: s.Name, At: initiated})
+		history = append(history, runstore.StateEntry{State: s.Name, At: initiated})
 	}
-	rec := ledger.RunRecord{
+	rec := runstore.RunRecord{
 		WorkflowRunUUID: runUUID,
 		WorkflowType:    string(def.Type),
 		Status:          def.States[state].Name,
@@ -361,7 +362,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		// Whatever the body made of its cancelled rows, the run stopped because the store is down.
 		bodyErr = &StepError{Step: "settle", Layer: "firestore", Reason: "store_unavailable",
 			Err: status.Errorf(codes.Unavailable, "%v: %d row transactions failed Unavailable or DeadlineExceeded in a row", cause, StoreBreakerThreshold)}
-	case errors.Is(cause, ledger.ErrGuardLost) && bodyErr == nil:
+	case errors.Is(cause, runstore.ErrGuardLost) && bodyErr == nil:
 		bodyErr = &StepError{Step: "guard", Layer: "workflow", Reason: "guard_lost", Err: cause}
 	}
 	cancelBody(nil)
@@ -372,7 +373,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	stats, _ := outputMap(res.Stats)
 	at := e.now().UTC()
-	upd := ledger.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
+	upd := runstore.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
 	out := Outcome{RunUUID: runUUID, Stats: stats, Paused: paused}
 	env := envelope{rec: rec}
 	if bodyErr == nil {
@@ -431,8 +432,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 
 // readBackEnd reads a run's record after a write that ended it failed: ok when the record is
 // terminal, whoever ended it.
-func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (ledger.RunRecord, bool) {
-	var rec ledger.RunRecord
+func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (runstore.RunRecord, bool) {
+	var rec runstore.RunRecord
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
 		rec, err = e.runs.GetRun(ctx, runUUID)
@@ -442,7 +443,7 @@ func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (ledger.RunRec
 }
 
 // preview runs the body as a dry run: no record, no guard, nothing written.
-func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec ledger.RunRecord, log *slog.Logger) Outcome {
+func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec runstore.RunRecord, log *slog.Logger) Outcome {
 	log = log.With("dry_run", true)
 	run := Run{UUID: rec.WorkflowRunUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
 		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: req.OverridePause, DryRun: true}
@@ -478,7 +479,7 @@ type heldGuard struct {
 
 // renew keeps the guard's lease from running out while the body works, every third of a lease,
 // never past the engine's GuardTTL from its acquisition. When the guard names another run, or is
-// gone, it cancels the body with the *ledger.GuardLostError as the cause: each row's transaction
+// gone, it cancels the body with the *runstore.GuardLostError as the cause: each row's transaction
 // rechecks its own rule, so rows are safe either way, but the run stops working a scope it no
 // longer holds. The returned stop ends the renewal and waits for it.
 func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFunc) (stop func()) {
@@ -506,7 +507,7 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 			err := g.e.guards.Renew(rctx, g.key, g.runUUID, until)
 			rcancel()
 			switch {
-			case errors.Is(err, ledger.ErrGuardLost):
+			case errors.Is(err, runstore.ErrGuardLost):
 				g.log.Error("the run lost its scope's guard: stopping it", "error", err.Error())
 				cancelBody(err)
 				return
@@ -527,14 +528,14 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 //
 // With checkPauses, the transaction reads the pauses covering the scope again, so a pause taken
 // after Start's own check still refuses the run before anything is written.
-func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
+func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec runstore.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID, acquired: e.now().UTC()}
-	var claim *ledger.GuardClaim
+	var claim *runstore.GuardClaim
 	scope := def.Scope.Key(input)
 	if e.guards != nil {
-		held.key = ledger.GuardKey(string(def.Type), scope)
-		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardLease, Guard: ledger.Guard{
+		held.key = runstore.GuardKey(string(def.Type), scope)
+		claim = &runstore.GuardClaim{Key: held.key, TTL: e.guardLease, Guard: runstore.Guard{
 			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: held.acquired,
 			ExpireAt: rec.ExpireAt,
 		}}
@@ -542,13 +543,13 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			claim.Pauses = ledger.PauseIDs(string(def.Type), scope)
 		}
 	}
-	var expired *ledger.Guard
+	var expired *runstore.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
 		expired, err = e.runs.StartRun(ctx, rec, claim)
 		return err
 	})
-	var busy *ledger.GuardHeldError
+	var busy *runstore.GuardHeldError
 	var paused *ledger.PausedError
 	if err != nil && ledger.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
@@ -557,7 +558,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			log.Warn("the start's commit was answered with an error but landed: the run goes on", "error", err.Error())
 			err, expired = nil, nil
 			if g != nil && g.TookOver != "" {
-				expired = &ledger.Guard{WorkflowRunUUID: g.TookOver}
+				expired = &runstore.Guard{WorkflowRunUUID: g.TookOver}
 			}
 		}
 	}
@@ -573,26 +574,26 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			Details: map[string]any{"workflow_run_uuid": busy.Holder.WorkflowRunUUID, "expires_at": busy.Holder.ExpiresAt.UTC().Format(time.RFC3339)},
 			Err:     err,
 		}
-	case errors.Is(err, ledger.ErrRunExists):
+	case errors.Is(err, runstore.ErrRunExists):
 		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " has already started", Err: ErrDuplicateRun}
 	case err != nil:
 		return nil, err
 	}
 	if expired != nil && expired.WorkflowRunUUID != runUUID {
 		at := e.now().UTC()
-		abandoned := &ledger.Failure{
+		abandoned := &runstore.Failure{
 			Reason: "run_abandoned", Type: FailureTransient, Step: "guard", Layer: "workflow",
 			Action: "fail", Error: "the run's guard expired before the run finished: its process died or overran its budget",
 			ErrorType: "Abandoned",
 		}
 		err := e.record(ctx, func(ctx context.Context) error {
-			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, ledger.RunUpdate{FailedAt: at, Failure: abandoned,
+			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, runstore.RunUpdate{FailedAt: at, Failure: abandoned,
 				ExpireAt: ledger.ExpiryAt(at, e.keep, true)})
 		})
 		switch {
 		case err == nil:
 			log.Warn("closed a run whose guard expired before it finished", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID)
-		case !errors.Is(err, ledger.ErrBadTransition) && status.Code(err) != codes.NotFound:
+		case !errors.Is(err, runstore.ErrBadTransition) && status.Code(err) != codes.NotFound:
 			log.Warn("could not close a run whose guard expired", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID, "error", err.Error())
 		}
 	}
@@ -603,9 +604,9 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 // true when the record
 // exists with this start's initiated_at and, with guards, the guard names this run. A redelivery
 // of a run that started elsewhere has its own initiated_at, so it stays a duplicate.
-func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) (*ledger.Guard, bool) {
-	var got ledger.RunRecord
-	var g *ledger.Guard
+func (e *Engine) startedAfterAll(ctx context.Context, rec runstore.RunRecord, guardKey string) (*runstore.Guard, bool) {
+	var got runstore.RunRecord
+	var g *runstore.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
 		if got, err = e.runs.GetRun(ctx, rec.WorkflowRunUUID); err != nil || guardKey == "" {
@@ -755,7 +756,7 @@ func outputMap(v any) (map[string]any, error) {
 	if string(b) == "null" {
 		return map[string]any{}, nil
 	}
-	m, err := ledger.StorableJSON(b)
+	m, err := runstore.StorableJSON(b)
 	if err != nil {
 		return map[string]any{}, fmt.Errorf("encode output: not an object: %w", err)
 	}
@@ -763,7 +764,7 @@ func outputMap(v any) (map[string]any, error) {
 }
 
 // envelope holds the record fields an output may echo.
-type envelope struct{ rec ledger.RunRecord }
+type envelope struct{ rec runstore.RunRecord }
 
 func (env envelope) merge(out map[string]any, fields []string) map[string]any {
 	values := map[string]any{

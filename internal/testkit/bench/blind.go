@@ -20,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // benchClock is a clock the blind-target measurement moves by hand, so that its ticks can be
@@ -85,7 +86,7 @@ func measureBlind(ctx context.Context, e *env, p *progress, res *Result) error {
 	if err != nil {
 		return err
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.now, Log: logging.Discard()}, wf.Definition(executionsync.CloudRun))
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.now, Log: logging.Discard()}, wf.Definition(executionsync.CloudRun))
 	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": n})
 	tick := func() (int, error) {
 		spy.Reset()

@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // settled is what one settling measurement saw.
@@ -114,7 +115,7 @@ func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time
 	if err != nil {
 		return fail(err)
 	}
-	w.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: time.Now, Log: logging.Discard()},
+	w.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: time.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.CloudRun))
 	w.input, _ = json.Marshal(map[string]any{"organization_uuid": org, "limit": executionsync.LimitMax})
 	spy.Reset()
