@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
@@ -230,7 +231,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		}
 		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
-			o.Roster, o.RosterMaxAge = ledger.NewRosterStore(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
+			o.Roster, o.RosterMaxAge = rosterstore.New(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
 		}
 		return &Pipeline{Engine: engine, Dispatcher: pipeline.NewDispatcher(o)}, nil
 	})

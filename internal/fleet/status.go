@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
@@ -165,7 +166,7 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		Probe:      ledger.ServerClock(f.Firestore),
 	}
 	if f.RosterMaxAge >= 0 {
-		o.Roster, o.RosterMaxAge = ledger.NewRosterStore(f.Firestore, f.Retention, time.Now), f.RosterMaxAge
+		o.Roster, o.RosterMaxAge = rosterstore.New(f.Firestore, f.Retention, time.Now), f.RosterMaxAge
 	}
 	d := pipeline.NewDispatcher(o)
 	// A tick id lets the dispatcher read the roster; it names no run, since nothing is published.

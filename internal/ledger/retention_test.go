@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -178,11 +179,11 @@ func TestJudgmentsAndTheRosterExpire(t *testing.T) {
 		t.Errorf("a clearance expires %v, want %v", got, want)
 	}
 
-	roster := ledger.NewRosterStore(fs, keep, testenv.Fixed(t0))
+	roster := rosterstore.New(fs, keep, testenv.Fixed(t0))
 	if err := roster.PutShards(ctx, "v1", "", []string{"org-a", "org-b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := roster.Finish(ctx, ledger.Roster{Version: "v1", BuiltAt: t0.Add(time.Minute), Last: "org-b"}); err != nil {
+	if _, err := roster.Finish(ctx, rosterstore.Roster{Version: "v1", BuiltAt: t0.Add(time.Minute), Last: "org-b"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := expiry(ledger.RosterCollection+"/current"), t0.Add(time.Minute).Add(keep.Ordinary); !got.Equal(want) {

@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -52,7 +53,7 @@ const (
 	// the organizations again and rebuilds it (DispatcherOptions.Roster).
 	RosterMaxAgeDefault = 10 * time.Minute
 	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
-	// ledger.RosterOrphanAge at least.
+	// rosterstore.RosterOrphanAge at least.
 	RosterMaxAgeMax = 6 * time.Hour
 )
 
@@ -113,7 +114,7 @@ type Dispatcher struct {
 	groups     func(ctx context.Context, org string, limit int) ([]string, error)
 	clock      ledger.Clock // set: probe each scope before publishing
 	ticksTopic string       // set: hand the rest of a large tick on
-	roster     *ledger.RosterStore
+	roster     *rosterstore.Store
 	rosterAge  time.Duration
 	pauses     PauseLister // set: skip paused scopes
 }
@@ -157,7 +158,7 @@ type DispatcherOptions struct {
 	// organization that enables sweeps is therefore swept from the next rebuild, within
 	// RosterMaxAge and a tick; one that opts out is refused by its sweep and by every settling
 	// transaction, whatever the roster says.
-	Roster       *ledger.RosterStore
+	Roster       *rosterstore.Store
 	RosterMaxAge time.Duration
 	// Pauses has each invocation read its workflow's pauses once (at most
 	// ledger.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
