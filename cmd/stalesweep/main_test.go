@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
@@ -438,7 +439,7 @@ func TestExecutorsListsAndClearsATarget(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
 	fs := testenv.FirestoreProject(t, project)
 	const target = "cloud_run:projects/p/locations/europe-west1"
-	store := ledger.NewTargetStore(fs, ledger.Retention{})
+	store := targetstore.New(fs, ledger.Retention{})
 	if _, err := store.Record(context.Background(), ledger.Target{Target: target, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -121,7 +122,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		executors = append(executors, executionSync{executionsync.Kubernetes, kube})
 	}
 	// No row is settled lost while its executor target is blind (internal/blindguard).
-	blind := blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log)
+	blind := blindguard.New(targetstore.New(a.Firestore, cfg.Retention), cfg.Blind, log)
 	for _, x := range executors {
 		a.Syncers[x.kind.Provider] = executionsync.NewSyncer(store, x.exec, x.kind.Type, x.kind.Provider, now, syncCfg.LostGrace, log, blind)
 	}

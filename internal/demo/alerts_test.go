@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -189,7 +190,7 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	writer := ledgertest.Executions{Client: fs}
 	adapter := cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond})
 	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log,
-		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
+		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}.WithDefaults()
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now, nil)
 	if err != nil {

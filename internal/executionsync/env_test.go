@@ -17,6 +17,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -99,7 +100,7 @@ func newEnv(t *testing.T, o options) *env {
 	}
 	var guard executionsync.TargetJudge
 	if o.guard != nil {
-		guard = blindguard.New(ledger.NewTargetStore(e.fs, ledger.Retention{}), *o.guard, log)
+		guard = blindguard.New(targetstore.New(e.fs, ledger.Retention{}), *o.guard, log)
 	}
 	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log, guard)
 	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now, nil)

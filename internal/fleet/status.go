@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -138,7 +139,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 		off, st.OptedOutMore = off[:limit], true
 	}
 	st.OptedOut = off
-	targets, err := ledger.NewTargetStore(f.Firestore, ledger.Retention{}).List(ctx, StatusLimitMax)
+	targets, err := targetstore.New(f.Firestore, ledger.Retention{}).List(ctx, StatusLimitMax)
 	if err != nil {
 		return Status{}, err
 	}

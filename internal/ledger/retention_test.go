@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
@@ -163,7 +164,7 @@ func TestJudgmentsAndTheRosterExpire(t *testing.T) {
 		at, _ := v.(time.Time)
 		return at
 	}
-	targets := ledger.NewTargetStore(fs, keep)
+	targets := targetstore.New(fs, keep)
 	const target = "cloud_run:projects/p/locations/l"
 	path := ledger.TargetsCollection + "/" + ledger.TargetID(target)
 	if _, err := targets.Record(ctx, ledger.Target{Target: target, Blind: true, JudgedAt: t0}); err != nil {
