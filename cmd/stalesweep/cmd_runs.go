@@ -15,6 +15,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -147,7 +148,7 @@ func (c *cli) runsShowCmd() *cobra.Command {
 			return exitCode(exitFailed)
 		}
 		v := viewOf(rec)
-		paused, err := ledger.NewPauseStore(fsc).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
+		paused, err := pausestore.New(fsc).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
 			return exitCode(exitFailed)

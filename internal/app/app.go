@@ -33,6 +33,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -171,7 +172,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		leasesettle.New(leases, leaseCfg, ledger.ServerClock(a.Firestore)).Definition(),
 	}
 	orgs := ledger.NewOrganizationStore(a.Firestore)
-	pauses := ledger.NewPauseStore(a.Firestore)
+	pauses := pausestore.New(a.Firestore)
 	engineOpts := workflow.Options{
 		Runs:     runstore.New(a.Firestore),
 		Guards:   runstore.NewGuardStore(a.Firestore),

@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -93,7 +94,7 @@ type WorkflowStatus struct {
 	// more there are.
 	Work     []ScopeWork `json:"work"`
 	WorkMore int         `json:"work_more"`
-	// Paused lists the pauses that hold on the workflow (ledger.PauseListMax at most read).
+	// Paused lists the pauses that hold on the workflow (pausestore.PauseListMax at most read).
 	Paused  []ledger.Pause `json:"paused"`
 	LastRun *LastRun       `json:"last_run"`
 	// Error says why the dispatcher stopped (out of budget, a tick it refused).
@@ -123,7 +124,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	st := Status{At: now, Workflows: []WorkflowStatus{}, BlindTargets: []BlindTarget{}}
 	orgs := ledger.NewOrganizationStore(f.Firestore)
 	reader := Reader{Orgs: orgs, Runs: runstore.New(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
-	pauses := ledger.NewPauseStore(f.Firestore)
+	pauses := pausestore.New(f.Firestore)
 	for _, t := range f.Declared.Types() {
 		ws, err := f.workflow(ctx, t, cfg, limit, now, reader, orgs, pauses)
 		if err != nil {
@@ -151,7 +152,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	return st, nil
 }
 
-func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *ledger.OrganizationStore, pauses *ledger.PauseStore) (WorkflowStatus, error) {
+func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *ledger.OrganizationStore, pauses *pausestore.Store) (WorkflowStatus, error) {
 	ws := WorkflowStatus{WorkflowType: string(t), Work: []ScopeWork{}, Paused: []ledger.Pause{}}
 	data := cfg.Data[t]
 	if data == nil {
@@ -207,7 +208,7 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		ws.Work = append(ws.Work, w)
 	}
 	ws.WorkMore = rec.more
-	all, err := pauses.List(ctx, string(t), ledger.PauseListMax)
+	all, err := pauses.List(ctx, string(t), pausestore.PauseListMax)
 	if err != nil {
 		return ws, err
 	}

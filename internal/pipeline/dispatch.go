@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Tick asks for one run of a workflow on every scope it covers.
@@ -119,7 +120,7 @@ type Dispatcher struct {
 	pauses     PauseLister // set: skip paused scopes
 }
 
-// PauseLister lists the pauses of a workflow type; *ledger.PauseStore is one.
+// PauseLister lists the pauses of a workflow type; *pausestore.Store is one.
 type PauseLister interface {
 	List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error)
 }
@@ -161,7 +162,7 @@ type DispatcherOptions struct {
 	Roster       *rosterstore.Store
 	RosterMaxAge time.Duration
 	// Pauses has each invocation read its workflow's pauses once (at most
-	// ledger.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
+	// pausestore.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
 	// fleet-wide pause. It is the cheap half: the engine checks the pause again when each run
 	// starts, and every settling transaction of the execution syncs checks it again, so a pause
 	// this read missed (one past the list's bound, one taken after the read, a read that
@@ -461,14 +462,14 @@ func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clock
 	if d.pauses == nil {
 		return nil
 	}
-	all, err := d.pauses.List(ctx, string(tick.WorkflowType), ledger.PauseListMax)
+	all, err := d.pauses.List(ctx, string(tick.WorkflowType), pausestore.PauseListMax)
 	if err != nil {
 		d.log.Warn("could not read the workflow's pauses; every scope is published, and each run checks its pause when it starts",
 			"workflow_type", string(tick.WorkflowType), "error", err.Error())
 		return nil
 	}
-	if len(all) >= ledger.PauseListMax {
-		d.log.Warn("pauses listed up to their bound; the rest are checked when each run starts", "workflow_type", string(tick.WorkflowType), "list_max", ledger.PauseListMax)
+	if len(all) >= pausestore.PauseListMax {
+		d.log.Warn("pauses listed up to their bound; the rest are checked when each run starts", "workflow_type", string(tick.WorkflowType), "list_max", pausestore.PauseListMax)
 	}
 	at := pauseTime(now, clocked)
 	var out []ledger.Pause

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -57,7 +58,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 				if c.until != 0 {
 					pause.Until = e.clock.Now().Add(c.until)
 				}
-				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), pause); err != nil {
+				if err := pausestore.New(e.fs).Put(context.Background(), pause); err != nil {
 					t.Error(err)
 				}
 			}
@@ -98,7 +99,7 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, nil)
-			if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
+			if err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
 				PausedBy: "op", PausedAt: e.clock.Now(), Reason: "incident"}); err != nil {
 				t.Fatal(err)
 			}

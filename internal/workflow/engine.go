@@ -182,7 +182,7 @@ type Organizations interface {
 }
 
 // Pauses says which pause, if any, covers a run of a workflow type on a scope (a
-// ScopeValues.Key) at now; *ledger.PauseStore has it.
+// ScopeValues.Key) at now; *pausestore.Store has it.
 type Pauses interface {
 	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }

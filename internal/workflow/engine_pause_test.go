@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -25,7 +26,7 @@ const otherOrg = "9a8b7c6d-1111-4222-8333-444455556666"
 type pausedEngine struct {
 	eng      *workflow.Engine
 	fs       *firestore.Client
-	pauses   *ledger.PauseStore
+	pauses   *pausestore.Store
 	runs     *runstore.Store
 	spy      *fsspy.Spy
 	clock    *testenv.Clock
@@ -37,7 +38,7 @@ func newPausedEngine(t *testing.T) *pausedEngine {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	p := &pausedEngine{fs: fs, pauses: ledger.NewPauseStore(fs), runs: runstore.New(fs), spy: spy,
+	p := &pausedEngine{fs: fs, pauses: pausestore.New(fs), runs: runstore.New(fs), spy: spy,
 		clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
 	p.eng = workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: runstore.NewGuardStore(fs), Pauses: p.pauses, Now: p.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
