@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // This file seeds the scopes the at-least-once tests deliver to: one per message type, each
@@ -214,7 +215,7 @@ func tickScope(t *testing.T, w world) *scope {
 		seeded:       map[string]bool{"earlier": true},
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org),
 		scopeRuns:    runsWhere("initial_data.organization_uuid", org),
 	}
 }
@@ -387,7 +388,7 @@ func redeliveredSweep(typ contract.WorkflowType, initial map[string]any, scopeKe
 		recorded:     true,
 		pushedSweeps: nil,
 		docs:         docs,
-		guard:        ledger.GuardsCollection + "/" + ledger.GuardKey(string(typ), scopeKey),
+		guard:        ledger.GuardsCollection + "/" + runstore.GuardKey(string(typ), scopeKey),
 		scopeRuns:    scopeRuns,
 		counted:      counted,
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // At-least-once delivery: every message type, delivered 2 or 5 times — one copy after the other,
@@ -235,7 +236,7 @@ type observedFrom struct {
 func awaitScopeQuiet(t *testing.T, w world, rec *pushRecorder, sc *scope, copies, dispatched int) {
 	t.Helper()
 	run := sc.runs["primary"]
-	runs := ledger.NewRunStore(w.fs)
+	runs := runstore.New(w.fs)
 	await(t, 90*time.Second, "the scope's messages to be handled", func() (bool, string) {
 		if !sc.recorded {
 			return rec.busy() == 0, fmt.Sprintf("%d pushes in flight", rec.busy())

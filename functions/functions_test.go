@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/auth/authtest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func post(t *testing.T, path string, header http.Header, body []byte) (int, map[string]any) {
@@ -145,7 +146,7 @@ func TestOverlappingManualRunsGetConflict(t *testing.T) {
 		code, _ := post(t, "/StartWorkflow", bearer(t), []byte(startBody(w.org, "")))
 		first <- code
 	}()
-	guard := ledger.GuardKey(string(contract.ExecutionSyncCloudRun), w.org)
+	guard := runstore.GuardKey(string(contract.ExecutionSyncCloudRun), w.org)
 	eventually(t, 10*time.Second, "the first run to take its guard", func() bool {
 		_, err := w.fs.Collection(ledger.GuardsCollection).Doc(guard).Get(context.Background())
 		return err == nil

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // loadFleet is the load test's organizations: each with sweeps enabled, a few stale rows whose
@@ -90,7 +91,7 @@ func (f loadFleet) rows() []string {
 // functions' writes to them, and which run each (tick, organization) names.
 type loadState struct {
 	rows     map[string]ledger.Execution
-	runs     map[string]ledger.RunRecord
+	runs     map[string]runstore.RunRecord
 	receipts map[string]map[string]ledger.SyncReceipt // run → row → receipt
 	writes   docWrites
 	expected map[string]string // run uuid a tick names for an organization → that organization
@@ -98,7 +99,7 @@ type loadState struct {
 
 // gatherLoad reads the state after the ticks (by message id) have been handled.
 func gatherLoad(ctx context.Context, fs *firestore.Client, f loadFleet, mark spyMark, ticks []string) (loadState, error) {
-	s := loadState{rows: map[string]ledger.Execution{}, runs: map[string]ledger.RunRecord{},
+	s := loadState{rows: map[string]ledger.Execution{}, runs: map[string]runstore.RunRecord{},
 		receipts: map[string]map[string]ledger.SyncReceipt{}, expected: map[string]string{}}
 	var refs []*firestore.DocumentRef
 	prefixes := []string{ledger.RunsCollection}
@@ -122,7 +123,7 @@ func gatherLoad(ctx context.Context, fs *firestore.Client, f loadFleet, mark spy
 		return s, err
 	}
 	for _, snap := range runs {
-		var r ledger.RunRecord
+		var r runstore.RunRecord
 		if err := snap.DataTo(&r); err != nil {
 			return s, err
 		}

@@ -11,11 +11,13 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func (w world) pause(t *testing.T, scope string) {
 	t.Helper()
-	err := ledger.NewPauseStore(w.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExecutionSyncCloudRun),
+	err := pausestore.New(w.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExecutionSyncCloudRun),
 		Scope: scope, PausedBy: "local:op@host", PausedAt: time.Now().Add(-time.Minute), Reason: "incident 7"})
 	if err != nil {
 		t.Fatal(err)
@@ -24,15 +26,15 @@ func (w world) pause(t *testing.T, scope string) {
 
 func (w world) resume(t *testing.T, scope string) {
 	t.Helper()
-	if _, err := ledger.NewPauseStore(w.fs).Delete(context.Background(), string(contract.ExecutionSyncCloudRun), scope); err != nil {
+	if _, err := pausestore.New(w.fs).Delete(context.Background(), string(contract.ExecutionSyncCloudRun), scope); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // runsOf are the run records of org's scope.
-func (w world) runsOf(t *testing.T, org string) []ledger.RunRecord {
+func (w world) runsOf(t *testing.T, org string) []runstore.RunRecord {
 	t.Helper()
-	var out []ledger.RunRecord
+	var out []runstore.RunRecord
 	for _, r := range w.runRecords(t) {
 		if r.InitialData["organization_uuid"] == org {
 			out = append(out, r)

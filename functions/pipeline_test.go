@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // fleet seeds organizations, each with three stale rows Cloud Run reports succeeded, two
@@ -50,7 +51,7 @@ func seedFleet(t *testing.T, w world, n, enabled int) fleet {
 // settled reports whether every stale row of every enabled organization reached its end and
 // every run's receipts are in.
 func (f fleet) settled(t *testing.T, w world, runs map[string]string) bool {
-	runStore := ledger.NewRunStore(w.fs)
+	runStore := runstore.New(w.fs)
 	for org, run := range runs {
 		rec, err := runStore.GetRun(context.Background(), run)
 		if err != nil || rec.Status != "completed" {
@@ -179,10 +180,10 @@ func TestUnsettleableRowsOfOneOrganizationStarveNoOther(t *testing.T) {
 	f.check(t, w)
 
 	hogRun := pipeline.RunUUID(tickID, contract.ExecutionSyncCloudRun, hog)
-	var rec ledger.RunRecord
+	var rec runstore.RunRecord
 	eventually(t, 30*time.Second, "the hog's own run to end", func() bool {
 		var err error
-		rec, err = ledger.NewRunStore(w.fs).GetRun(ctx, hogRun)
+		rec, err = runstore.New(w.fs).GetRun(ctx, hogRun)
 		return err == nil && rec.Status == "completed"
 	})
 	// It reads at most ScanFactor × limit documents, all of them without a provider reference.
@@ -237,7 +238,7 @@ func TestDuplicateTicksAndSyncMessagesChangeNothingTwice(t *testing.T) {
 	if r.Active || r.Outcome != "failed" || r.Sync.Attempts != 1 || r.Settlement.WorkflowRunUUID != req.WorkflowRunUUID {
 		t.Errorf("row after five deliveries: active=%t outcome=%s attempts=%d", r.Active, r.Outcome, r.Sync.Attempts)
 	}
-	receipts, counts, err := ledger.NewRunStore(w.fs).SyncReceipts(context.Background(), req.WorkflowRunUUID, 10)
+	receipts, counts, err := runstore.New(w.fs).SyncReceipts(context.Background(), req.WorkflowRunUUID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestMalformedMessagesAreAcknowledgedAndChangeNothing(t *testing.T) {
 	if r := w.row(t, id); !r.Active || r.Sync.Attempts != 0 {
 		t.Errorf("a malformed message changed a row: %+v", r)
 	}
-	if _, counts, _ := ledger.NewRunStore(w.fs).SyncReceipts(context.Background(), "r", 10); sum(counts) != 0 {
+	if _, counts, _ := runstore.New(w.fs).SyncReceipts(context.Background(), "r", 10); sum(counts) != 0 {
 		t.Errorf("a malformed sync message left receipts: %v", counts)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // The package's world: one functions framework server serving every target, as `stalesweep
@@ -190,7 +191,7 @@ func newFleetWorld(t *testing.T) world {
 func (w world) sweepRun(t *testing.T, run, org string, started ...string) {
 	t.Helper()
 	now := time.Now().UTC()
-	rec := ledger.RunRecord{
+	rec := runstore.RunRecord{
 		WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun), Status: workflow.StateReconciling,
 		Trigger: string(workflow.TriggerSchedule), Actor: "pubsub:stalesweep-sweeps",
 		InitialData: map[string]any{"organization_uuid": org}, InitiatedAt: now, UpdatedAt: now,
@@ -199,7 +200,7 @@ func (w world) sweepRun(t *testing.T, run, org string, started ...string) {
 		rec.Status, rec.CompletedAt = workflow.StateCompleted, now
 		rec.Output = map[string]any{"organization_uuid": org, "started_runner_execution_uuids": started}
 	}
-	if err := ledger.NewRunStore(w.fs).CreateRun(context.Background(), rec); err != nil {
+	if err := runstore.New(w.fs).CreateRun(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -235,15 +236,15 @@ func (w world) row(t *testing.T, id string) ledger.Execution {
 	return r
 }
 
-func (w world) runRecords(t *testing.T) []ledger.RunRecord {
+func (w world) runRecords(t *testing.T) []runstore.RunRecord {
 	t.Helper()
 	snaps, err := w.fs.Collection(ledger.RunsCollection).Documents(context.Background()).GetAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []ledger.RunRecord
+	var out []runstore.RunRecord
 	for _, s := range snaps {
-		var r ledger.RunRecord
+		var r runstore.RunRecord
 		if err := s.DataTo(&r); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Sweep runs one workflow run on one scope for a message on the sweeps topic (message.Start as
@@ -65,7 +66,7 @@ func acknowledge(ctx context.Context, log *slog.Logger, out workflow.Outcome, er
 		// resume sweeps the scope.
 		log.WarnContext(ctx, "skipped: the workflow is paused on this scope; acknowledged without a run", "workflow_run_uuid", out.RunUUID, "error", err.Error())
 		return nil
-	case errors.Is(err, ledger.ErrGuardHeld):
+	case errors.Is(err, runstore.ErrGuardHeld):
 		log.InfoContext(ctx, "skipped: another run of this workflow on this scope is in progress", "workflow_run_uuid", out.RunUUID, "error", err.Error())
 		return nil
 	case contract.CodeOf(err) == contract.CodeValidationFailed, contract.CodeOf(err) == contract.CodeForbidden:

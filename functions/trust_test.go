@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Each documented manual call, with the token its command sends, through the HTTP face: the
@@ -64,7 +65,7 @@ func TestEachDocumentedManualCallIsAcceptedAndEveryOtherTokenRefused(t *testing.
 	}
 }
 
-func hasRunBy(recs []ledger.RunRecord, actor string) bool {
+func hasRunBy(recs []runstore.RunRecord, actor string) bool {
 	for _, r := range recs {
 		if r.Actor == actor && r.Trigger == string(workflow.TriggerManual) {
 			return true
@@ -82,10 +83,10 @@ func TestASyncMessageWritesOnlyARowItsRunMayWrite(t *testing.T) {
 	a, b := w.org, uuid.NewString()
 	w.organization(t, b, true)
 	ctx := context.Background()
-	runs := ledger.NewRunStore(w.fs)
+	runs := runstore.New(w.fs)
 	otherWorkflow := "k8s-" + uuid.NewString()
 	now := time.Now().UTC()
-	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: otherWorkflow, WorkflowType: string(contract.ExecutionSyncKubernetes),
+	if err := runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: otherWorkflow, WorkflowType: string(contract.ExecutionSyncKubernetes),
 		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": b}, InitiatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestAPublishersActorIsAClaimNotTheActor(t *testing.T) {
 	if code, out := post(t, "/Sweep", ceHeaders(run), []byte(cloudEventData(pushBody([]byte(data), attrs, run)))); code != http.StatusOK {
 		t.Fatalf("sweep: %d %v", code, out)
 	}
-	rec, err := ledger.NewRunStore(w.fs).GetRun(context.Background(), run)
+	rec, err := runstore.New(w.fs).GetRun(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"cloud.google.com/go/run/apiv2/runpb"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // commands lists every command of the tree, the root's own children first.
@@ -140,7 +140,7 @@ func TestRunGivesScriptsItsUUIDAndStatusAndAConflictExitsThree(t *testing.T) {
 	if res.Status != "completed" || res.WorkflowType != "runner.execution-sync-stale-cloud-run" || res.DryRun || res.Output["started_count"] != float64(1) {
 		t.Errorf("-o run printed %+v", res)
 	}
-	rec, err := ledger.NewRunStore(fs).GetRun(context.Background(), res.WorkflowRunUUID)
+	rec, err := runstore.New(fs).GetRun(context.Background(), res.WorkflowRunUUID)
 	if err != nil || rec.Status != "completed" || rec.WorkflowType != res.WorkflowType {
 		t.Errorf("the record of the uuid printed: %+v, %v", rec, err)
 	}
@@ -149,11 +149,11 @@ func TestRunGivesScriptsItsUUIDAndStatusAndAConflictExitsThree(t *testing.T) {
 	}
 
 	// Another run holds the organization's guard: a conflict, exit 3, nothing printed.
-	holder := ledger.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "runner.execution-sync-stale-cloud-run", Status: "reconciling",
+	holder := runstore.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "runner.execution-sync-stale-cloud-run", Status: "reconciling",
 		InitiatedAt: time.Now(), UpdatedAt: time.Now()}
-	claim := &ledger.GuardClaim{Key: ledger.GuardKey(holder.WorkflowType, org), TTL: time.Hour,
-		Guard: ledger.Guard{WorkflowRunUUID: holder.WorkflowRunUUID, WorkflowType: holder.WorkflowType, Scope: org, AcquiredAt: time.Now()}}
-	if _, err := ledger.NewRunStore(fs).StartRun(context.Background(), holder, claim); err != nil {
+	claim := &runstore.GuardClaim{Key: runstore.GuardKey(holder.WorkflowType, org), TTL: time.Hour,
+		Guard: runstore.Guard{WorkflowRunUUID: holder.WorkflowRunUUID, WorkflowType: holder.WorkflowType, Scope: org, AcquiredAt: time.Now()}}
+	if _, err := runstore.New(fs).StartRun(context.Background(), holder, claim); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = invoke(t, "run", "runner.execution-sync-stale-cloud-run", "--data", data)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -31,7 +32,7 @@ func (c *cli) executorsCmd() *cobra.Command {
 			return c.usageError(cmd, "%v", err)
 		}
 		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client, cfg app.Config) int {
-			targets, err := ledger.NewTargetStore(fsc, ledger.Retention{}).List(ctx, 1000)
+			targets, err := targetstore.New(fsc, ledger.Retention{}).List(ctx, 1000)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
 				return exitFailed
@@ -72,7 +73,7 @@ target, unless --force.`,
 		return c.withFirestore("executors", project, func(ctx context.Context, fsc *firestore.Client, cfg app.Config) int {
 			// Only a target the guard knows is cleared: a typo would write a made-up target
 			// and leave the real one blind.
-			store := ledger.NewTargetStore(fsc, ledger.Retention{})
+			store := targetstore.New(fsc, ledger.Retention{})
 			known, err := store.Known(ctx, target)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
@@ -90,7 +91,7 @@ target, unless --force.`,
 			// compared with it wherever the functions run.
 			now, err := ledger.ServerClock(fsc)(ctx)
 			if err == nil {
-				err = ledger.NewTargetStore(fsc, cfg.Retention).Clear(ctx, target, localActor(), now)
+				err = targetstore.New(fsc, cfg.Retention).Clear(ctx, target, localActor(), now)
 			}
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep executors: %v\n", err)
@@ -131,7 +132,7 @@ func checkTarget(target string) error {
 
 // nearestTarget is ", did you mean T?" for the known target nearest to target by edit distance,
 // or "" when none is near (or none is known).
-func nearestTarget(ctx context.Context, store *ledger.TargetStore, target string) string {
+func nearestTarget(ctx context.Context, store *targetstore.Store, target string) string {
 	targets, err := store.List(ctx, 1000)
 	if err != nil {
 		return ""

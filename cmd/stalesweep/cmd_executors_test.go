@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -22,7 +23,7 @@ func TestExecutorsClearRefusesATargetTheGuardDoesNotKnow(t *testing.T) {
 	fs := commandFirestore(t)
 	ctx := context.Background()
 	const real = "cloud_run:projects/p9/locations/europe-west9"
-	store := ledger.NewTargetStore(fs, ledger.Retention{})
+	store := targetstore.New(fs, ledger.Retention{})
 	if _, err := store.Record(ctx, ledger.Target{Target: real, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestExplainAnAppInvocationATaskAndALease(t *testing.T) {
 	if code, _, stderr := invoke(t, "explain", "tasks/a/b/c"); code != exitInvalid || !strings.Contains(stderr, "tasks/QUEUE/TASK_ID") {
 		t.Errorf("explain tasks/a/b/c: exit %d (%s)", code, stderr)
 	}
-	if r, _ := ledger.NewExtensionRunStore(fs, ledger.TxConfig{}).GetRun(ctx, "r1"); r.Status != ledger.ExtensionRunning {
+	if r, _ := ledger.NewExtensionRunStore(fs, ledger.TxConfig{}).GetExtensionRun(ctx, "r1"); r.Status != ledger.ExtensionRunning {
 		t.Errorf("explain changed the run: %+v", r)
 	}
 	if l, _ := ledger.NewLeaseStore(fs, ledger.TxConfig{}).GetLease(ctx, lease); l.Status != ledger.LeaseActive {

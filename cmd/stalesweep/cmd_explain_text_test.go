@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // explain's text says what holds in words an operator can act on: a task that does not decode has
@@ -32,7 +33,7 @@ func TestExplainTextSaysWhatHolds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.NewPauseStore(fs).Put(ctx, ledger.Pause{WorkflowType: "pm.sweep", PausedBy: "test", PausedAt: old, Reason: "maintenance"}); err != nil {
+	if err := pausestore.New(fs).Put(ctx, ledger.Pause{WorkflowType: "pm.sweep", PausedBy: "test", PausedAt: old, Reason: "maintenance"}); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := invoke(t, "explain", "tasks/builds/bad")

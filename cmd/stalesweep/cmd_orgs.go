@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // orgsCmd is `stalesweep orgs enable|disable ORG...` and `stalesweep orgs list`: the
@@ -154,7 +155,7 @@ organization without a document is not listed: it is not swept either.`, ledger.
 // orgReader reads organizations with the declared workflows and the execution syncs' rows.
 func orgReader(fsc *firestore.Client) fleet.Reader {
 	return fleet.Reader{
-		Orgs: ledger.NewOrganizationStore(fsc), Runs: ledger.NewRunStore(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
+		Orgs: ledger.NewOrganizationStore(fsc), Runs: runstore.New(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
 		Workflows: app.Declared(), Kinds: []executionsync.Kind{executionsync.CloudRun, executionsync.Kubernetes},
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // PauseForMax bounds --for: a pause meant to last longer is an indefinite one, resumed by hand.
@@ -63,7 +65,7 @@ start with "override_pause": true still run it. Pausing again replaces the reaso
 		if *dur > 0 {
 			p.Until = now.Add(*dur)
 		}
-		if err := ledger.NewPauseStore(fsc).Put(c.ctx, p); err != nil {
+		if err := pausestore.New(fsc).Put(c.ctx, p); err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep pause: %v\n", err)
 			return exitCode(exitFailed)
 		}
@@ -99,7 +101,7 @@ resumes each.`,
 			return exitCode(code)
 		}
 		defer fsc.Close()
-		existed, err := ledger.NewPauseStore(fsc).Delete(c.ctx, string(typ), *scope)
+		existed, err := pausestore.New(fsc).Delete(c.ctx, string(typ), *scope)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep resume: %v\n", err)
 			return exitCode(exitFailed)
@@ -122,7 +124,7 @@ resumes each.`,
 // listScopedPauses says, after a fleet-wide resume of typ, the pauses of its scopes that still
 // hold and how to resume each.
 func (c *cli) listScopedPauses(fsc *firestore.Client, typ contract.WorkflowType) int {
-	pauses, err := ledger.NewPauseStore(fsc).List(c.ctx, string(typ), ledger.PauseListMax)
+	pauses, err := pausestore.New(fsc).List(c.ctx, string(typ), pausestore.PauseListMax)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "stalesweep resume: %v\n", err)
 		return exitFailed
@@ -170,7 +172,7 @@ func (c *cli) pausesCmd() *cobra.Command {
 			return exitCode(code)
 		}
 		defer fsc.Close()
-		pauses, err := ledger.NewPauseStore(fsc).List(c.ctx, *typ, ledger.PauseListMax)
+		pauses, err := pausestore.New(fsc).List(c.ctx, *typ, pausestore.PauseListMax)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep pauses list: %v\n", err)
 			return exitCode(exitFailed)
@@ -254,7 +256,7 @@ func checkPaused(ctx context.Context, a *app.App, e *explain.Explanation) error 
 	if e.WorkflowType == "" {
 		return nil
 	}
-	p, err := ledger.NewPauseStore(a.Firestore).Covering(ctx, e.WorkflowType, e.Scope, time.Now())
+	p, err := pausestore.New(a.Firestore).Covering(ctx, e.WorkflowType, e.Scope, time.Now())
 	if err != nil {
 		return err
 	}
@@ -297,7 +299,7 @@ func completeWorkflowTypes(*cobra.Command, []string, string) ([]string, cobra.Sh
 
 // scopeOf is the scope a run record covers: its scope field, or, for a record written before the
 // field existed, its workflow's scope read from its initial data.
-func scopeOf(rec ledger.RunRecord) string {
+func scopeOf(rec runstore.RunRecord) string {
 	if rec.Scope != "" {
 		return rec.Scope
 	}

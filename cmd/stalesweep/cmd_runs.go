@@ -15,6 +15,8 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // runStatuses are the states a run record can be in, across every workflow's machine.
@@ -44,7 +46,7 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 	scope := cmd.Flags().String("scope", "", "only runs on this scope (its key: an organization uuid, org/group, a queue; \"fleet\"); needs --workflow")
 	st := cmd.Flags().String("status", "", "only runs in this status: "+strings.Join(runStatuses, ", "))
 	since := cmd.Flags().String("since", "", "only runs initiated since: a duration back from now (24h) or a time (RFC 3339)")
-	limit := cmd.Flags().Int("limit", ledger.RunListLimitDefault, fmt.Sprintf("runs per page, 1 to %d", ledger.RunListLimitMax))
+	limit := cmd.Flags().Int("limit", runstore.RunListLimitDefault, fmt.Sprintf("runs per page, 1 to %d", runstore.RunListLimitMax))
 	token := cmd.Flags().String("page-token", "", "the token the previous page ended with")
 	_ = cmd.RegisterFlagCompletionFunc("workflow", completeWorkflowTypes)
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
@@ -52,7 +54,7 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 		if err := checkFormat(*format); err != nil {
 			return c.usageError(cmd, "%v", err)
 		}
-		q := ledger.RunQuery{Scope: *scope, Status: *st, Limit: *limit, PageToken: *token}
+		q := runstore.RunQuery{Scope: *scope, Status: *st, Limit: *limit, PageToken: *token}
 		if *typ != "" {
 			t, err := checkWorkflowType("--workflow", *typ)
 			if err != nil {
@@ -65,8 +67,8 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 			return c.usageError(cmd, "--scope: needs --workflow, since a scope key's form is its workflow's")
 		case *st != "" && !slices.Contains(runStatuses, *st):
 			return c.usageError(cmd, "--status: want one of %s, got %q", strings.Join(runStatuses, ", "), *st)
-		case *limit < 1 || *limit > ledger.RunListLimitMax:
-			return c.usageError(cmd, "--limit: between 1 and %d, got %d", ledger.RunListLimitMax, *limit)
+		case *limit < 1 || *limit > runstore.RunListLimitMax:
+			return c.usageError(cmd, "--limit: between 1 and %d, got %d", runstore.RunListLimitMax, *limit)
 		}
 		if *since != "" {
 			at, err := parseSince(*since, time.Now())
@@ -83,7 +85,7 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 			return exitCode(code)
 		}
 		defer fsc.Close()
-		page, err := ledger.NewRunStore(fsc).ListRuns(c.ctx, q)
+		page, err := runstore.New(fsc).ListRuns(c.ctx, q)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs list: %v\n", err)
 			return exitCode(exitFailed)
@@ -136,7 +138,7 @@ func (c *cli) runsShowCmd() *cobra.Command {
 			return exitCode(code)
 		}
 		defer fsc.Close()
-		rec, err := ledger.NewRunStore(fsc).GetRun(c.ctx, args[0])
+		rec, err := runstore.New(fsc).GetRun(c.ctx, args[0])
 		switch {
 		case status.Code(err) == codes.NotFound:
 			fmt.Fprintf(c.stderr, "stalesweep runs show: no run %s\n", args[0])
@@ -146,13 +148,13 @@ func (c *cli) runsShowCmd() *cobra.Command {
 			return exitCode(exitFailed)
 		}
 		v := viewOf(rec)
-		paused, err := ledger.NewPauseStore(fsc).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
+		paused, err := pausestore.New(fsc).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
 			return exitCode(exitFailed)
 		}
 		v.PausedNow = paused
-		g, err := ledger.NewGuardStore(fsc).Get(c.ctx, ledger.GuardKey(rec.WorkflowType, v.Scope))
+		g, err := runstore.NewGuardStore(fsc).Get(c.ctx, runstore.GuardKey(rec.WorkflowType, v.Scope))
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
 			return exitCode(exitFailed)
@@ -171,14 +173,14 @@ func (c *cli) runsShowCmd() *cobra.Command {
 // runView is a run record as the runs commands print it: the record, its scope filled in for a
 // record written before the field existed, and (runs show) the pause covering it now.
 type runView struct {
-	ledger.RunRecord
+	runstore.RunRecord
 	PausedNow *ledger.Pause `json:"paused_now,omitempty"`
 	// PresumedDeadSince (runs show) is set for a run that has not ended and whose guard is gone,
 	// names another run, or has expired: nothing renews it, so its process is presumed dead.
 	PresumedDeadSince *time.Time `json:"presumed_dead_since,omitempty"`
 }
 
-func viewOf(r ledger.RunRecord) runView {
+func viewOf(r runstore.RunRecord) runView {
 	r.Scope = scopeOf(r)
 	return runView{RunRecord: r}
 }
@@ -258,7 +260,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // took is how long a finished run took, "-" while it runs.
-func took(r ledger.RunRecord) string {
+func took(r runstore.RunRecord) string {
 	end := r.CompletedAt
 	if end.IsZero() {
 		end = r.FailedAt
@@ -272,7 +274,7 @@ func took(r ledger.RunRecord) string {
 // presumedDead is when a run that has not ended is presumed dead, zero while it is presumed
 // alive: since its guard's lease expired (nothing renewed it), since another run took the guard
 // (its acquired_at), or since the record's last update when the guard is gone.
-func presumedDead(rec ledger.RunRecord, g *ledger.Guard, now time.Time) time.Time {
+func presumedDead(rec runstore.RunRecord, g *runstore.Guard, now time.Time) time.Time {
 	switch {
 	case rec.Status == workflow.StateCompleted || rec.Status == workflow.StateFailed:
 		return time.Time{}
@@ -288,7 +290,7 @@ func presumedDead(rec ledger.RunRecord, g *ledger.Guard, now time.Time) time.Tim
 
 // settledOf is how many rows a run settled, as its stats or output count them; "-" when they
 // do not.
-func settledOf(r ledger.RunRecord) string {
+func settledOf(r runstore.RunRecord) string {
 	var n int64
 	found := false
 	add := func(v any) {
@@ -352,7 +354,7 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 			return exitCode(code)
 		}
 		defer fsc.Close()
-		runs := ledger.NewRunStore(fsc)
+		runs := runstore.New(fsc)
 		rec, err := runs.GetRun(c.ctx, id)
 		switch {
 		case status.Code(err) == codes.NotFound:
@@ -370,15 +372,15 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 		expire := ledger.ExpiryAt(now, cfg.Retention, true)
 		// One transaction: the record failed run_abandoned with who and why, and its guard
 		// deleted, unless the guard's lease is still being renewed.
-		err = runs.TransitionRun(c.ctx, id, []string{rec.Status}, workflow.StateFailed, now, ledger.RunUpdate{
+		err = runs.TransitionRun(c.ctx, id, []string{rec.Status}, workflow.StateFailed, now, runstore.RunUpdate{
 			FailedAt: now, ExpireAt: expire, NotableExpireAt: expire,
-			Failure: &ledger.Failure{Reason: "run_abandoned", Type: workflow.FailureTransient, Step: "operator", Layer: "workflow",
+			Failure: &runstore.Failure{Reason: "run_abandoned", Type: workflow.FailureTransient, Step: "operator", Layer: "workflow",
 				AtState: rec.Status, Action: "abandon", Error: "ended as presumed dead by " + actor + ": " + *reason, ErrorType: "Abandoned"},
-			ReleaseGuard: ledger.GuardKey(rec.WorkflowType, scopeOf(rec)), RefuseLiveAt: now,
+			ReleaseGuard: runstore.GuardKey(rec.WorkflowType, scopeOf(rec)), RefuseLiveAt: now,
 			AbandonedBy: actor, AbandonReason: *reason,
 		})
-		var ended *ledger.BadTransitionError
-		var held *ledger.GuardHeldError
+		var ended *runstore.BadTransitionError
+		var held *runstore.GuardHeldError
 		switch {
 		case errors.As(err, &ended) && (ended.Status == workflow.StateCompleted || ended.Status == workflow.StateFailed): // it ended meanwhile
 			fmt.Fprintf(c.stdout, "run %s already ended: %s; nothing written\n", id, ended.Status)

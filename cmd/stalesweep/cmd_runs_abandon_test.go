@@ -9,18 +9,18 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // startedRun writes what the engine writes when a run starts on org's scope: its record and its
 // guard, whose lease the run last renewed at renewed for lease.
-func startedRun(t *testing.T, runs *ledger.RunStore, org string, renewed time.Time, lease time.Duration) string {
+func startedRun(t *testing.T, runs *runstore.Store, org string, renewed time.Time, lease time.Duration) string {
 	t.Helper()
 	id := uuid.NewString()
-	rec := ledger.RunRecord{WorkflowRunUUID: id, WorkflowType: syncType, Status: "reconciling", Trigger: "schedule", Scope: org,
+	rec := runstore.RunRecord{WorkflowRunUUID: id, WorkflowType: syncType, Status: "reconciling", Trigger: "schedule", Scope: org,
 		InitialData: map[string]any{"organization_uuid": org}, InitiatedAt: renewed, UpdatedAt: renewed}
-	if _, err := runs.StartRun(context.Background(), rec, &ledger.GuardClaim{Key: ledger.GuardKey(syncType, org), TTL: lease,
-		Guard: ledger.Guard{WorkflowRunUUID: id, WorkflowType: syncType, Scope: org, AcquiredAt: renewed}}); err != nil {
+	if _, err := runs.StartRun(context.Background(), rec, &runstore.GuardClaim{Key: runstore.GuardKey(syncType, org), TTL: lease,
+		Guard: runstore.Guard{WorkflowRunUUID: id, WorkflowType: syncType, Scope: org, AcquiredAt: renewed}}); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -30,7 +30,7 @@ func startedRun(t *testing.T, runs *ledger.RunStore, org string, renewed time.Ti
 // whose lease is being renewed.
 func TestRunsAbandonEndsADeadRunAndRefusesALiveOne(t *testing.T) {
 	fs := commandFirestore(t)
-	runs := ledger.NewRunStore(fs)
+	runs := runstore.New(fs)
 	deadOrg, liveOrg := uuid.NewString(), uuid.NewString()
 	lastRenewal := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 	dead := startedRun(t, runs, deadOrg, lastRenewal, 30*time.Second)
@@ -88,7 +88,7 @@ func TestRunsAbandonEndsADeadRunAndRefusesALiveOne(t *testing.T) {
 	if keep := rec.ExpireAt.Sub(before); keep < 400*24*time.Hour || keep > 400*24*time.Hour+time.Minute {
 		t.Errorf("abandoned record expires %s after the abandonment, want the notable retention set, 400 days", keep)
 	}
-	if g, err := ledger.NewGuardStore(fs).Get(context.Background(), ledger.GuardKey(syncType, deadOrg)); err != nil || g != nil {
+	if g, err := runstore.NewGuardStore(fs).Get(context.Background(), runstore.GuardKey(syncType, deadOrg)); err != nil || g != nil {
 		t.Errorf("the dead run's guard: %+v %v, want it deleted", g, err)
 	}
 	if code, stdout, _ := invoke(t, "runs", "abandon", dead, "--reason", "again"); code != exitOK || !strings.Contains(stdout, "already ended") {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -37,7 +38,7 @@ func TestStatusShowsTheNextTickFleetWideAndWritesNothing(t *testing.T) {
 	if code, _, stderr := invoke(t, "pause", syncType, "--scope", paused, "--reason", "INC-9"); code != exitOK {
 		t.Fatalf("pause: %d %s", code, stderr)
 	}
-	if _, err := ledger.NewTargetStore(fs, ledger.Retention{}).Record(t.Context(), ledger.Target{Target: "cloud_run:projects/p/locations/l", Blind: true, JudgedAt: time.Now(), Asked: 10, Unknown: 9}); err != nil {
+	if _, err := targetstore.New(fs, ledger.Retention{}).Record(t.Context(), ledger.Target{Target: "cloud_run:projects/p/locations/l", Blind: true, JudgedAt: time.Now(), Asked: 10, Unknown: 9}); err != nil {
 		t.Fatal(err)
 	}
 	before := documents(t, fs)

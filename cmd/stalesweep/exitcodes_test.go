@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // exitCase is one command line, the environment it runs in and the exit code it must end with.
@@ -58,19 +59,19 @@ func TestExitCodes(t *testing.T) {
 	}
 	staleRow(t, fs, fake, enabled, "row-1", cloudrunfake.Succeeded)
 	// Another run holds the scope of held.
-	holder := ledger.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "runner.execution-sync-stale-cloud-run", Status: "reconciling", Scope: held,
+	holder := runstore.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "runner.execution-sync-stale-cloud-run", Status: "reconciling", Scope: held,
 		InitiatedAt: time.Now(), UpdatedAt: time.Now()}
-	claim := &ledger.GuardClaim{Key: ledger.GuardKey(holder.WorkflowType, held), TTL: time.Hour,
-		Guard: ledger.Guard{WorkflowRunUUID: holder.WorkflowRunUUID, WorkflowType: holder.WorkflowType, Scope: held, AcquiredAt: time.Now()}}
-	if _, err := ledger.NewRunStore(fs).StartRun(ctx, holder, claim); err != nil {
+	claim := &runstore.GuardClaim{Key: runstore.GuardKey(holder.WorkflowType, held), TTL: time.Hour,
+		Guard: runstore.Guard{WorkflowRunUUID: holder.WorkflowRunUUID, WorkflowType: holder.WorkflowType, Scope: held, AcquiredAt: time.Now()}}
+	if _, err := runstore.New(fs).StartRun(ctx, holder, claim); err != nil {
 		t.Fatal(err)
 	}
 	// A run whose process died an hour ago: its guard's lease ran out long since.
-	dead := ledger.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "pm.sweep", Status: "pending",
+	dead := runstore.RunRecord{WorkflowRunUUID: uuid.NewString(), WorkflowType: "pm.sweep", Status: "pending",
 		InitiatedAt: time.Now().Add(-time.Hour), UpdatedAt: time.Now().Add(-time.Hour), Scope: "queue:exit-codes-dead"}
-	deadClaim := &ledger.GuardClaim{Key: ledger.GuardKey(dead.WorkflowType, dead.Scope), TTL: 30 * time.Second,
-		Guard: ledger.Guard{WorkflowRunUUID: dead.WorkflowRunUUID, WorkflowType: dead.WorkflowType, Scope: dead.Scope, AcquiredAt: dead.InitiatedAt}}
-	if _, err := ledger.NewRunStore(fs).StartRun(ctx, dead, deadClaim); err != nil {
+	deadClaim := &runstore.GuardClaim{Key: runstore.GuardKey(dead.WorkflowType, dead.Scope), TTL: 30 * time.Second,
+		Guard: runstore.Guard{WorkflowRunUUID: dead.WorkflowRunUUID, WorkflowType: dead.WorkflowType, Scope: dead.Scope, AcquiredAt: dead.InitiatedAt}}
+	if _, err := runstore.New(fs).StartRun(ctx, dead, deadClaim); err != nil {
 		t.Fatal(err)
 	}
 	data := func(org string) string { return `{"organization_uuid": "` + org + `"}` }

@@ -23,10 +23,12 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(removingBinary{m}) }
@@ -248,7 +250,7 @@ func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || out["swept"] != float64(1) || len(out) != 3 {
 		t.Errorf("output %s (%v)", stdout, err)
 	}
-	if r, _ := store.GetRun(context.Background(), "r1"); r.Outcome != ledger.OutcomeAbandoned {
+	if r, _ := store.GetExtensionRun(context.Background(), "r1"); r.Outcome != ledger.OutcomeAbandoned {
 		t.Errorf("run = %+v", r)
 	}
 }
@@ -362,7 +364,7 @@ func TestRunSweepsAnOrganizationThatOptedOutOnlyWithIncludeDisabled(t *testing.T
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("run records: %d, %v", len(recs), err)
 		}
-		var rec ledger.RunRecord
+		var rec runstore.RunRecord
 		if err := recs[0].DataTo(&rec); err != nil {
 			t.Fatal(err)
 		}
@@ -438,7 +440,7 @@ func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.
 func TestExecutorsListsAndClearsATarget(t *testing.T) {
 	fs := commandFirestore(t)
 	const target = "cloud_run:projects/p/locations/europe-west1"
-	store := ledger.NewTargetStore(fs, ledger.Retention{})
+	store := targetstore.New(fs, ledger.Retention{})
 	if _, err := store.Record(context.Background(), ledger.Target{Target: target, Blind: true, JudgedAt: time.Now(), Asked: 30, Unknown: 30}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pm sweep --queue and pause --scope warn on stderr, and still exit 0, for a queue or scope that
@@ -46,7 +46,7 @@ func TestAScopeThatNothingKnowsIsWarnedAbout(t *testing.T) {
 			t.Errorf("stalesweep %s: exit %d, warned %t, want exit 0, warned %t; stderr %q", strings.Join(c.args, " "), code, warned, c.warn, stderr)
 		}
 	}
-	if p, err := ledger.NewPauseStore(fs).Covering(ctx, "pm.sweep", "nosuchqueue2", time.Now()); err != nil || p == nil {
+	if p, err := pausestore.New(fs).Covering(ctx, "pm.sweep", "nosuchqueue2", time.Now()); err != nil || p == nil {
 		t.Errorf("the warned pause was not taken: %v, %v", p, err)
 	}
 }

@@ -19,11 +19,15 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // SyncBudgetDefault bounds one SyncExecution call.
@@ -102,7 +106,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	sh := shared{app: a, fs: a.Firestore, now: now, log: log, run: runClient, sync: syncCfg,
 		store: ledger.NewExecutionStore(a.Firestore, cfg.Tx, cfg.Retention),
 		// No row is settled lost while its executor target is blind (internal/blindguard).
-		blind: blindguard.New(ledger.NewTargetStore(a.Firestore, cfg.Retention), cfg.Blind, log),
+		blind: blindguard.New(targetstore.New(a.Firestore, cfg.Retention), cfg.Blind, log),
 	}
 	// Every declared workflow, built as it declares itself.
 	var builts []*built
@@ -144,10 +148,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	}
 
 	orgs := ledger.NewOrganizationStore(a.Firestore)
-	pauses := ledger.NewPauseStore(a.Firestore)
+	pauses := pausestore.New(a.Firestore)
 	engineOpts := workflow.Options{
-		Runs:     ledger.NewRunStore(a.Firestore),
-		Guards:   ledger.NewGuardStore(a.Firestore),
+		Runs:     runstore.New(a.Firestore),
+		Guards:   runstore.NewGuardStore(a.Firestore),
 		GuardTTL: syncCfg.Budget + 2*time.Minute,
 		// A run renews a short lease while it works, so a dead one frees its scope in seconds.
 		GuardLease: workflow.GuardLeaseDefault,
@@ -197,7 +201,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		}
 		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
-			o.Roster, o.RosterMaxAge = ledger.NewRosterStore(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
+			o.Roster, o.RosterMaxAge = rosterstore.New(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
 		}
 		return &Pipeline{Engine: engine, Dispatcher: pipeline.NewDispatcher(o)}, nil
 	})

@@ -77,7 +77,7 @@ func (c Config) Blind(asked, unknown int64) bool {
 	return asked >= c.MinRows && float64(unknown) > c.Fraction*float64(asked)
 }
 
-// Store is what the guard needs of the ledger; *ledger.TargetStore has it.
+// Store is what the guard needs of its judgments; *targetstore.Store has it.
 type Store interface {
 	Count(ctx context.Context, target string, since, clearedAt time.Time) (asked, unknown int64, err error)
 	Get(ctx context.Context, target string) (ledger.Target, bool, error)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -14,22 +15,22 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// countingStore is the ledger's store, counting the judgments it records.
+// countingStore is the judgments' store, counting the judgments it records.
 type countingStore struct {
-	*ledger.TargetStore
+	*targetstore.Store
 	records atomic.Int64
 }
 
 func (s *countingStore) Record(ctx context.Context, t ledger.Target) (ledger.Target, error) {
 	s.records.Add(1)
-	return s.TargetStore.Record(ctx, t)
+	return s.Store.Record(ctx, t)
 }
 
 // A target that answers is judged and stored, healthy as it is, at most once per Interval per
 // process: the second answer within the Interval writes nothing; one after it judges again.
 func TestSeenStoresAHealthyTargetsJudgmentOncePerInterval(t *testing.T) {
 	fs := testenv.FirestoreProject(t, testenv.Project())
-	store := &countingStore{TargetStore: ledger.NewTargetStore(fs, ledger.Retention{})}
+	store := &countingStore{Store: targetstore.New(fs, ledger.Retention{})}
 	g := blindguard.New(store, blindguard.Config{}, logging.Discard())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)

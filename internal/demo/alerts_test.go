@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -29,6 +30,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // The demo and one staged incident of each other kind log every event of the alerts list, each
@@ -120,7 +122,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	}
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 	wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(testenv.Fixed(now)))
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerSchedule})
 	if err != nil || out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {
 		t.Fatalf("sweep of an idle fleet: %+v %v, want failed by the storm guard", out, err)
@@ -157,13 +159,13 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	writer := ledgertest.Executions{Client: fs}
 	adapter := cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond})
 	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log,
-		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
+		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}.WithDefaults()
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.Now, Log: log}, wf.Definition(executionsync.CloudRun))
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.Now, Log: log}, wf.Definition(executionsync.CloudRun))
 	var rows []string
 	for range 4 {
 		id := uuid.NewString()

@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // pubsubEmulatorEnv is the variable the Pub/Sub client follows to the emulator.
@@ -93,7 +94,7 @@ func pipelineRounds(ctx context.Context, o Options, fs *firestore.Client, fake *
 	}
 	pub := ps.Publisher(pipeline.TicksDefault)
 	stops = append(stops, pub.Stop)
-	runs := ledger.NewRunStore(fs)
+	runs := runstore.New(fs)
 	tick, _ := json.Marshal(map[string]any{"workflow_type": contract.ExecutionSyncCloudRun, "initial_data": map[string]any{"limit": o.Limit}})
 
 	return func(ctx context.Context) (roundResult, error) {
@@ -102,7 +103,7 @@ func pipelineRounds(ctx context.Context, o Options, fs *firestore.Client, fake *
 			return roundResult{}, fmt.Errorf("publish tick: %w", err)
 		}
 		run := pipeline.RunUUID(id, contract.ExecutionSyncCloudRun, orgA)
-		var rec ledger.RunRecord
+		var rec runstore.RunRecord
 		if err := poll(ctx, func() bool {
 			rec, err = runs.GetRun(ctx, run)
 			return err == nil && (rec.Status == workflow.StateCompleted || rec.Status == workflow.StateFailed)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -169,16 +170,16 @@ func TestABlindCloudRunTargetSettlesNothingLostUntilAnOperatorClearsIt(t *testin
 	if n := logs.count(t, "ERROR", "blind executor: rows of this target", targetA); n != len(f.orgs) {
 		t.Errorf("%d run ERROR lines name the blind target, want one per run (%d)", n, len(f.orgs))
 	}
-	tgt, found, err := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA)
+	tgt, found, err := targetstore.New(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA)
 	if err != nil || !found || !tgt.Blind || tgt.Unknown != 30 {
 		t.Errorf("the blind target's judgment = %+v (found %t, %v)", tgt, found, err)
 	}
-	if seeing, _, _ := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Get(context.Background(), targetB); seeing.Blind {
+	if seeing, _, _ := targetstore.New(f.e.fs, ledger.Retention{}).Get(context.Background(), targetB); seeing.Blind {
 		t.Errorf("the seeing target was judged blind: %+v", seeing)
 	}
 
 	// The operator checks, and clears it: its rows settle lost.
-	if err := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Clear(context.Background(), targetA, "local:ops@host", f.e.clock.Now()); err != nil {
+	if err := targetstore.New(f.e.fs, ledger.Retention{}).Clear(context.Background(), targetA, "local:ops@host", f.e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	f.sweep(false)
@@ -210,13 +211,13 @@ func TestConcurrentSweepsOfABlindTargetSettleNothingLost(t *testing.T) {
 	if held != 32 {
 		t.Errorf("%d rows held, want 32", held)
 	}
-	tgt, _, err := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA)
+	tgt, _, err := targetstore.New(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA)
 	if err != nil || !tgt.Blind || !tgt.BlindSince.Equal(f.e.clock.Now()) {
 		t.Errorf("judgment = %+v, %v; want blind since the first judgment, at %v", tgt, err, f.e.clock.Now())
 	}
 	f.e.clock.Advance(2 * blindguard.Interval)
 	f.sweep(true) // judged again: still blind, since the same time
-	if again, _, _ := ledger.NewTargetStore(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA); !again.BlindSince.Equal(tgt.BlindSince) || !again.JudgedAt.After(tgt.JudgedAt) {
+	if again, _, _ := targetstore.New(f.e.fs, ledger.Retention{}).Get(context.Background(), targetA); !again.BlindSince.Equal(tgt.BlindSince) || !again.JudgedAt.After(tgt.JudgedAt) {
 		t.Errorf("rejudged: %+v, want blind since %v, judged later", again, tgt.BlindSince)
 	}
 	if n := f.lost(targetA); n != 0 {

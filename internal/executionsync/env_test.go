@@ -16,6 +16,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -25,6 +26,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -38,7 +40,7 @@ type env struct {
 	fs     *firestore.Client
 	spy    *fsspy.Spy
 	store  *ledger.ExecutionStore
-	runs   *ledger.RunStore
+	runs   *runstore.Store
 	fake   *cloudrunfake.Server
 	clock  *testenv.Clock
 	engine *workflow.Engine
@@ -80,7 +82,7 @@ func newEnv(t *testing.T, o options) *env {
 	t.Cleanup(func() { client.Close() })
 
 	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{}, ledger.Retention{})
-	e.runs = ledger.NewRunStore(e.fs)
+	e.runs = runstore.New(e.fs)
 	if o.cloudRun.Backoff == 0 {
 		o.cloudRun.Backoff = time.Millisecond
 	}
@@ -97,7 +99,7 @@ func newEnv(t *testing.T, o options) *env {
 	}
 	var guard executionsync.TargetJudge
 	if o.guard != nil {
-		guard = blindguard.New(ledger.NewTargetStore(e.fs, ledger.Retention{}), *o.guard, log)
+		guard = blindguard.New(targetstore.New(e.fs, ledger.Retention{}), *o.guard, log)
 	}
 	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log, guard)
 	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now, nil)
@@ -243,7 +245,7 @@ func (e *env) messageSyncer() (string, *executionsync.Syncer) {
 	ctx := context.Background()
 	run := "run-" + uuid.NewString()
 	now := e.clock.Now().UTC()
-	if err := e.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
+	if err := e.runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: run, WorkflowType: string(contract.ExecutionSyncCloudRun),
 		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": e.org}, InitiatedAt: now, UpdatedAt: now}); err != nil {
 		e.t.Fatal(err)
 	}

@@ -10,11 +10,12 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 func (e *env) pause(typ contract.WorkflowType, scope string) {
 	e.t.Helper()
-	err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(typ), Scope: scope,
+	err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(typ), Scope: scope,
 		PausedBy: "op", PausedAt: e.clock.Now(), Reason: "incident"})
 	if err != nil {
 		e.t.Error(err)
@@ -74,7 +75,7 @@ func TestASyncMessageOfAPausedOrganizationIsRefusedUntilResumed(t *testing.T) {
 	if w := e.spy.Writes(); len(w) != 0 {
 		t.Errorf("the refused sync wrote %+v", w)
 	}
-	if _, err := ledger.NewPauseStore(e.fs).Delete(ctx, string(contract.ExecutionSyncCloudRun), e.org); err != nil {
+	if _, err := pausestore.New(e.fs).Delete(ctx, string(contract.ExecutionSyncCloudRun), e.org); err != nil {
 		t.Fatal(err)
 	}
 	if res := syncer.SyncOnce(ctx, req); res.Outcome != executionsync.SyncSettled {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -181,7 +182,7 @@ func TestADryRunAssessesABlindTargetWithoutRecordingAJudgment(t *testing.T) {
 	f.e.clock.Advance(20 * time.Minute)
 	// The real sweeps judged the targets while they answered (blindguard.Guard.Seen), long
 	// enough ago that no judgment is fresh: the dry runs must assess, and record nothing.
-	targets := ledger.NewTargetStore(f.e.fs, ledger.Retention{})
+	targets := targetstore.New(f.e.fs, ledger.Retention{})
 	before := map[string]ledger.Target{}
 	for _, tgt := range []string{targetA, targetB} {
 		j, _, err := targets.Get(context.Background(), tgt)

@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // MinAgeDefault is what counts as stale for an organization's oldest row when nothing else is
@@ -56,7 +57,7 @@ type OrgPage struct {
 // Reader reads the fleet's organizations, their runs and their rows.
 type Reader struct {
 	Orgs       *ledger.OrganizationStore
-	Runs       *ledger.RunStore
+	Runs       *runstore.Store
 	Executions *ledger.ExecutionStore
 	// Workflows are the declared workflows: the last run of each organization-scoped one is
 	// shown.
@@ -129,7 +130,7 @@ func (r Reader) Organizations(ctx context.Context, after string, limit int, now 
 
 // LastRun is the newest run of workflow t on scope, "" for any (one query of one document).
 func (r Reader) LastRun(ctx context.Context, t contract.WorkflowType, scope string) (LastRun, bool, error) {
-	p, err := r.Runs.ListRuns(ctx, ledger.RunQuery{WorkflowType: string(t), Scope: scope, Limit: 1})
+	p, err := r.Runs.ListRuns(ctx, runstore.RunQuery{WorkflowType: string(t), Scope: scope, Limit: 1})
 	if err != nil || len(p.Runs) == 0 {
 		return LastRun{}, false, err
 	}
@@ -149,7 +150,7 @@ func (r Reader) lastOfOrganization(ctx context.Context, t contract.WorkflowType,
 	return lastRun(rec), true, nil
 }
 
-func lastRun(rec ledger.RunRecord) LastRun {
+func lastRun(rec runstore.RunRecord) LastRun {
 	out := LastRun{WorkflowType: rec.WorkflowType, WorkflowRunUUID: rec.WorkflowRunUUID, Scope: rec.Scope, Status: rec.Status, InitiatedAt: rec.InitiatedAt}
 	if rec.Failure != nil {
 		out.FailureReason = rec.Failure.Reason

@@ -13,12 +13,16 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Bounds of StatusConfig.Limit: how many scopes each list shows.
@@ -90,7 +94,7 @@ type WorkflowStatus struct {
 	// more there are.
 	Work     []ScopeWork `json:"work"`
 	WorkMore int         `json:"work_more"`
-	// Paused lists the pauses that hold on the workflow (ledger.PauseListMax at most read).
+	// Paused lists the pauses that hold on the workflow (pausestore.PauseListMax at most read).
 	Paused  []ledger.Pause `json:"paused"`
 	LastRun *LastRun       `json:"last_run"`
 	// Error says why the dispatcher stopped (out of budget, a tick it refused).
@@ -119,8 +123,8 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	}
 	st := Status{At: now, Workflows: []WorkflowStatus{}, BlindTargets: []BlindTarget{}}
 	orgs := ledger.NewOrganizationStore(f.Firestore)
-	reader := Reader{Orgs: orgs, Runs: ledger.NewRunStore(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
-	pauses := ledger.NewPauseStore(f.Firestore)
+	reader := Reader{Orgs: orgs, Runs: runstore.New(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
+	pauses := pausestore.New(f.Firestore)
 	for _, t := range f.Declared.Types() {
 		ws, err := f.workflow(ctx, t, cfg, limit, now, reader, orgs, pauses)
 		if err != nil {
@@ -136,7 +140,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 		off, st.OptedOutMore = off[:limit], true
 	}
 	st.OptedOut = off
-	targets, err := ledger.NewTargetStore(f.Firestore, ledger.Retention{}).List(ctx, StatusLimitMax)
+	targets, err := targetstore.New(f.Firestore, ledger.Retention{}).List(ctx, StatusLimitMax)
 	if err != nil {
 		return Status{}, err
 	}
@@ -148,7 +152,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	return st, nil
 }
 
-func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *ledger.OrganizationStore, pauses *ledger.PauseStore) (WorkflowStatus, error) {
+func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *ledger.OrganizationStore, pauses *pausestore.Store) (WorkflowStatus, error) {
 	ws := WorkflowStatus{WorkflowType: string(t), Work: []ScopeWork{}, Paused: []ledger.Pause{}}
 	data := cfg.Data[t]
 	if data == nil {
@@ -164,7 +168,7 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		Probe:      ledger.ServerClock(f.Firestore),
 	}
 	if f.RosterMaxAge >= 0 {
-		o.Roster, o.RosterMaxAge = ledger.NewRosterStore(f.Firestore, f.Retention, time.Now), f.RosterMaxAge
+		o.Roster, o.RosterMaxAge = rosterstore.New(f.Firestore, f.Retention, time.Now), f.RosterMaxAge
 	}
 	d := pipeline.NewDispatcher(o)
 	// A tick id lets the dispatcher read the roster; it names no run, since nothing is published.
@@ -204,7 +208,7 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		ws.Work = append(ws.Work, w)
 	}
 	ws.WorkMore = rec.more
-	all, err := pauses.List(ctx, string(t), ledger.PauseListMax)
+	all, err := pauses.List(ctx, string(t), pausestore.PauseListMax)
 	if err != nil {
 		return ws, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -170,5 +171,5 @@ func syncEngine(t *testing.T, fs *firestore.Client, store *ledger.ExecutionStore
 	if err != nil {
 		t.Fatal(err)
 	}
-	return workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
+	return workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: now, Log: logging.Discard()}, wf.Definition(executionsync.Kubernetes))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // abandonThrough runs each lease's settling transaction on another store, counted: the scan
@@ -40,7 +41,7 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	rows := ledger.NewLeaseStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
 	cfg := leasesettle.Config{}.WithDefaults()
 	e.wf = leasesettle.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	leases := make([]string, total)
 	for i := range leases {
 		leases[i] = e.lease(e.instance("terminated"), time.Hour)

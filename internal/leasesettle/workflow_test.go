@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -92,7 +93,7 @@ func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) l
 		store = wrap(store)
 	}
 	e.wf = leasesettle.New(store, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	if err := e.runner.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
 	}

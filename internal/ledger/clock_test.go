@@ -38,7 +38,7 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 		if err := app.Move(ctx, "run-"+name); err != nil {
 			t.Fatal(err)
 		}
-		r, err := runs.GetRun(ctx, "run-"+name)
+		r, err := runs.GetExtensionRun(ctx, "run-"+name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,8 +78,8 @@ func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *fir
 	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
 }
 
-// GetRun reads one run.
-func (s *ExtensionRunStore) GetRun(ctx context.Context, runID string) (ExtensionRun, error) {
+// GetExtensionRun reads one extension run.
+func (s *ExtensionRunStore) GetExtensionRun(ctx context.Context, runID string) (ExtensionRun, error) {
 	snap, err := s.run(runID).Get(ctx)
 	if err != nil {
 		return ExtensionRun{}, fmt.Errorf("get extension run %s: %w", runID, err)
@@ -108,8 +108,8 @@ func (s *ExtensionRunStore) GetInterlock(ctx context.Context, tenantID, extensio
 	return l, true, nil
 }
 
-// RunCursor is where a scan of idle runs stopped.
-type RunCursor struct {
+// ExtensionRunCursor is where a scan of idle runs stopped.
+type ExtensionRunCursor struct {
 	LastMovedAt time.Time
 	RunID       string
 }
@@ -117,7 +117,7 @@ type RunCursor struct {
 // ScanIdle returns up to limit running runs, of every tenant, whose last movement is before
 // deadline, least recently moved first (ties by id), after the cursor. A run that cannot be
 // decoded comes back with Malformed set (and its id and last_moved_at, for the cursor).
-func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *RunCursor, limit int) ([]ExtensionRun, error) {
+func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *ExtensionRunCursor, limit int) ([]ExtensionRun, error) {
 	q := s.client.Collection(ExtensionRunsCollection).
 		Where("status", "==", ExtensionRunning).
 		Where("last_moved_at", "<", deadline).
@@ -160,7 +160,7 @@ func (s *ExtensionRunStore) CountIdle(ctx context.Context, deadline time.Time) (
 // Abandonment is what the sweep decided about one run.
 type Abandonment struct {
 	Swept bool
-	// Why says, when not swept, why (LeftRunMissing, LeftNotRunning, LeftMoved, LeftNotIdle,
+	// Why says, when not swept, why (LeftExtensionRunMissing, LeftNotRunning, LeftMoved, LeftNotIdle,
 	// LeftPaused).
 	Why Left
 	// Pause is, when Why is LeftPaused, the pause the transaction read.
@@ -175,7 +175,7 @@ type Abandonment struct {
 // Abandon marks a run failed/abandoned, with settlement, in one transaction that re-reads the run
 // and asks decide, the sweep's rule, whether it still may (Left says why not); for a background
 // run it deletes the interlock only if the interlock names this run. A missing run is left
-// (LeftRunMissing) without asking decide. With the run it reads the pause documents pauses names
+// (LeftExtensionRunMissing) without asking decide. With the run it reads the pause documents pauses names
 // (PauseIDs; none for a run that overrides the pause): one that holds leaves the run
 // (LeftPaused) without asking decide. Reads come before writes.
 func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []string, settlement Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
@@ -201,7 +201,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 func (s *ExtensionRunStore) settledBy(ctx context.Context, runID, uuid string) (Abandonment, bool) {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	r, err := s.GetRun(ctx, runID)
+	r, err := s.GetExtensionRun(ctx, runID)
 	if err != nil {
 		return Abandonment{}, false
 	}
@@ -271,7 +271,7 @@ func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pau
 		return out, err
 	}
 	if !snaps[0].Exists() {
-		out.Why = LeftRunMissing
+		out.Why = LeftExtensionRunMissing
 		return out, nil
 	}
 	var r ExtensionRun

@@ -12,8 +12,8 @@ type Order string
 
 // Index field directions, named as firestore.indexes.json names them.
 const (
-	Ascending  Order = "ASCENDING"
-	Descending Order = "DESCENDING"
+	ascending  Order = "ASCENDING"
+	descending Order = "DESCENDING"
 )
 
 // IndexField is one field of a composite index.
@@ -39,100 +39,100 @@ func Indexes() []Index {
 			Collection: ExecutionsCollection,
 			Query:      "stale active executions of one organization and provider, oldest observed first (and the probe's, of up to 30 organizations at once)",
 			Fields: []IndexField{
-				{"organization_uuid", Ascending},
-				{"provider", Ascending},
-				{"active", Ascending},
-				{"observed_at", Ascending},
+				{"organization_uuid", ascending},
+				{"provider", ascending},
+				{"active", ascending},
+				{"observed_at", ascending},
 			},
 		},
 		{
 			Collection: ExecutionsCollection,
 			Query:      "rows one executor target answered about within a window, fleet-wide (the blind-executor guard)",
 			Fields: []IndexField{
-				{"sync.target", Ascending},
-				{"sync.last_synced_at", Ascending},
+				{"sync.target", ascending},
+				{"sync.last_synced_at", ascending},
 			},
 		},
 		{
 			Collection: ExecutionsCollection,
 			Query:      "active rows one executor target does not know, since a clearance, fleet-wide (the blind-executor guard)",
 			Fields: []IndexField{
-				{"active", Ascending},
-				{"sync.target", Ascending},
-				{"sync.unknown_since", Ascending},
+				{"active", ascending},
+				{"sync.target", ascending},
+				{"sync.unknown_since", ascending},
 			},
 		},
 		{
 			Collection: ExtensionRunsCollection,
 			Query:      "running app invocations of every tenant idle past a deadline, least recently moved first",
 			Fields: []IndexField{
-				{"status", Ascending},
-				{"last_moved_at", Ascending},
+				{"status", ascending},
+				{"last_moved_at", ascending},
 			},
 		},
 		{
 			Collection: TasksCollection,
 			Query:      "working tasks of one queue, least recently active first (pm.sweep)",
 			Fields: []IndexField{
-				{"status", Ascending},
-				{"last_activity_at", Ascending},
+				{"status", ascending},
+				{"last_activity_at", ascending},
 			},
 		},
 		{
 			Collection: WorkspaceLeasesCollection,
 			Query:      "active workspace leases of one runner group, oldest heartbeat first",
 			Fields: []IndexField{
-				{"organization_uuid", Ascending},
-				{"runner_group_uuid", Ascending},
-				{"status", Ascending},
-				{"heartbeat_at", Ascending},
+				{"organization_uuid", ascending},
+				{"runner_group_uuid", ascending},
+				{"status", ascending},
+				{"heartbeat_at", ascending},
 			},
 		},
 		{
 			Collection: RosterCollection,
 			Query:      "the roster's next shard after an organization (Dispatch)",
 			Fields: []IndexField{
-				{"shard_of", Ascending},
-				{"last", Ascending},
+				{"shard_of", ascending},
+				{"last", ascending},
 			},
 		},
 		{
 			Collection: TasksCollection,
 			Query:      "new tasks of one queue, oldest first (a worker's next)",
 			Fields: []IndexField{
-				{"status", Ascending},
-				{"created_at", Ascending},
+				{"status", ascending},
+				{"created_at", ascending},
 			},
 		},
 		{
 			Collection: RunsCollection,
 			Query:      "runs list --workflow: one workflow type's runs, newest first",
-			Fields:     []IndexField{{"workflow_type", Ascending}, {"initiated_at", Descending}},
+			Fields:     []IndexField{{"workflow_type", ascending}, {"initiated_at", descending}},
 		},
 		{
 			Collection: RunsCollection,
 			Query:      "runs list --status: runs in one status, newest first",
-			Fields:     []IndexField{{"status", Ascending}, {"initiated_at", Descending}},
+			Fields:     []IndexField{{"status", ascending}, {"initiated_at", descending}},
 		},
 		{
 			Collection: RunsCollection,
 			Query:      "runs list --workflow --scope: one workflow's runs on one scope, newest first",
-			Fields:     []IndexField{{"workflow_type", Ascending}, {"scope", Ascending}, {"initiated_at", Descending}},
+			Fields:     []IndexField{{"workflow_type", ascending}, {"scope", ascending}, {"initiated_at", descending}},
 		},
 		{
 			Collection: RunsCollection,
 			Query:      "runs list --workflow --status: one workflow's runs in one status, newest first",
-			Fields:     []IndexField{{"workflow_type", Ascending}, {"status", Ascending}, {"initiated_at", Descending}},
+			Fields:     []IndexField{{"workflow_type", ascending}, {"status", ascending}, {"initiated_at", descending}},
 		},
 		{
 			Collection: RunsCollection,
 			Query:      "runs list --workflow --scope --status: one workflow's runs on one scope in one status, newest first",
-			Fields:     []IndexField{{"workflow_type", Ascending}, {"scope", Ascending}, {"status", Ascending}, {"initiated_at", Descending}},
+			Fields:     []IndexField{{"workflow_type", ascending}, {"scope", ascending}, {"status", ascending}, {"initiated_at", descending}},
 		},
 		{
 			Collection: RunsCollection,
 			Query:      "orgs list: the newest run of one workflow on any scope of one organization (its runner groups')",
-			Fields:     []IndexField{{"workflow_type", Ascending}, {"initial_data.organization_uuid", Ascending}, {"initiated_at", Descending}},
+			Fields:     []IndexField{{"workflow_type", ascending}, {"initial_data.organization_uuid", ascending}, {"initiated_at", descending}},
 		},
 	}
 }
@@ -151,7 +151,7 @@ func IndexFor(collection string, eq []string, orderBy string) (Index, bool) {
 	if orderBy == ExpireField && len(eq) == 0 {
 		for _, e := range ExpiringCollections() {
 			if e.Collection == collection {
-				return Index{Collection: collection, Fields: []IndexField{{ExpireField, Ascending}},
+				return Index{Collection: collection, Fields: []IndexField{{ExpireField, ascending}},
 					Query: "expired bookkeeping, oldest expiry first (gc): the TTL field's own single-field index (TerraformTTLJSON)"}, true
 			}
 		}

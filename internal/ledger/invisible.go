@@ -19,7 +19,7 @@ import (
 type Invisible struct {
 	Count int64 `json:"count"`
 	// Sample holds up to InvisibleSampleMax of their ids, found among the first
-	// InvisibleScanMax active rows by id; it may miss some when the scope has more.
+	// invisibleScanMax active rows by id; it may miss some when the scope has more.
 	Sample []string `json:"sample,omitempty"`
 }
 
@@ -34,7 +34,7 @@ func (v Invisible) Stat() *Invisible {
 // Bounds of the sample of invisible rows.
 const (
 	InvisibleSampleMax = 10
-	InvisibleScanMax   = 200
+	invisibleScanMax   = 200
 )
 
 // firestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
@@ -75,13 +75,13 @@ func invisible(ctx context.Context, active firestore.Query, field, what string) 
 	if estimate == 0 {
 		return Invisible{}, nil
 	}
-	snaps, err := active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax).Documents(ctx).GetAll()
+	snaps, err := active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(invisibleScanMax).Documents(ctx).GetAll()
 	if err != nil {
 		return Invisible{}, fmt.Errorf("sample invisible %s: %w", what, err)
 	}
 	found := notTimestamps(snaps, field)
 	out := Invisible{Count: max(estimate, int64(len(found))), Sample: found[:min(len(found), InvisibleSampleMax)]}
-	if len(snaps) < InvisibleScanMax {
+	if len(snaps) < invisibleScanMax {
 		out.Count = int64(len(found)) // the sample read the whole scope: what it found is exact
 	}
 	return out, nil
@@ -111,7 +111,7 @@ func invisibleSnapshot(ctx context.Context, client *firestore.Client, active fir
 		if all <= seen {
 			return nil
 		}
-		snaps, err := tx.Documents(active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(InvisibleScanMax)).GetAll()
+		snaps, err := tx.Documents(active.OrderBy(firestore.DocumentID, firestore.Asc).Limit(invisibleScanMax)).GetAll()
 		if err != nil {
 			return fmt.Errorf("sample invisible %s: %w", what, err)
 		}

@@ -76,8 +76,7 @@ type WorkspaceLease struct {
 
 // Errors of the lease operations.
 var (
-	ErrGroupNotFound   = errors.New("runner group not found")
-	ErrInstanceMissing = errors.New("runner instance not found")
+	ErrGroupNotFound = errors.New("runner group not found")
 )
 
 // LeaseStore is the ledger of runner groups, instances and workspace leases.
@@ -331,7 +330,7 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	l.UUID = leaseID
 	var facts Facts
 	if reads.Organization != "" {
-		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
+		facts.OrganizationEnabled = sweepsEnabled(snaps[1])
 	}
 	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, time.Now()) != nil {
 		return nil, string(LeftPaused), nil

@@ -118,8 +118,8 @@ func CheckDocID(id string) error {
 	return nil
 }
 
-// DefaultEndpoint is where the client reaches Firestore when no emulator is set.
-const DefaultEndpoint = "firestore.googleapis.com:443"
+// defaultEndpoint is where the client reaches Firestore when no emulator is set.
+const defaultEndpoint = "firestore.googleapis.com:443"
 
 // Endpoint is where Open's client reaches Firestore: the emulator's host:port, or the default
 // endpoint.
@@ -127,7 +127,7 @@ func Endpoint() string {
 	if host := os.Getenv(EmulatorEnv); host != "" {
 		return host
 	}
-	return DefaultEndpoint
+	return defaultEndpoint
 }
 
 // pingDoc is the document Ping reads; nothing writes it, so the read finds nothing.

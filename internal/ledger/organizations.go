@@ -59,12 +59,12 @@ func (s *OrganizationStore) Enabled(ctx context.Context, id string) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("read organization %s: %w", id, err)
 	}
-	return SweepsEnabled(snap), nil
+	return sweepsEnabled(snap), nil
 }
 
-// SweepsEnabled reads an organizations document as a transaction or a read got it: true only
+// sweepsEnabled reads an organizations document as a transaction or a read got it: true only
 // when it exists and its sweeps_enabled is the boolean true.
-func SweepsEnabled(snap *firestore.DocumentSnapshot) bool {
+func sweepsEnabled(snap *firestore.DocumentSnapshot) bool {
 	if snap == nil || !snap.Exists() {
 		return false
 	}

@@ -35,7 +35,7 @@ func (s *OrganizationStore) SetSweeps(ctx context.Context, id string, enabled bo
 		if err != nil && status.Code(err) != codes.NotFound {
 			return err
 		}
-		if snap != nil && snap.Exists() && SweepsEnabled(snap) == enabled {
+		if snap != nil && snap.Exists() && sweepsEnabled(snap) == enabled {
 			if v, err := snap.DataAt("sweeps_enabled"); err == nil {
 				if _, isBool := v.(bool); isBool {
 					return nil
@@ -80,7 +80,7 @@ func (s *OrganizationStore) List(ctx context.Context, after string, limit int) (
 	for _, snap := range snaps {
 		var o Organization
 		_ = snap.DataTo(&o) // a field of the wrong type leaves its zero: sweeps_enabled is read below
-		o.UUID, o.SweepsEnabled = snap.Ref.ID, SweepsEnabled(snap)
+		o.UUID, o.SweepsEnabled = snap.Ref.ID, sweepsEnabled(snap)
 		out = append(out, o)
 	}
 	return out, next, nil

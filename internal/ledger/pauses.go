@@ -1,25 +1,17 @@
 package ledger
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // PausesCollection holds one document per paused workflow type and scope (sweep_pauses).
 const PausesCollection = "sweep_pauses"
-
-// PauseListMax bounds how many pauses one read lists: pauses are an operator's few, and a
-// reader that needs every one (Dispatch) is backed by the check each run makes at its start.
-const PauseListMax = 1000
 
 // PauseReasonMax bounds a pause's reason, in bytes.
 const PauseReasonMax = 1024
@@ -129,43 +121,6 @@ func ActivePause(pauses []Pause, now time.Time) *Pause {
 	return nil
 }
 
-// PauseSeen is the first pause one of a run's settling transactions read and refused on: once
-// one has, the run tries no further row (each would read the same pause). It is safe for
-// concurrent use; the zero value has seen none.
-type PauseSeen struct {
-	mu sync.Mutex
-	p  *Pause
-}
-
-// Note records p, unless it is nil or a pause was noted before.
-func (s *PauseSeen) Note(p *Pause) {
-	if p == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		s.p = p
-	}
-}
-
-// Pause is the pause noted first, or nil.
-func (s *PauseSeen) Pause() *Pause {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p
-}
-
-// PauseStore writes and reads pauses.
-type PauseStore struct{ client *firestore.Client }
-
-// NewPauseStore returns a store on client.
-func NewPauseStore(client *firestore.Client) *PauseStore { return &PauseStore{client: client} }
-
-func (s *PauseStore) ref(workflowType, scope string) *firestore.DocumentRef {
-	return s.client.Collection(PausesCollection).Doc(PauseID(workflowType, scope))
-}
-
 // Check reports why p cannot be stored, naming the field and the rule, or nil.
 func (p Pause) Check() error {
 	switch {
@@ -185,52 +140,6 @@ func (p Pause) Check() error {
 	return nil
 }
 
-// Put writes p, replacing the pause of the same workflow type and scope: pausing again updates
-// who, when, why and until. ExpireAt is set from Until.
-func (s *PauseStore) Put(ctx context.Context, p Pause) error {
-	if err := p.Check(); err != nil {
-		return fmt.Errorf("pause: %w", err)
-	}
-	p.ExpireAt = p.Until
-	if _, err := s.ref(p.WorkflowType, p.Scope).Set(ctx, p); err != nil {
-		return fmt.Errorf("pause %s on %s: %w", p.WorkflowType, p.ScopeName(), err)
-	}
-	return nil
-}
-
-// Delete removes the pause of workflowType on scope ("" for the fleet) and reports whether there
-// was one. Deleting one that is not there is not an error.
-func (s *PauseStore) Delete(ctx context.Context, workflowType, scope string) (bool, error) {
-	ref := s.ref(workflowType, scope)
-	existed := false
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			existed = false
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		existed = snap.Exists()
-		return tx.Delete(ref)
-	}, firestore.MaxAttempts(3))
-	if err != nil {
-		return false, fmt.Errorf("resume %s: %w", PauseID(workflowType, scope), err)
-	}
-	return existed, nil
-}
-
-// Covering returns the pause that holds at now over a run of workflowType on scope (a
-// ScopeValues.Key), or nil: one read of at most three documents.
-func (s *PauseStore) Covering(ctx context.Context, workflowType, scope string, now time.Time) (*Pause, error) {
-	snaps, err := s.client.GetAll(ctx, pauseRefs(s.client, PauseIDs(workflowType, scope)))
-	if err != nil {
-		return nil, fmt.Errorf("read pauses of %s on %s: %w", workflowType, scope, err)
-	}
-	return ActivePause(DecodePauses(snaps), now), nil
-}
-
 // DecodePauses decodes the snapshots that exist; one that does not decode is skipped.
 func DecodePauses(snaps []*firestore.DocumentSnapshot) []Pause {
 	var out []Pause
@@ -244,22 +153,4 @@ func DecodePauses(snaps []*firestore.DocumentSnapshot) []Pause {
 		}
 	}
 	return out
-}
-
-// List returns up to limit (at most PauseListMax) pauses in id order, of workflowType only when
-// it is not empty, ended ones included. The equality filter with id order is served by
-// Firestore's automatic single-field index.
-func (s *PauseStore) List(ctx context.Context, workflowType string, limit int) ([]Pause, error) {
-	if limit <= 0 || limit > PauseListMax {
-		limit = PauseListMax
-	}
-	q := s.client.Collection(PausesCollection).Query
-	if workflowType != "" {
-		q = q.Where("workflow_type", "==", workflowType)
-	}
-	snaps, err := q.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("list pauses: %w", err)
-	}
-	return DecodePauses(snaps), nil
 }

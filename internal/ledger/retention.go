@@ -31,16 +31,11 @@ type Retention struct {
 const (
 	RetentionDefault        = 30 * 24 * time.Hour
 	RetentionNotableDefault = 180 * 24 * time.Hour
-	// RetentionMin is the shortest retention accepted: a run record must outlive any run (a
+	// retentionMin is the shortest retention accepted: a run record must outlive any run (a
 	// run is bounded by its function's timeout, at most an hour) and its scope guard with a
 	// wide margin, or a run still in flight could lose its record.
-	RetentionMin = 24 * time.Hour
+	retentionMin = 24 * time.Hour
 )
-
-// DefaultRetention is the retention with both defaults.
-func DefaultRetention() Retention {
-	return Retention{Ordinary: RetentionDefault, Notable: RetentionNotableDefault}
-}
 
 // WithDefaults fills zero durations with the defaults.
 func (r Retention) WithDefaults() Retention {
@@ -57,8 +52,8 @@ func (r Retention) WithDefaults() Retention {
 // came from (the environment variables), in the order ordinary, notable.
 func (r Retention) Validate(ordinaryName, notableName string) error {
 	r = r.WithDefaults()
-	if r.Ordinary < RetentionMin {
-		return fmt.Errorf("%s=%s: must be at least %s (a run record must outlive its run)", ordinaryName, r.Ordinary, RetentionMin)
+	if r.Ordinary < retentionMin {
+		return fmt.Errorf("%s=%s: must be at least %s (a run record must outlive its run)", ordinaryName, r.Ordinary, retentionMin)
 	}
 	if r.Notable < r.Ordinary {
 		return fmt.Errorf("%s=%s: must be at least %s (%s): notable runs are kept at least as long as ordinary ones", notableName, r.Notable, ordinaryName, r.Ordinary)

@@ -8,9 +8,12 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // A receipt expires the ordinary retention after the decision that wrote it, but never after
@@ -23,7 +26,7 @@ func TestAReceiptExpiresWithItsRunOrBefore(t *testing.T) {
 	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, keep)
 	runner := ledgertest.Executions{Client: fs}
-	runs := ledger.NewRunStore(fs)
+	runs := runstore.New(fs)
 	for _, c := range []struct {
 		run       string
 		runExpiry time.Time
@@ -32,7 +35,7 @@ func TestAReceiptExpiresWithItsRunOrBefore(t *testing.T) {
 		{"in-flight", t0.Add(keep.Notable), t0.Add(keep.Ordinary)},                                 // the run's notable expiry is later
 		{"finished", t0.Add(-time.Hour).Add(keep.Ordinary), t0.Add(-time.Hour).Add(keep.Ordinary)}, // it finished before
 	} {
-		if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: c.run, Status: "completed", InitiatedAt: t0, ExpireAt: c.runExpiry}); err != nil {
+		if err := runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: c.run, Status: "completed", InitiatedAt: t0, ExpireAt: c.runExpiry}); err != nil {
 			t.Fatal(err)
 		}
 		row := "row-" + c.run
@@ -88,12 +91,12 @@ func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
 	keep := ledger.Retention{Ordinary: 48 * time.Hour, Notable: 96 * time.Hour}
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, keep)
 	runner := ledgertest.Executions{Client: fs}
-	runs := ledger.NewRunStore(fs)
-	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: "run", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
+	runs := runstore.New(fs)
+	if err := runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: "run", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
 		t.Fatal(err)
 	}
 	// It finishes first, ordinary as far as it knows.
-	if err := runs.TransitionRun(ctx, "run", []string{"reconciling"}, "completed", t0, ledger.RunUpdate{
+	if err := runs.TransitionRun(ctx, "run", []string{"reconciling"}, "completed", t0, runstore.RunUpdate{
 		CompletedAt: t0, ExpireAt: t0.Add(keep.Ordinary), NotableExpireAt: t0.Add(keep.Notable)}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,14 +130,14 @@ func TestASyncThatSettlesLostKeepsItsRunForTheNotableRetention(t *testing.T) {
 	}
 
 	// A run marked notable before it finishes keeps the notable retention from its finish.
-	if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: "run2", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
+	if err := runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: "run2", Status: "reconciling", InitiatedAt: t0, ExpireAt: t0.Add(keep.Notable)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fs.Collection(ledger.RunsCollection).Doc("run2").Update(ctx, []firestore.Update{{Path: ledger.RunNotable, Value: true}}); err != nil {
 		t.Fatal(err)
 	}
 	end := t0.Add(time.Hour)
-	if err := runs.TransitionRun(ctx, "run2", []string{"reconciling"}, "completed", end, ledger.RunUpdate{
+	if err := runs.TransitionRun(ctx, "run2", []string{"reconciling"}, "completed", end, runstore.RunUpdate{
 		CompletedAt: end, ExpireAt: end.Add(keep.Ordinary), NotableExpireAt: end.Add(keep.Notable)}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +164,7 @@ func TestJudgmentsAndTheRosterExpire(t *testing.T) {
 		at, _ := v.(time.Time)
 		return at
 	}
-	targets := ledger.NewTargetStore(fs, keep)
+	targets := targetstore.New(fs, keep)
 	const target = "cloud_run:projects/p/locations/l"
 	path := ledger.TargetsCollection + "/" + ledger.TargetID(target)
 	if _, err := targets.Record(ctx, ledger.Target{Target: target, Blind: true, JudgedAt: t0}); err != nil {
@@ -177,11 +180,11 @@ func TestJudgmentsAndTheRosterExpire(t *testing.T) {
 		t.Errorf("a clearance expires %v, want %v", got, want)
 	}
 
-	roster := ledger.NewRosterStore(fs, keep, testenv.Fixed(t0))
+	roster := rosterstore.New(fs, keep, testenv.Fixed(t0))
 	if err := roster.PutShards(ctx, "v1", "", []string{"org-a", "org-b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := roster.Finish(ctx, ledger.Roster{Version: "v1", BuiltAt: t0.Add(time.Minute), Last: "org-b"}); err != nil {
+	if _, err := roster.Finish(ctx, rosterstore.Roster{Version: "v1", BuiltAt: t0.Add(time.Minute), Last: "org-b"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := expiry(ledger.RosterCollection+"/current"), t0.Add(time.Minute).Add(keep.Ordinary); !got.Equal(want) {

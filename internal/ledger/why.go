@@ -21,8 +21,8 @@ const (
 
 // Why an abandonment (ExtensionRunStore.Abandon) left a run.
 const (
-	LeftRunMissing Left = "run_missing" // the run is gone
-	LeftNotRunning Left = "not_running" // it finished (or was abandoned) since the scan
-	LeftMoved      Left = "moved"       // it moved since the scan
-	LeftNotIdle    Left = "not_idle"    // it is no longer idle past the deadline
+	LeftExtensionRunMissing Left = "run_missing" // the run is gone
+	LeftNotRunning          Left = "not_running" // it finished (or was abandoned) since the scan
+	LeftMoved               Left = "moved"       // it moved since the scan
+	LeftNotIdle             Left = "not_idle"    // it is no longer idle past the deadline
 )

@@ -17,7 +17,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Tick asks for one run of a workflow on every scope it covers.
@@ -52,7 +54,7 @@ const (
 	// (DispatcherOptions.Roster).
 	RosterMaxAgeDefault = 10 * time.Minute
 	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
-	// ledger.RosterOrphanAge at least.
+	// rosterstore.RosterOrphanAge at least.
 	RosterMaxAgeMax = 6 * time.Hour
 )
 
@@ -113,12 +115,12 @@ type Dispatcher struct {
 	groups     func(ctx context.Context, org string, limit int) ([]string, error)
 	clock      ledger.Clock // set: probe each scope before publishing
 	ticksTopic string       // set: hand the rest of a large tick on
-	roster     *ledger.RosterStore
+	roster     *rosterstore.Store
 	rosterAge  time.Duration
 	pauses     PauseLister // set: skip paused scopes
 }
 
-// PauseLister lists the pauses of a workflow type; *ledger.PauseStore is one.
+// PauseLister lists the pauses of a workflow type; *pausestore.Store is one.
 type PauseLister interface {
 	List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error)
 }
@@ -156,10 +158,10 @@ type DispatcherOptions struct {
 	// organization that enables sweeps is therefore swept from the next rebuild, within
 	// RosterMaxAge and a tick; one that opts out is refused by its sweep and by every settling
 	// transaction, whatever the roster says.
-	Roster       *ledger.RosterStore
+	Roster       *rosterstore.Store
 	RosterMaxAge time.Duration
 	// Pauses has each invocation read its workflow's pauses once (at most
-	// ledger.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
+	// pausestore.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
 	// fleet-wide pause. It is the cheap half: the engine checks the pause again when each run
 	// starts, and every settling transaction of the execution syncs checks it again, so a pause
 	// this read missed (one past the list's bound, one taken after the read, a read that
@@ -458,14 +460,14 @@ func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clock
 	if d.pauses == nil {
 		return nil
 	}
-	all, err := d.pauses.List(ctx, string(tick.WorkflowType), ledger.PauseListMax)
+	all, err := d.pauses.List(ctx, string(tick.WorkflowType), pausestore.PauseListMax)
 	if err != nil {
 		d.log.Warn("could not read the workflow's pauses; every scope is published, and each run checks its pause when it starts",
 			"workflow_type", string(tick.WorkflowType), "error", err.Error())
 		return nil
 	}
-	if len(all) >= ledger.PauseListMax {
-		d.log.Warn("pauses listed up to their bound; the rest are checked when each run starts", "workflow_type", string(tick.WorkflowType), "list_max", ledger.PauseListMax)
+	if len(all) >= pausestore.PauseListMax {
+		d.log.Warn("pauses listed up to their bound; the rest are checked when each run starts", "workflow_type", string(tick.WorkflowType), "list_max", pausestore.PauseListMax)
 	}
 	at := pauseTime(now, clocked)
 	var out []ledger.Pause

@@ -8,13 +8,14 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 func TestATickPublishesNoSweepForAPausedScopeAndDoesForAnother(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newDispatchEnv(t, 3, 0)
-	pauses := ledger.NewPauseStore(e.fs)
+	pauses := pausestore.New(e.fs)
 	paused, other := e.enabled[0], e.enabled[1:]
 	put := func(typ contract.WorkflowType, scope string, until time.Time) {
 		t.Helper()

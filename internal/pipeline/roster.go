@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 )
 
 // organizations is where one Dispatch invocation takes the enabled organizations from: the
@@ -18,11 +18,11 @@ type organizations struct {
 	now     time.Time
 	clocked bool
 	rep     *Report
-	mode    string        // "" until the first page; then "read", "build" or "list"
-	roster  ledger.Roster // read: the roster read
-	listed  []string      // build: what this invocation listed
-	end     bool          // the last page was reached
-	saved   bool          // build: the listed ids are written as shards
+	mode    string             // "" until the first page; then "read", "build" or "list"
+	roster  rosterstore.Roster // read: the roster read
+	listed  []string           // build: what this invocation listed
+	end     bool               // the last page was reached
+	saved   bool               // build: the listed ids are written as shards
 }
 
 func (d *Dispatcher) organizations(tick Tick, now time.Time, clocked bool, rep *Report) *organizations {
@@ -61,7 +61,7 @@ func (o *organizations) page(ctx context.Context, after string) ([]string, strin
 	o.rep.Roster = o.mode
 	if o.mode == "read" {
 		ids, next, err := o.d.roster.Page(ctx, o.roster, after)
-		if !errors.Is(err, ledger.ErrRosterGone) {
+		if !errors.Is(err, rosterstore.ErrRosterGone) {
 			o.end = err == nil && next == ""
 			return ids, next, err
 		}
@@ -105,7 +105,7 @@ func (o *organizations) finish(ctx context.Context) bool {
 	if len(o.listed) > 0 {
 		last = o.listed[len(o.listed)-1]
 	}
-	made, err := o.d.roster.Finish(ctx, ledger.Roster{Version: o.tick.TickID, BuiltAt: o.now, Last: last})
+	made, err := o.d.roster.Finish(ctx, rosterstore.Roster{Version: o.tick.TickID, BuiltAt: o.now, Last: last})
 	if err != nil {
 		o.d.log.Warn("the roster could not be finished; the next tick lists the organizations again", "error", err.Error())
 	}

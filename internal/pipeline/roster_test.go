@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -20,7 +21,7 @@ import (
 type rosterEnv struct {
 	dispatchEnv
 	spy     *fsspy.Spy
-	roster  *ledger.RosterStore
+	roster  *rosterstore.Store
 	now     time.Time
 	handled int // continuations already dispatched
 }
@@ -29,7 +30,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	e := &rosterEnv{spy: spy, roster: ledger.NewRosterStore(fs, ledger.Retention{}, nil), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	e := &rosterEnv{spy: spy, roster: rosterstore.New(fs, ledger.Retention{}, nil), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
 	for i := range enabled + disabled {
 		e.put(t, fmt.Sprintf("org-%03d", i), i < enabled)

@@ -14,6 +14,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // reclaimThrough settles rows through another store, counted: the scan goes on working, the
@@ -41,7 +42,7 @@ func TestARunWhoseStoreIsDownStopsWithinSecondsAndFailsStoreUnavailable(t *testi
 	rows := ledger.NewTaskStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
 	cfg := pmsweep.Config{}.WithDefaults()
 	e.wf = pmsweep.New(reclaimThrough{Store: e.tasks, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	e.claimed(total)
 	e.clock.Advance(10 * time.Minute)
 

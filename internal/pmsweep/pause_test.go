@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -51,7 +52,7 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			// One task at a time, so that the pause falls between two reclaims.
 			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
 			p.Pause = func() {
-				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
+				if err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
 					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
 					t.Error(err)
 				}

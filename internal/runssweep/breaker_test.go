@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // abandonThrough runs each abandonment's transaction on another store, counted: the scan and
@@ -40,7 +41,7 @@ func TestASweepWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	rows := ledger.NewExtensionRunStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
 	cfg := runssweep.Config{}.WithDefaults()
 	e.wf = runssweep.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	ids := make(map[string]string, total) // run id → extension
 	for i := range total {
 		ext := fmt.Sprintf("ext-%03d", i)

@@ -13,6 +13,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -50,13 +52,13 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
 			// One run at a time, so that the pause falls between two abandonments.
 			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.clock.Now))
-			e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+			e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 			p.Pause = func() {
 				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.clock.Now().Add(-2 * time.Minute), Reason: "incident"}
 				if c.until != 0 {
 					pause.Until = e.clock.Now().Add(c.until)
 				}
-				if err := ledger.NewPauseStore(e.fs).Put(context.Background(), pause); err != nil {
+				if err := pausestore.New(e.fs).Put(context.Background(), pause); err != nil {
 					t.Error(err)
 				}
 			}

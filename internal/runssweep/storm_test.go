@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // errorMessages returns the messages of the ERROR lines.
@@ -37,7 +38,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	logs := &logsink.Sink{}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
 	start := func(trigger workflow.Trigger, override bool) (workflow.Outcome, runssweep.Stats, error) {
 		out, err := engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
 			Trigger: trigger, StormOverride: override, Actor: "ops@example.com"})
@@ -62,7 +63,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	if s.StormGuard == nil || !s.StormGuard.Tripped || s.StormGuard.Aged != 16 || s.StormGuard.Live != 30 || s.StormGuard.Allowed != 15 {
 		t.Errorf("verdict %+v, want 16 aged of 30 live, 15 allowed, tripped", s.StormGuard)
 	}
-	rec, err := ledger.NewRunStore(e.fs).GetRun(context.Background(), out.RunUUID)
+	rec, err := runstore.New(e.fs).GetRun(context.Background(), out.RunUUID)
 	if err != nil || rec.Failure == nil || rec.Failure.Reason != storm.Reason || rec.Failure.Step != "storm_guard" {
 		t.Errorf("run record failure %+v (%v), want reason %s", rec.Failure, err, storm.Reason)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -54,7 +55,7 @@ func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
 		store = wrap(store)
 	}
 	e.wf = runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
 	return e
 }
 
@@ -90,7 +91,7 @@ func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
 
 func (e *env) run(id string) ledger.ExtensionRun {
 	e.t.Helper()
-	r, err := e.store.GetRun(context.Background(), id)
+	r, err := e.store.GetExtensionRun(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Trigger says how a run was started.
@@ -136,8 +137,8 @@ type Outcome struct {
 
 // Engine starts workflow runs.
 type Engine struct {
-	runs       *ledger.RunStore
-	guards     *ledger.GuardStore
+	runs       *runstore.Store
+	guards     *runstore.GuardStore
 	guardTTL   time.Duration
 	guardLease time.Duration
 	defs       map[contract.WorkflowType]Definition
@@ -154,7 +155,7 @@ type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
 }
 
-// Pauses returns the pause covering a run on a scope at now (*ledger.PauseStore).
+// Pauses returns the pause covering a run on a scope at now (*pausestore.Store).
 type Pauses interface {
 	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
 }
@@ -164,10 +165,10 @@ const RecordTimeout = 15 * time.Second
 
 // Options configures an engine.
 type Options struct {
-	Runs *ledger.RunStore
+	Runs *runstore.Store
 	// Guards, when set, keeps two runs of one workflow on one scope from overlapping (see the
 	// package doc). GuardTTL must outlast the run's budget; GuardLease is GuardLeaseDefault when zero.
-	Guards     *ledger.GuardStore
+	Guards     *runstore.GuardStore
 	GuardTTL   time.Duration
 	GuardLease time.Duration
 	// Orgs, when set, refuses a run of an organization that opted out of sweeps.
@@ -230,7 +231,7 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 
 // Start runs one workflow run to its end. It writes nothing and returns an error when the
 // request is invalid (*contract.ValidationError), the scope is held (CodeConflict wrapping
-// ledger.ErrGuardHeld), the run uuid has already started (CodeConflict wrapping
+// runstore.ErrGuardHeld), the run uuid has already started (CodeConflict wrapping
 // ErrDuplicateRun), the scope is paused and not overridden (CodeConflict; match
 // ledger.ErrPaused), or the record cannot be created. A run that starts and fails returns
 // an Outcome with Status failed and Err set.
@@ -261,7 +262,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	stored, err := ledger.StorableJSON(input)
+	stored, err := runstore.StorableJSON(input)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -275,11 +276,11 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	// The states before the body's are auto-advanced: the record is created in the last of them,
 	// its history listing each, so starting a run costs one commit rather than one per state.
 	state := len(def.States) - 2
-	history := make([]ledger.StateEntry, 0, state+1)
+	history := make([]runstore.StateEntry, 0, state+1)
 	for _, s := range def.States[:state+1] {
-		history = append(history, ledger.StateEntry{State: s.Name, At: initiated})
+		history = append(history, runstore.StateEntry{State: s.Name, At: initiated})
 	}
-	rec := ledger.RunRecord{
+	rec := runstore.RunRecord{
 		WorkflowRunUUID: runUUID,
 		WorkflowType:    string(def.Type),
 		Status:          def.States[state].Name,
@@ -323,7 +324,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		// Whatever the body made of its cancelled rows, the run stopped because the store is down.
 		bodyErr = &StepError{Step: "settle", Layer: "firestore", Reason: "store_unavailable",
 			Err: status.Errorf(codes.Unavailable, "%v: %d row transactions failed Unavailable or DeadlineExceeded in a row", cause, StoreBreakerThreshold)}
-	case errors.Is(cause, ledger.ErrGuardLost) && bodyErr == nil:
+	case errors.Is(cause, runstore.ErrGuardLost) && bodyErr == nil:
 		bodyErr = &StepError{Step: "guard", Layer: "workflow", Reason: "guard_lost", Err: cause}
 	}
 	cancelBody(nil)
@@ -334,7 +335,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	}
 	stats, _ := outputMap(res.Stats)
 	at := e.now().UTC()
-	upd := ledger.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
+	upd := runstore.RunUpdate{Stats: stats, ReleaseGuard: guard.key}
 	out := Outcome{RunUUID: runUUID, Stats: stats, Paused: paused}
 	env := envelope{rec: rec}
 	if bodyErr == nil {
@@ -390,8 +391,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 }
 
 // readBackEnd reads a run's record after a failed ending write: ok when it is terminal.
-func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (ledger.RunRecord, bool) {
-	var rec ledger.RunRecord
+func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (runstore.RunRecord, bool) {
+	var rec runstore.RunRecord
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
 		rec, err = e.runs.GetRun(ctx, runUUID)
@@ -401,7 +402,7 @@ func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (ledger.RunRec
 }
 
 // preview runs the body as a dry run: no record, no guard, nothing written.
-func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec ledger.RunRecord, log *slog.Logger) Outcome {
+func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec runstore.RunRecord, log *slog.Logger) Outcome {
 	log = log.With("dry_run", true)
 	run := Run{UUID: rec.WorkflowRunUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
 		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: req.OverridePause, DryRun: true}
@@ -436,7 +437,7 @@ type heldGuard struct {
 }
 
 // renew renews the guard while the body works (see the package doc), cancelling the body with
-// the *ledger.GuardLostError when the guard is lost. stop ends the renewal and waits for it.
+// the *runstore.GuardLostError when the guard is lost. stop ends the renewal and waits for it.
 func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFunc) (stop func()) {
 	if g.key == "" {
 		return func() {}
@@ -462,7 +463,7 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 			err := g.e.guards.Renew(rctx, g.key, g.runUUID, until)
 			rcancel()
 			switch {
-			case errors.Is(err, ledger.ErrGuardLost):
+			case errors.Is(err, runstore.ErrGuardLost):
 				g.log.Error("the run lost its scope's guard: stopping it", "error", err.Error())
 				cancelBody(err)
 				return
@@ -480,14 +481,14 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 // start creates the run's record and takes its scope's guard in one transaction, closing the
 // record of a run whose guard expired. With checkPauses it reads the pauses again, so a pause
 // taken after Start's check still refuses the run.
-func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec ledger.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
+func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec runstore.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID, acquired: e.now().UTC()}
-	var claim *ledger.GuardClaim
+	var claim *runstore.GuardClaim
 	scope := def.Scope.Key(input)
 	if e.guards != nil {
-		held.key = ledger.GuardKey(string(def.Type), scope)
-		claim = &ledger.GuardClaim{Key: held.key, TTL: e.guardLease, Guard: ledger.Guard{
+		held.key = runstore.GuardKey(string(def.Type), scope)
+		claim = &runstore.GuardClaim{Key: held.key, TTL: e.guardLease, Guard: runstore.Guard{
 			WorkflowRunUUID: runUUID, WorkflowType: string(def.Type), Scope: scope, AcquiredAt: held.acquired,
 			ExpireAt: rec.ExpireAt,
 		}}
@@ -495,13 +496,13 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			claim.Pauses = ledger.PauseIDs(string(def.Type), scope)
 		}
 	}
-	var expired *ledger.Guard
+	var expired *runstore.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
 		expired, err = e.runs.StartRun(ctx, rec, claim)
 		return err
 	})
-	var busy *ledger.GuardHeldError
+	var busy *runstore.GuardHeldError
 	var paused *ledger.PausedError
 	if err != nil && ledger.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
@@ -510,7 +511,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			log.Warn("the start's commit was answered with an error but landed: the run goes on", "error", err.Error())
 			err, expired = nil, nil
 			if g != nil && g.TookOver != "" {
-				expired = &ledger.Guard{WorkflowRunUUID: g.TookOver}
+				expired = &runstore.Guard{WorkflowRunUUID: g.TookOver}
 			}
 		}
 	}
@@ -526,26 +527,26 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			Details: map[string]any{"workflow_run_uuid": busy.Holder.WorkflowRunUUID, "expires_at": busy.Holder.ExpiresAt.UTC().Format(time.RFC3339)},
 			Err:     err,
 		}
-	case errors.Is(err, ledger.ErrRunExists):
+	case errors.Is(err, runstore.ErrRunExists):
 		return nil, &contract.Error{Code: contract.CodeConflict, Message: "run " + runUUID + " has already started", Err: ErrDuplicateRun}
 	case err != nil:
 		return nil, err
 	}
 	if expired != nil && expired.WorkflowRunUUID != runUUID {
 		at := e.now().UTC()
-		abandoned := &ledger.Failure{
+		abandoned := &runstore.Failure{
 			Reason: "run_abandoned", Type: FailureTransient, Step: "guard", Layer: "workflow",
 			Action: "fail", Error: "the run's guard expired before the run finished: its process died or overran its budget",
 			ErrorType: "Abandoned",
 		}
 		err := e.record(ctx, func(ctx context.Context) error {
-			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, ledger.RunUpdate{FailedAt: at, Failure: abandoned,
+			return e.runs.TransitionRun(ctx, expired.WorkflowRunUUID, nonTerminal(def.States), StateFailed, at, runstore.RunUpdate{FailedAt: at, Failure: abandoned,
 				ExpireAt: ledger.ExpiryAt(at, e.keep, true)})
 		})
 		switch {
 		case err == nil:
 			log.Warn("closed a run whose guard expired before it finished", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID)
-		case !errors.Is(err, ledger.ErrBadTransition) && status.Code(err) != codes.NotFound:
+		case !errors.Is(err, runstore.ErrBadTransition) && status.Code(err) != codes.NotFound:
 			log.Warn("could not close a run whose guard expired", "abandoned_workflow_run_uuid", expired.WorkflowRunUUID, "error", err.Error())
 		}
 	}
@@ -554,9 +555,9 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 
 // startedAfterAll reads back what a failed StartRun may have written: true when the record has
 // this start's initiated_at (a redelivery has its own) and the guard, if any, names this run.
-func (e *Engine) startedAfterAll(ctx context.Context, rec ledger.RunRecord, guardKey string) (*ledger.Guard, bool) {
-	var got ledger.RunRecord
-	var g *ledger.Guard
+func (e *Engine) startedAfterAll(ctx context.Context, rec runstore.RunRecord, guardKey string) (*runstore.Guard, bool) {
+	var got runstore.RunRecord
+	var g *runstore.Guard
 	err := e.record(ctx, func(ctx context.Context) error {
 		var err error
 		if got, err = e.runs.GetRun(ctx, rec.WorkflowRunUUID); err != nil || guardKey == "" {
@@ -703,7 +704,7 @@ func outputMap(v any) (map[string]any, error) {
 	if string(b) == "null" {
 		return map[string]any{}, nil
 	}
-	m, err := ledger.StorableJSON(b)
+	m, err := runstore.StorableJSON(b)
 	if err != nil {
 		return map[string]any{}, fmt.Errorf("encode output: not an object: %w", err)
 	}
@@ -711,7 +712,7 @@ func outputMap(v any) (map[string]any, error) {
 }
 
 // envelope holds the record fields an output may echo.
-type envelope struct{ rec ledger.RunRecord }
+type envelope struct{ rec runstore.RunRecord }
 
 func (env envelope) merge(out map[string]any, fields []string) map[string]any {
 	values := map[string]any{

@@ -17,14 +17,15 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
-var guardKey = ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org)
+var guardKey = runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org)
 
 // leased is an engine whose runs hold their guard for lease and at most ten minutes in all (a
 // budget of eight plus the margin), on fs.
 func leased(fs *firestore.Client, clock *testenv.Clock, lease time.Duration, body workflow.Body) *workflow.Engine {
-	return workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), GuardTTL: 10 * time.Minute,
+	return workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Guards: runstore.NewGuardStore(fs), GuardTTL: 10 * time.Minute,
 		GuardLease: lease, Now: clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear, Envelope: []string{"status", "completed_at", "failed_at", "failure_reason"}, Body: body})
 }
@@ -35,9 +36,9 @@ func startOn(eng *workflow.Engine, uuid string) (workflow.Outcome, error) {
 	return eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerSchedule, RunUUID: uuid})
 }
 
-func getGuard(t *testing.T, fs *firestore.Client) *ledger.Guard {
+func getGuard(t *testing.T, fs *firestore.Client) *runstore.Guard {
 	t.Helper()
-	g, err := ledger.NewGuardStore(fs).Get(context.Background(), guardKey)
+	g, err := runstore.NewGuardStore(fs).Get(context.Background(), guardKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestARunWhoseEndWasLostIsTakenOverOneLeaseLaterAndClosed(t *testing.T) {
 	if out.Status != workflow.StateFailed || out.Output["failure_reason"] != "record_failed" || out.Output["completed_at"] != nil {
 		t.Fatalf("a run whose end was lost: %s %v", out.Status, out.Output)
 	}
-	if rec, _ := ledger.NewRunStore(fs).GetRun(context.Background(), "dead-run"); rec.Status != workflow.StateReconciling {
+	if rec, _ := runstore.New(fs).GetRun(context.Background(), "dead-run"); rec.Status != workflow.StateReconciling {
 		t.Fatalf("the record is %s, want it left reconciling", rec.Status)
 	}
 	g := getGuard(t, fs)
@@ -84,14 +85,14 @@ func TestARunWhoseEndWasLostIsTakenOverOneLeaseLaterAndClosed(t *testing.T) {
 
 	next := leased(fs, clock, 30*time.Second, noop)
 	clock.Advance(29 * time.Second)
-	if _, err := startOn(next, "next-run"); !errors.Is(err, ledger.ErrGuardHeld) {
+	if _, err := startOn(next, "next-run"); !errors.Is(err, runstore.ErrGuardHeld) {
 		t.Fatalf("within the lease: %v, want the guard held", err)
 	}
 	clock.Advance(2 * time.Second)
 	if out, err := startOn(next, "next-run"); err != nil || out.Status != workflow.StateCompleted {
 		t.Fatalf("after the lease: %v %v", out.Status, err)
 	}
-	rec, err := ledger.NewRunStore(fs).GetRun(context.Background(), "dead-run")
+	rec, err := runstore.New(fs).GetRun(context.Background(), "dead-run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestALiveRunRenewingItsLeaseIsNotTakenOver(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := startOn(eng, "other-run"); !errors.Is(err, ledger.ErrGuardHeld) {
+	if _, err := startOn(eng, "other-run"); !errors.Is(err, runstore.ErrGuardHeld) {
 		t.Errorf("a run while the first renews its lease: %v, want the guard held", err)
 	}
 	close(release)
@@ -195,7 +196,7 @@ func TestAnEndWhoseAnswerWasLostIsReadBack(t *testing.T) {
 	if out.Status != workflow.StateCompleted || out.Err != nil || out.Output["completed_at"] == nil || out.Output["failed_at"] != nil {
 		t.Errorf("outcome %s %v %v, want completed", out.Status, out.Output, out.Err)
 	}
-	if rec, _ := ledger.NewRunStore(fs).GetRun(context.Background(), "run-a"); rec.Status != workflow.StateCompleted {
+	if rec, _ := runstore.New(fs).GetRun(context.Background(), "run-a"); rec.Status != workflow.StateCompleted {
 		t.Errorf("record %s", rec.Status)
 	}
 	if g := getGuard(t, fs); g != nil {
@@ -246,7 +247,7 @@ func TestALostStartIsNotStarted(t *testing.T) {
 	if _, err := startOn(eng, "run-a"); err == nil || ran {
 		t.Fatalf("a lost start: err %v, body ran %v", err, ran)
 	}
-	if _, err := ledger.NewRunStore(fs).GetRun(context.Background(), "run-a"); status.Code(err) != codes.NotFound {
+	if _, err := runstore.New(fs).GetRun(context.Background(), "run-a"); status.Code(err) != codes.NotFound {
 		t.Errorf("record: %v, want none", err)
 	}
 }
@@ -259,7 +260,7 @@ func TestRenewalStopsAtTheCap(t *testing.T) {
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	acquired := clock.Now()
 	inside, release := make(chan struct{}), make(chan struct{})
-	eng := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute,
+	eng := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Guards: runstore.NewGuardStore(fs), GuardTTL: time.Minute,
 		GuardLease: 300 * time.Millisecond, Now: clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear, Body: func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 			close(inside)
@@ -270,7 +271,7 @@ func TestRenewalStopsAtTheCap(t *testing.T) {
 	go func() { _, _ = startOn(eng, "long-run"); close(done) }()
 	<-inside
 	defer func() { close(release); <-done }()
-	renewedPast := func(at time.Time) *ledger.Guard {
+	renewedPast := func(at time.Time) *runstore.Guard {
 		deadline := time.Now().Add(5 * time.Second)
 		for g := getGuard(t, fs); ; g = getGuard(t, fs) {
 			if g != nil && g.ExpiresAt.After(at) {
@@ -298,10 +299,10 @@ func TestAStartWhoseAnswerWasLostStillClosesTheRunItTookOver(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
 	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
-	dead := ledger.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
+	dead := runstore.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
 		InitiatedAt: clock.Now(), UpdatedAt: clock.Now()}
-	if _, err := ledger.NewRunStore(fs).StartRun(context.Background(), dead, &ledger.GuardClaim{Key: guardKey,
-		Guard: ledger.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: clock.Now()}, TTL: 30 * time.Second}); err != nil {
+	if _, err := runstore.New(fs).StartRun(context.Background(), dead, &runstore.GuardClaim{Key: guardKey,
+		Guard: runstore.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: clock.Now()}, TTL: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
@@ -310,7 +311,7 @@ func TestAStartWhoseAnswerWasLostStillClosesTheRunItTookOver(t *testing.T) {
 	if err != nil || out.Status != workflow.StateCompleted || fault.Faulted() == 0 {
 		t.Fatalf("start: %v %v, %d faulted", out.Status, err, fault.Faulted())
 	}
-	rec, err := ledger.NewRunStore(fs).GetRun(context.Background(), "dead-run")
+	rec, err := runstore.New(fs).GetRun(context.Background(), "dead-run")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 const otherOrg = "9a8b7c6d-1111-4222-8333-444455556666"
@@ -24,8 +26,8 @@ const otherOrg = "9a8b7c6d-1111-4222-8333-444455556666"
 type pausedEngine struct {
 	eng      *workflow.Engine
 	fs       *firestore.Client
-	pauses   *ledger.PauseStore
-	runs     *ledger.RunStore
+	pauses   *pausestore.Store
+	runs     *runstore.Store
 	spy      *fsspy.Spy
 	clock    *testenv.Clock
 	ran      int
@@ -36,9 +38,9 @@ func newPausedEngine(t *testing.T) *pausedEngine {
 	t.Helper()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	p := &pausedEngine{fs: fs, pauses: ledger.NewPauseStore(fs), runs: ledger.NewRunStore(fs), spy: spy,
+	p := &pausedEngine{fs: fs, pauses: pausestore.New(fs), runs: runstore.New(fs), spy: spy,
 		clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
-	p.eng = workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: ledger.NewGuardStore(fs), Pauses: p.pauses, Now: p.clock.Now, Log: logging.Discard()},
+	p.eng = workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: runstore.NewGuardStore(fs), Pauses: p.pauses, Now: p.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 			Body: func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 				p.ran++
@@ -186,7 +188,7 @@ func (blindPauses) Covering(context.Context, string, string, time.Time) (*ledger
 func TestAPauseTheStartCheckMissedIsCaughtInTheStartTransaction(t *testing.T) {
 	t.Parallel()
 	p := newPausedEngine(t)
-	eng := workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: ledger.NewGuardStore(p.fs), Pauses: blindPauses{}, Now: p.clock.Now, Log: logging.Discard()},
+	eng := workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: runstore.NewGuardStore(p.fs), Pauses: blindPauses{}, Now: p.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 			Body: func(context.Context, workflow.Run) (workflow.Result, error) { p.ran++; return workflow.Result{}, nil }})
 	p.pause(t, org, time.Time{})

@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -30,7 +31,7 @@ const org = "0f8fad5b-d9cb-469f-a165-70867728950e"
 var validInput = json.RawMessage(`{"organization_uuid": "` + org + `"}`)
 
 type fixture struct {
-	runs  *ledger.RunStore
+	runs  *runstore.Store
 	spy   *fsspy.Spy
 	clock *testenv.Clock
 }
@@ -38,7 +39,7 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	return fixture{runs: ledger.NewRunStore(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	return fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
 }
 
 func (f fixture) engine(states []workflow.State, envelope []string, body workflow.Body) *workflow.Engine {
@@ -47,7 +48,7 @@ func (f fixture) engine(states []workflow.State, envelope []string, body workflo
 	})
 }
 
-func (f fixture) history(t *testing.T, uuid string) (ledger.RunRecord, []string) {
+func (f fixture) history(t *testing.T, uuid string) (runstore.RunRecord, []string) {
 	t.Helper()
 	rec, err := f.runs.GetRun(context.Background(), uuid)
 	if err != nil {
@@ -270,7 +271,7 @@ func TestErrorTypeAndTransience(t *testing.T) {
 }
 
 func (f fixture) guarded(t *testing.T, fs *firestore.Client, body workflow.Body) *workflow.Engine {
-	return workflow.NewEngine(workflow.Options{Runs: f.runs, Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute, Now: f.clock.Now, Log: logging.Discard()},
+	return workflow.NewEngine(workflow.Options{Runs: f.runs, Guards: runstore.NewGuardStore(fs), GuardTTL: time.Minute, Now: f.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear, Body: body})
 }
 
@@ -280,7 +281,7 @@ func TestAGuardedRunCostsTwoCommits(t *testing.T) {
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	f := fixture{runs: ledger.NewRunStore(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	f := fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
 	eng := f.guarded(t, fs, func(ctx context.Context, run workflow.Run) (workflow.Result, error) { return workflow.Result{}, nil })
 	spy.Reset()
 	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerSchedule, RunUUID: "run-a"})
@@ -291,7 +292,7 @@ func TestAGuardedRunCostsTwoCommits(t *testing.T) {
 	for _, w := range spy.Writes() {
 		writes[strings.SplitN(w.Document, "/documents/", 2)[1]]++
 	}
-	want := map[string]int{"sweep_runs/run-a": 2, "sweep_guards/" + ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org): 2}
+	want := map[string]int{"sweep_runs/run-a": 2, "sweep_guards/" + runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org): 2}
 	if c := spy.Commits(); c != 2 || !maps.Equal(writes, want) {
 		t.Errorf("%d commits writing %v; want 2 writing %v", c, writes, want)
 	}
@@ -307,7 +308,7 @@ func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	f := fixture{runs: ledger.NewRunStore(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	f := fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
 	inside := make(chan struct{})
 	release := make(chan struct{})
 	eng := f.guarded(t, fs, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
@@ -330,7 +331,7 @@ func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
 	// Another run on the same scope is refused with conflict, naming the holder.
 	_, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerManual})
 	var ce *contract.Error
-	if !errors.As(err, &ce) || ce.Code != contract.CodeConflict || !errors.Is(err, ledger.ErrGuardHeld) {
+	if !errors.As(err, &ce) || ce.Code != contract.CodeConflict || !errors.Is(err, runstore.ErrGuardHeld) {
 		t.Fatalf("overlapping run: err = %v, want conflict", err)
 	}
 	if d, _ := ce.Details.(map[string]any); d["workflow_run_uuid"] != "run-a" {
@@ -357,7 +358,7 @@ func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
 	if out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput}); err != nil || out.Status != "completed" {
 		t.Errorf("a later run: %v %v", out.Status, err)
 	}
-	if _, err := fs.Collection(ledger.GuardsCollection).Doc(ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org)).Get(context.Background()); status.Code(err) != codes.NotFound {
+	if _, err := fs.Collection(ledger.GuardsCollection).Doc(runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org)).Get(context.Background()); status.Code(err) != codes.NotFound {
 		t.Errorf("the guard outlived its runs: %v", err)
 	}
 }
@@ -365,17 +366,17 @@ func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
 func TestAnExpiredGuardIsTakenOverAndItsRunClosed(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	f := fixture{runs: ledger.NewRunStore(fs), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	f := fixture{runs: runstore.New(fs), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
 	ctx := context.Background()
 	// A run that died mid-way: its record is reconciling and its guard is still there.
-	dead := ledger.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
+	dead := runstore.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
 		InitiatedAt: f.clock.Now(), UpdatedAt: f.clock.Now()}
-	if _, err := f.runs.StartRun(ctx, dead, &ledger.GuardClaim{Key: ledger.GuardKey(string(contract.ExecutionSyncCloudRun), org),
-		Guard: ledger.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: f.clock.Now()}, TTL: time.Minute}); err != nil {
+	if _, err := f.runs.StartRun(ctx, dead, &runstore.GuardClaim{Key: runstore.GuardKey(string(contract.ExecutionSyncCloudRun), org),
+		Guard: runstore.Guard{WorkflowRunUUID: "dead-run", AcquiredAt: f.clock.Now()}, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	eng := f.guarded(t, fs, func(context.Context, workflow.Run) (workflow.Result, error) { return workflow.Result{}, nil })
-	if _, err := eng.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput}); !errors.Is(err, ledger.ErrGuardHeld) {
+	if _, err := eng.Start(ctx, workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput}); !errors.Is(err, runstore.ErrGuardHeld) {
 		t.Fatalf("before expiry: %v, want the guard held", err)
 	}
 	f.clock.Advance(2 * time.Minute)

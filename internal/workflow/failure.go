@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // StepError is a failure a body attributes to one of its steps and a layer of the stack.
@@ -32,8 +32,8 @@ const (
 )
 
 // failure builds the record's failure fields for err, raised in state s.
-func failure(err error, s State) *ledger.Failure {
-	f := &ledger.Failure{
+func failure(err error, s State) *runstore.Failure {
+	f := &runstore.Failure{
 		Reason:    "internal_error",
 		Step:      "body",
 		Layer:     "workflow",

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // A run record carries the notable expiry while the run is in flight (so one that never
@@ -39,9 +40,9 @@ func TestARunRecordExpiresAfterTheRetentionItsOutcomeEarns(t *testing.T) {
 			fs := testenv.Firestore(t, fsspy.New().DialOptions()...)
 			clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 			start := clock.Now()
-			runs := ledger.NewRunStore(fs)
+			runs := runstore.New(fs)
 			var inFlight, guardExpiry time.Time
-			eng := workflow.NewEngine(workflow.Options{Runs: runs, Guards: ledger.NewGuardStore(fs), GuardTTL: time.Minute, Retention: keep, Now: clock.Now, Log: logging.Discard()},
+			eng := workflow.NewEngine(workflow.Options{Runs: runs, Guards: runstore.NewGuardStore(fs), GuardTTL: time.Minute, Retention: keep, Now: clock.Now, Log: logging.Discard()},
 				workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 					Body: func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 						rec, err := runs.GetRun(ctx, run.UUID)
@@ -49,7 +50,7 @@ func TestARunRecordExpiresAfterTheRetentionItsOutcomeEarns(t *testing.T) {
 							return workflow.Result{}, err
 						}
 						inFlight = rec.ExpireAt
-						snap, err := fs.Collection(ledger.GuardsCollection).Doc(ledger.GuardKey(string(run.Type), org)).Get(ctx)
+						snap, err := fs.Collection(ledger.GuardsCollection).Doc(runstore.GuardKey(string(run.Type), org)).Get(ctx)
 						if err != nil {
 							return workflow.Result{}, err
 						}

@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // ClockSkew is what the clock suite needs of one sweep.
@@ -46,7 +47,7 @@ func RunClockSkew(t *testing.T, c ClockSkew) {
 	ctx := context.Background()
 	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the sweep's own clock
 	def := c.New(fs, ledger.ServerClock(fs))
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: skewed, Log: logging.Discard()}, def)
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: skewed, Log: logging.Discard()}, def)
 	s := c.Scope(t, fs)
 
 	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}

@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // PauseAfterFirst stands in for an operator who pauses a sweep right after its first settling
@@ -50,7 +51,7 @@ func EachOverride(t *testing.T, body func(t *testing.T, override bool)) {
 // Pause takes p, as an operator would, and fails the test if it cannot.
 func Pause(t testing.TB, fs *firestore.Client, p ledger.Pause) {
 	t.Helper()
-	if err := ledger.NewPauseStore(fs).Put(context.Background(), p); err != nil {
+	if err := pausestore.New(fs).Put(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // slowErrorWrites delays by d every Firestore commit that records an executor error on a row
@@ -94,7 +95,7 @@ func lost(t testing.TB, want, got ledger.Execution, since, now time.Time, run st
 }
 
 // failedRecord checks the run record of a run stopped by an executor refusal.
-func failedRecord(t testing.TB, runs *ledger.RunStore, out workflow.Outcome, reason string, code codes.Code, at time.Time) {
+func failedRecord(t testing.TB, runs *runstore.Store, out workflow.Outcome, reason string, code codes.Code, at time.Time) {
 	t.Helper()
 	rec, err := runs.GetRun(context.Background(), out.RunUUID)
 	if err != nil {
@@ -103,7 +104,7 @@ func failedRecord(t testing.TB, runs *ledger.RunStore, out workflow.Outcome, rea
 	if rec.Status != workflow.StateFailed || !rec.FailedAt.Equal(at) || !rec.CompletedAt.IsZero() {
 		t.Errorf("run record status %s failed_at %v completed_at %v, want failed at %v", rec.Status, rec.FailedAt, rec.CompletedAt, at)
 	}
-	want := ledger.Failure{Reason: reason, Type: workflow.FailurePermanent, Step: "sync", Layer: "executor",
+	want := runstore.Failure{Reason: reason, Type: workflow.FailurePermanent, Step: "sync", Layer: "executor",
 		AtState: "reconciling", Action: "complete", ErrorType: code.String()}
 	if rec.Failure == nil {
 		t.Fatal("run record has no failure")
@@ -285,7 +286,7 @@ func allTimedOut(t testing.TB, seeded map[string]ledger.Execution, get func(id s
 // errored (the calls already in flight), the rest were deferred, nothing was settled or started;
 // the record and the output say why; errored rows changed only by their one error and deferred
 // rows not at all.
-func refused(t testing.TB, runs *ledger.RunStore, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
+func refused(t testing.TB, runs *runstore.Store, seeded map[string]ledger.Execution, get func(id string) ledger.Execution,
 	out workflow.Outcome, o executionsync.Output, s executionsync.Stats, code codes.Code, reason string, concurrency int, now time.Time) {
 	t.Helper()
 	rows := len(seeded)

@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // world is one workflow case's world: its own Firestore project, the harness's fake, a clock,
@@ -34,7 +35,7 @@ type world struct {
 	fsSpy  *fsspy.Spy
 	store  *ledger.ExecutionStore
 	rows   ledgertest.Executions
-	runs   *ledger.RunStore
+	runs   *runstore.Store
 	clock  *testenv.Clock
 	engine *workflow.Engine
 	org    string
@@ -55,7 +56,7 @@ func newWorld(t *testing.T, h Harness, o worldOptions) *world {
 	testenv.Enable(t, fs, w.org)
 	w.store = ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	w.rows = ledgertest.Executions{Client: fs}
-	w.runs = ledger.NewRunStore(fs)
+	w.runs = runstore.New(fs)
 	w.fake = h.New(t, w.clock.Now, o.limits)
 	w.spy = &observeSpy{Executor: w.fake.Executor(), fake: w.fake}
 	w.engine = wire(t, h.Kind, w.spy, w.store, w.runs, w.clock.Now, o.concurrency, o.grace)
@@ -63,7 +64,7 @@ func newWorld(t *testing.T, h Harness, o worldOptions) *world {
 }
 
 // wire builds the workflow of kind over exec as the app does (inline syncs, no guard).
-func wire(t *testing.T, kind executionsync.Kind, exec executor.Executor, store *ledger.ExecutionStore, runs *ledger.RunStore,
+func wire(t *testing.T, kind executionsync.Kind, exec executor.Executor, store *ledger.ExecutionStore, runs *runstore.Store,
 	now func() time.Time, concurrency int, grace time.Duration) *workflow.Engine {
 	t.Helper()
 	cfg := executionsync.Config{Provider: kind.Provider, Concurrency: concurrency, LostGrace: grace}.WithDefaults()

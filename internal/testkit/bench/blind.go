@@ -13,6 +13,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -20,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // benchClock is a clock the blind-target measurement moves by hand, so that its ticks can be
@@ -80,12 +82,12 @@ func measureBlind(ctx context.Context, e *env, p *progress, res *Result) error {
 	adapter := cloudrun.New(e.run, cloudrun.Config{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Budget: 10 * time.Minute}.WithDefaults()
 	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.now, cfg.LostGrace, logging.Discard(),
-		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
+		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.now, nil)
 	if err != nil {
 		return err
 	}
-	engine := workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: clock.now, Log: logging.Discard()}, wf.Definition(executionsync.CloudRun))
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: clock.now, Log: logging.Discard()}, wf.Definition(executionsync.CloudRun))
 	input, _ := json.Marshal(map[string]any{"organization_uuid": org, "limit": n})
 	tick := func() (int, error) {
 		spy.Reset()

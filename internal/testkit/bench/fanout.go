@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -343,7 +344,7 @@ func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic, tick
 		Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: topic, Config: cfg, Log: slog.New(slog.DiscardHandler),
 		Workflows:  workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)),
 		Probe:      clock,
-		Roster:     ledger.NewRosterStore(fs, ledger.Retention{}, nil),
+		Roster:     rosterstore.New(fs, ledger.Retention{}, nil),
 		TicksTopic: ticksTopic,
 	}), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard"
+	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -23,6 +24,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // settled is what one settling measurement saw.
@@ -108,13 +110,13 @@ func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time
 	// As the app builds it: the blind-executor guard on (it reads nothing for rows the executor
 	// knows; what it costs a healthy target is the sync.target each answer writes).
 	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, cfg.LostGrace, logging.Discard(),
-		blindguard.New(ledger.NewTargetStore(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
+		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
 	w.pool = &timedStarter{Starter: &executionsync.Inline{Syncer: syncer, Concurrency: conc}}
 	wf, err := executionsync.New(store, adapter, w.pool, cfg, time.Now, nil)
 	if err != nil {
 		return fail(err)
 	}
-	w.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(fs), Now: time.Now, Log: logging.Discard()},
+	w.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: time.Now, Log: logging.Discard()},
 		wf.Definition(executionsync.CloudRun))
 	w.input, _ = json.Marshal(map[string]any{"organization_uuid": org, "limit": executionsync.LimitMax})
 	spy.Reset()

@@ -14,9 +14,9 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Rows counts a run's row transactions and takes the store down under them: the first Healthy go
@@ -80,7 +80,7 @@ func Check(t *testing.T, r Run) workflow.Outcome {
 	if took > r.Budget/2 {
 		t.Errorf("the run took %s to stop, on a budget of %s", took, r.Budget)
 	}
-	rec, err := ledger.NewRunStore(r.Records).GetRun(context.Background(), out.RunUUID)
+	rec, err := runstore.New(r.Records).GetRun(context.Background(), out.RunUUID)
 	if err != nil {
 		t.Fatal(err)
 	}

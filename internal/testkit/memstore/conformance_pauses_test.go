@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauseCases are what a settling call given the pause ids of workflow "wf" on scope "s" finds:
@@ -41,7 +42,7 @@ func putPause(t *testing.T, memory *memstore.Pauses, fs *firestore.Client, p *le
 		memory.PutPause(pause)
 		return
 	}
-	if err := ledger.NewPauseStore(fs).Put(context.Background(), pause); err != nil {
+	if err := pausestore.New(fs).Put(context.Background(), pause); err != nil {
 		t.Fatal(err)
 	}
 }

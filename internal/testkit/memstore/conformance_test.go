@@ -83,7 +83,7 @@ func ledgerRuns(t *testing.T) func(fs *firestore.Client) runsWorld {
 				set(t, fs, ledger.ExtensionInterlocksCollection+"/"+ledger.InterlockID(tenant, ext), ledger.Interlock{RunID: runID, AcquiredAt: t0})
 			},
 			get: func(id string) ledger.ExtensionRun {
-				r, err := s.GetRun(context.Background(), id)
+				r, err := s.GetExtensionRun(context.Background(), id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +128,7 @@ func TestAbandonHoldsTheLedgersPreconditions(t *testing.T) {
 			wantWhy: ledger.LeftMoved, wantInterlock: true, wantFinalState: ledger.ExtensionRunning},
 		{name: "no longer idle", status: ledger.ExtensionRunning, lastMoved: deadline, seen: deadline, wantWhy: ledger.LeftNotIdle, wantFinalState: ledger.ExtensionRunning},
 		{name: "finished", status: ledger.ExtensionSucceeded, lastMoved: idle, seen: idle, wantWhy: ledger.LeftNotRunning, wantFinalState: ledger.ExtensionSucceeded},
-		{name: "missing", missing: true, wantWhy: ledger.LeftRunMissing},
+		{name: "missing", missing: true, wantWhy: ledger.LeftExtensionRunMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -78,7 +78,7 @@ func (s *ExtensionRuns) idle(deadline time.Time) []ledger.ExtensionRun {
 }
 
 // ScanIdle is ExtensionRunStore.ScanIdle.
-func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.RunCursor, limit int) ([]ledger.ExtensionRun, error) {
+func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.ExtensionRunCursor, limit int) ([]ledger.ExtensionRun, error) {
 	if err := s.enter(ctx, "ScanIdle", ""); err != nil {
 		return nil, fmt.Errorf("scan idle extension runs: %w", err)
 	}
@@ -164,7 +164,7 @@ func (s *ExtensionRuns) abandon(runID string, pauses []string, settlement *ledge
 	r, ok := s.runs[runID]
 	switch {
 	case !ok:
-		return ledger.Abandonment{Why: ledger.LeftRunMissing}, nil
+		return ledger.Abandonment{Why: ledger.LeftExtensionRunMissing}, nil
 	case r.Malformed != "":
 		return ledger.Abandonment{}, fmt.Errorf("abandon extension run %s: decode: %s", runID, r.Malformed)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -65,7 +66,7 @@ func (w *world) start(dry bool) workflow.Outcome {
 
 func newWorld(t *testing.T, typ contract.WorkflowType, input string, def func(*world) workflow.Definition) *world {
 	w := &world{t: t, fs: testenv.Firestore(t), clock: testenv.NewClock(epoch), typ: typ, input: input}
-	w.engine = workflow.NewEngine(workflow.Options{Runs: ledger.NewRunStore(w.fs), Now: w.clock.Now, Log: logging.Discard()}, def(w))
+	w.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(w.fs), Now: w.clock.Now, Log: logging.Discard()}, def(w))
 	return w
 }
 

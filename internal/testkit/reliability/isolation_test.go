@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // isolationCase is one workflow's tenant scope: how a document is judged to belong to a scope,
@@ -263,7 +264,7 @@ func TestASyncMessageTouchesOnlyItsRowAndItsRunsReceipt(t *testing.T) {
 	// The run that published the message, still publishing its syncs: a message is honoured only
 	// for such a run.
 	now := r.clock.Now().UTC()
-	if err := r.runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: req.WorkflowRunUUID, WorkflowType: string(contract.ExecutionSyncCloudRun),
+	if err := r.runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: req.WorkflowRunUUID, WorkflowType: string(contract.ExecutionSyncCloudRun),
 		Status: workflow.StateReconciling, InitialData: map[string]any{"organization_uuid": req.OrganizationUUID}, InitiatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -49,7 +50,7 @@ type rig struct {
 	queries *queryLog
 	clock   *testenv.Clock
 	engine  *workflow.Engine
-	runs    *ledger.RunStore
+	runs    *runstore.Store
 	// settleField is the field every settling write of the workflow touches.
 	settleField string
 	// warm makes one call on every connection a run uses, so that the goroutines those
@@ -83,14 +84,14 @@ type seededRow struct {
 func newRig(t *testing.T, typ contract.WorkflowType, settleField string) *rig {
 	r := &rig{typ: typ, spy: fsspy.New(), trip: &tripwire{}, queries: &queryLog{}, clock: testenv.NewClock(epoch), settleField: settleField}
 	r.fs = testenv.Firestore(t, append(append(r.spy.DialOptions(), r.trip.dialOptions()...), r.queries.dialOption())...)
-	r.runs = ledger.NewRunStore(r.fs)
+	r.runs = runstore.New(r.fs)
 	return r
 }
 
 // use builds the engine around def.
 func (r *rig) use(def workflow.Definition) {
 	r.engine = workflow.NewEngine(workflow.Options{
-		Runs: r.runs, Guards: ledger.NewGuardStore(r.fs), GuardTTL: 10 * time.Minute, Now: r.clock.Now, Log: logging.Discard(),
+		Runs: r.runs, Guards: runstore.NewGuardStore(r.fs), GuardTTL: 10 * time.Minute, Now: r.clock.Now, Log: logging.Discard(),
 	}, def)
 }
 
@@ -146,7 +147,7 @@ func (r *rig) checkRecord(runUUID string, input map[string]any, startErr error) 
 	}
 	raw, _ := json.Marshal(input)
 	def, _ := r.engine.Definition(r.typ)
-	key := ledger.GuardKey(string(r.typ), def.Scope.Key(raw))
+	key := runstore.GuardKey(string(r.typ), def.Scope.Key(raw))
 	if snap, err := r.fs.Collection(ledger.GuardsCollection).Doc(key).Get(ctx); err == nil {
 		problems = append(problems, fmt.Sprintf("the scope's guard %s is still held: %v", key, snap.Data()))
 	} else if status.Code(err) != codes.NotFound {

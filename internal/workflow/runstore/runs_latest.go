@@ -1,17 +1,19 @@
-package ledger
+package runstore
 
 import (
 	"context"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // LatestOfOrganization returns the newest run of workflowType whose initial_data names org, on
 // whichever of its scopes (a runner group's run names its organization too); false when there
 // is none. One query of one document, served by the index Indexes declares for it.
-func (s *RunStore) LatestOfOrganization(ctx context.Context, workflowType, org string) (RunRecord, bool, error) {
-	snaps, err := s.client.Collection(RunsCollection).
+func (s *Store) LatestOfOrganization(ctx context.Context, workflowType, org string) (RunRecord, bool, error) {
+	snaps, err := s.client.Collection(ledger.RunsCollection).
 		Where("workflow_type", "==", workflowType).
 		Where("initial_data.organization_uuid", "==", org).
 		OrderBy("initiated_at", firestore.Desc).

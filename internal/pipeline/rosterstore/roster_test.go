@@ -1,4 +1,4 @@
-package ledger_test
+package rosterstore_test
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // readRoster pages through roster r from the start.
-func readRoster(t *testing.T, s *ledger.RosterStore, r ledger.Roster) ([]string, int, error) {
+func readRoster(t *testing.T, s *rosterstore.Store, r rosterstore.Roster) ([]string, int, error) {
 	t.Helper()
 	var ids []string
 	pages := 0
@@ -40,7 +41,7 @@ func TestARosterReadsBackWhatWasWritten(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
-	s := ledger.NewRosterStore(fs, ledger.Retention{}, nil)
+	s := rosterstore.New(fs, ledger.Retention{}, nil)
 	if _, ok, err := s.Current(ctx); ok || err != nil {
 		t.Fatalf("a new project has a roster: %v %v", ok, err)
 	}
@@ -60,7 +61,7 @@ func TestARosterReadsBackWhatWasWritten(t *testing.T) {
 		}
 	}
 	built := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	r := ledger.Roster{Version: "tick-1", BuiltAt: built, Last: ids[len(ids)-1]}
+	r := rosterstore.Roster{Version: "tick-1", BuiltAt: built, Last: ids[len(ids)-1]}
 	if made, err := s.Finish(ctx, r); !made || err != nil {
 		t.Fatalf("finish = %v, %v", made, err)
 	}
@@ -106,7 +107,7 @@ func TestARosterReadsBackWhatWasWritten(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := readRoster(t, s, got); !errors.Is(err, ledger.ErrRosterGone) {
+	if _, _, err := readRoster(t, s, got); !errors.Is(err, rosterstore.ErrRosterGone) {
 		t.Errorf("reading a roster with a shard gone: %v, want ErrRosterGone", err)
 	}
 }
@@ -118,13 +119,13 @@ func TestTheLaterRosterStandsAndTheReplacedOneGoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
-	s := ledger.NewRosterStore(fs, ledger.Retention{}, nil)
+	s := rosterstore.New(fs, ledger.Retention{}, nil)
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	put := func(version string, ids ...string) ledger.Roster {
+	put := func(version string, ids ...string) rosterstore.Roster {
 		if err := s.PutShards(ctx, version, "", ids); err != nil {
 			t.Fatal(err)
 		}
-		return ledger.Roster{Version: version, Last: ids[len(ids)-1]}
+		return rosterstore.Roster{Version: version, Last: ids[len(ids)-1]}
 	}
 	older, newer := put("t1", "a", "b"), put("t2", "a", "b", "c")
 	older.BuiltAt, newer.BuiltAt = at, at.Add(time.Minute)
@@ -150,7 +151,7 @@ func TestTheLaterRosterStandsAndTheReplacedOneGoes(t *testing.T) {
 	if made, err := s.Finish(ctx, third); !made || err != nil {
 		t.Fatalf("finish the third = %v, %v", made, err)
 	}
-	if _, _, err := s.Page(ctx, newer, ""); !errors.Is(err, ledger.ErrRosterGone) {
+	if _, _, err := s.Page(ctx, newer, ""); !errors.Is(err, rosterstore.ErrRosterGone) {
 		t.Errorf("reading the replaced roster: %v, want ErrRosterGone", err)
 	}
 	shardsOf := func(version string) int {
@@ -165,7 +166,7 @@ func TestTheLaterRosterStandsAndTheReplacedOneGoes(t *testing.T) {
 	}
 	// A day later, the next finish deletes the unfinished roster's shard, and t1's: never in use.
 	fourth := put("t4", "b")
-	fourth.BuiltAt = time.Now().Add(ledger.RosterOrphanAge + time.Hour)
+	fourth.BuiltAt = time.Now().Add(rosterstore.RosterOrphanAge + time.Hour)
 	if made, err := s.Finish(ctx, fourth); !made || err != nil {
 		t.Fatalf("finish the fourth = %v, %v", made, err)
 	}

@@ -1,4 +1,4 @@
-package ledger
+package runstore
 
 import (
 	"bytes"
@@ -12,10 +12,9 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
 
-// RunsCollection holds one document per workflow run, keyed by its workflow_run_uuid.
-const RunsCollection = "sweep_runs"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
 
 // RunRecord is a sweep_runs document; its JSON form (stalesweep runs) has the same field names.
 type RunRecord struct {
@@ -77,11 +76,6 @@ type StateEntry struct {
 	At    time.Time `firestore:"at" json:"at"`
 }
 
-// RunNotable is the run record's field a sync sets when it settles a row lost for the run (the
-// pipeline's syncs decide after the run may have finished): the record is then kept for the
-// notable retention, whatever its finish decides (RunUpdate.NotableExpireAt).
-const RunNotable = "notable"
-
 // ErrRunExists is returned by CreateRun when the workflow_run_uuid is taken.
 var ErrRunExists = errors.New("run record exists")
 
@@ -100,21 +94,21 @@ func (e *BadTransitionError) Error() string {
 
 func (e *BadTransitionError) Unwrap() error { return ErrBadTransition }
 
-// RunStore writes workflow run records.
-type RunStore struct {
+// Store writes workflow run records.
+type Store struct {
 	client *firestore.Client
 }
 
-// NewRunStore returns a store on client.
-func NewRunStore(client *firestore.Client) *RunStore { return &RunStore{client: client} }
+// New returns a store on client.
+func New(client *firestore.Client) *Store { return &Store{client: client} }
 
-func (s *RunStore) ref(uuid string) *firestore.DocumentRef {
-	return s.client.Collection(RunsCollection).Doc(uuid)
+func (s *Store) ref(uuid string) *firestore.DocumentRef {
+	return s.client.Collection(ledger.RunsCollection).Doc(uuid)
 }
 
 // CreateRun writes a new record; it fails with ErrRunExists if one has the same uuid. A record
 // without ExpireAt gets the default notable expiry from its start.
-func (s *RunStore) CreateRun(ctx context.Context, r RunRecord) error {
+func (s *Store) CreateRun(ctx context.Context, r RunRecord) error {
 	r = r.withExpiry()
 	if _, err := s.ref(r.WorkflowRunUUID).Create(ctx, r); err != nil {
 		if status.Code(err) == codes.AlreadyExists {
@@ -142,7 +136,7 @@ type GuardClaim struct {
 // and with ErrRunExists when the uuid is taken, and with a *PausedError when a pause the claim
 // names holds. When it takes over an expired guard it returns
 // that guard, so the caller can close the run that left it.
-func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
+func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
 	if claim == nil {
 		return nil, s.CreateRun(ctx, r)
 	}
@@ -154,19 +148,19 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 	}
 	// A guard is never deleted as expired before another run could take it over.
 	g.ExpireAt = maxTime(g.ExpireAt, g.ExpiresAt)
-	guardRef := s.client.Collection(GuardsCollection).Doc(claim.Key)
+	guardRef := s.client.Collection(ledger.GuardsCollection).Doc(claim.Key)
 	runRef := s.ref(r.WorkflowRunUUID)
 	refs := []*firestore.DocumentRef{guardRef}
 	for _, id := range claim.Pauses {
-		refs = append(refs, s.client.Collection(PausesCollection).Doc(id))
+		refs = append(refs, s.client.Collection(ledger.PausesCollection).Doc(id))
 	}
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
-		if p := ActivePause(DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
-			return &PausedError{Pause: *p}
+		if p := ledger.ActivePause(ledger.DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
+			return &ledger.PausedError{Pause: *p}
 		}
 		if expired, err = takeOver(snaps[0], g); err != nil {
 			return err
@@ -195,7 +189,7 @@ func (s *RunStore) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim)
 // its start.
 func (r RunRecord) withExpiry() RunRecord {
 	if r.ExpireAt.IsZero() {
-		r.ExpireAt = ExpiryAt(r.InitiatedAt, DefaultRetention(), true)
+		r.ExpireAt = ledger.ExpiryAt(r.InitiatedAt, ledger.Retention{}.WithDefaults(), true)
 	}
 	return r
 }
@@ -208,7 +202,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // GetRun reads a record.
-func (s *RunStore) GetRun(ctx context.Context, uuid string) (RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, uuid string) (RunRecord, error) {
 	snap, err := s.ref(uuid).Get(ctx)
 	if err != nil {
 		return RunRecord{}, fmt.Errorf("get run %s: %w", uuid, err)
@@ -246,11 +240,11 @@ type RunUpdate struct {
 // TransitionRun moves a record to state `to` at `at`, in a transaction, if its current state
 // is one of from; otherwise it fails with ErrBadTransition and writes nothing. With
 // u.ReleaseGuard it also releases that guard, in the same transaction, if the run holds it.
-func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string, to string, at time.Time, u RunUpdate) error {
+func (s *Store) TransitionRun(ctx context.Context, uuid string, from []string, to string, at time.Time, u RunUpdate) error {
 	ref := s.ref(uuid)
 	refs := []*firestore.DocumentRef{ref}
 	if u.ReleaseGuard != "" {
-		refs = append(refs, s.client.Collection(GuardsCollection).Doc(u.ReleaseGuard))
+		refs = append(refs, s.client.Collection(ledger.GuardsCollection).Doc(u.ReleaseGuard))
 	}
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snaps, err := tx.GetAll(refs)
@@ -303,10 +297,10 @@ func (s *RunStore) TransitionRun(ctx context.Context, uuid string, from []string
 				firestore.Update{Path: "abandon_reason", Value: u.AbandonReason})
 		}
 		if exp := u.ExpireAt; !exp.IsZero() {
-			if v, _ := snap.DataAt(RunNotable); v == true && !u.NotableExpireAt.IsZero() {
+			if v, _ := snap.DataAt(ledger.RunNotable); v == true && !u.NotableExpireAt.IsZero() {
 				exp = u.NotableExpireAt
 			}
-			updates = append(updates, firestore.Update{Path: ExpireField, Value: exp})
+			updates = append(updates, firestore.Update{Path: ledger.ExpireField, Value: exp})
 		}
 		if err := tx.Update(ref, updates); err != nil {
 			return err
@@ -359,15 +353,15 @@ func storable(v any) any {
 
 // SyncReceipts returns up to limit receipts of a run's syncs (pipeline path), and how many
 // there are of each change kind among them.
-func (s *RunStore) SyncReceipts(ctx context.Context, runUUID string, limit int) ([]SyncReceipt, map[string]int, error) {
-	snaps, err := s.ref(runUUID).Collection(SyncsCollection).Limit(limit).Documents(ctx).GetAll()
+func (s *Store) SyncReceipts(ctx context.Context, runUUID string, limit int) ([]ledger.SyncReceipt, map[string]int, error) {
+	snaps, err := s.ref(runUUID).Collection(ledger.SyncsCollection).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read sync receipts of run %s: %w", runUUID, err)
 	}
-	out := make([]SyncReceipt, 0, len(snaps))
+	out := make([]ledger.SyncReceipt, 0, len(snaps))
 	counts := map[string]int{}
 	for _, snap := range snaps {
-		var r SyncReceipt
+		var r ledger.SyncReceipt
 		if err := snap.DataTo(&r); err != nil {
 			return nil, nil, fmt.Errorf("decode sync receipt %s: %w", snap.Ref.Path, err)
 		}

@@ -1,4 +1,4 @@
-package ledger_test
+package runstore_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
@@ -17,7 +18,7 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 	ctx := context.Background()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	runs := ledger.NewRunStore(fs)
+	runs := runstore.New(fs)
 	type spec struct {
 		id, typ, scope, status string
 		at                     time.Duration
@@ -32,13 +33,13 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 		{"r6", "pm.sweep", "default", "completed", 6},
 	}
 	for _, s := range specs {
-		err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: s.id, WorkflowType: s.typ, Scope: s.scope, Status: s.status,
+		err := runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: s.id, WorkflowType: s.typ, Scope: s.scope, Status: s.status,
 			InitiatedAt: t0.Add(s.at * time.Minute), InitialData: map[string]any{}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	all := func(q ledger.RunQuery) []string {
+	all := func(q runstore.RunQuery) []string {
 		t.Helper()
 		var ids []string
 		for pages := 0; ; pages++ {
@@ -62,18 +63,18 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 		}
 	}
 	for i, c := range []struct {
-		q    ledger.RunQuery
+		q    runstore.RunQuery
 		want []string
 	}{
-		{ledger.RunQuery{}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
-		{ledger.RunQuery{Limit: 2}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
-		{ledger.RunQuery{Limit: 1, WorkflowType: "pm.sweep"}, []string{"r6", "r5b", "r5a", "r3", "r2", "r1"}},
-		{ledger.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Limit: 2}, []string{"r6", "r5b", "r5a", "r3", "r1"}},
-		{ledger.RunQuery{Status: "failed"}, []string{"r3"}},
-		{ledger.RunQuery{WorkflowType: "pm.sweep", Status: "completed", Since: t0.Add(2 * time.Minute)}, []string{"r6", "r5b", "r5a", "r2"}},
-		{ledger.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Status: "completed", Limit: 3}, []string{"r6", "r5b", "r5a", "r1"}},
-		{ledger.RunQuery{Since: t0.Add(5 * time.Minute)}, []string{"r6", "r5b", "r5a"}},
-		{ledger.RunQuery{WorkflowType: "runner.workspace-lease-settle", Scope: "o"}, nil},
+		{runstore.RunQuery{}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
+		{runstore.RunQuery{Limit: 2}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
+		{runstore.RunQuery{Limit: 1, WorkflowType: "pm.sweep"}, []string{"r6", "r5b", "r5a", "r3", "r2", "r1"}},
+		{runstore.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Limit: 2}, []string{"r6", "r5b", "r5a", "r3", "r1"}},
+		{runstore.RunQuery{Status: "failed"}, []string{"r3"}},
+		{runstore.RunQuery{WorkflowType: "pm.sweep", Status: "completed", Since: t0.Add(2 * time.Minute)}, []string{"r6", "r5b", "r5a", "r2"}},
+		{runstore.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Status: "completed", Limit: 3}, []string{"r6", "r5b", "r5a", "r1"}},
+		{runstore.RunQuery{Since: t0.Add(5 * time.Minute)}, []string{"r6", "r5b", "r5a"}},
+		{runstore.RunQuery{WorkflowType: "runner.workspace-lease-settle", Scope: "o"}, nil},
 	} {
 		spy.Reset()
 		if got := all(c.q); !slices.Equal(got, c.want) {
@@ -84,7 +85,7 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 			if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 				t.Errorf("case %d: query %+v has no declared index", i, sh)
 			}
-			if lim := q.GetLimit().GetValue(); lim < 1 || lim > ledger.RunListLimitMax+1 {
+			if lim := q.GetLimit().GetValue(); lim < 1 || lim > runstore.RunListLimitMax+1 {
 				t.Errorf("case %d: query limit %d", i, lim)
 			}
 		}
@@ -93,9 +94,9 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 
 func TestListRunsRefusesBadQueriesNamingTheField(t *testing.T) {
 	t.Parallel()
-	runs := ledger.NewRunStore(testenv.Firestore(t))
-	for field, q := range map[string]ledger.RunQuery{
-		"limit":      {Limit: ledger.RunListLimitMax + 1},
+	runs := runstore.New(testenv.Firestore(t))
+	for field, q := range map[string]runstore.RunQuery{
+		"limit":      {Limit: runstore.RunListLimitMax + 1},
 		"scope":      {Scope: "default"},
 		"page_token": {PageToken: "not a token"},
 	} {

@@ -1,4 +1,4 @@
-package ledger_test
+package runstore_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {
@@ -15,7 +16,7 @@ func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {
 	ctx := context.Background()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	runs := ledger.NewRunStore(fs)
+	runs := runstore.New(fs)
 	const lease = "runner.workspace-lease-settle"
 	for _, r := range []struct {
 		id, typ, org, group string
@@ -31,7 +32,7 @@ func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {
 		if r.group != "" {
 			data["runner_group_uuid"], scope = r.group, r.org+"/"+r.group
 		}
-		if err := runs.CreateRun(ctx, ledger.RunRecord{WorkflowRunUUID: r.id, WorkflowType: r.typ, Scope: scope, Status: "completed",
+		if err := runs.CreateRun(ctx, runstore.RunRecord{WorkflowRunUUID: r.id, WorkflowType: r.typ, Scope: scope, Status: "completed",
 			InitiatedAt: t0.Add(r.at * time.Minute), InitialData: data}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package ledger
+package runstore
 
 import (
 	"context"
@@ -10,10 +10,9 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
 
-// GuardsCollection holds one lease per workflow type and scope while a run of it is in progress.
-const GuardsCollection = "sweep_guards"
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
 
 // Guard is a sweep_guards document: the run that holds a scope, until when.
 type Guard struct {
@@ -30,7 +29,7 @@ type Guard struct {
 	TookOver string `firestore:"took_over,omitempty"`
 }
 
-// ErrGuardHeld is returned by RunStore.StartRun when another live run holds the scope.
+// ErrGuardHeld is returned by Store.StartRun when another live run holds the scope.
 var ErrGuardHeld = errors.New("a run of this workflow on this scope is in progress")
 
 // GuardHeldError says which run holds the scope.
@@ -42,8 +41,8 @@ func (e *GuardHeldError) Error() string {
 
 func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
 
-// GuardStore renews and reads per-scope run guards. RunStore.StartRun takes a guard with its
-// record, and only a write that ends the record (RunStore.TransitionRun, which stalesweep runs abandon uses too)
+// GuardStore renews and reads per-scope run guards. Store.StartRun takes a guard with its
+// record, and only a write that ends the record (Store.TransitionRun, which stalesweep runs abandon uses too)
 // deletes it: a run whose record could not be ended leaves its guard to expire, and the run that
 // takes it over closes the record.
 type GuardStore struct{ client *firestore.Client }
@@ -93,7 +92,7 @@ func (e *GuardLostError) Unwrap() error { return ErrGuardLost }
 // it; otherwise it fails with a *GuardLostError and writes nothing. It renews a lease that has
 // expired but that no other run has taken over: nobody else acted on it.
 func (s *GuardStore) Renew(ctx context.Context, key, runUUID string, until time.Time) error {
-	ref := s.client.Collection(GuardsCollection).Doc(key)
+	ref := s.client.Collection(ledger.GuardsCollection).Doc(key)
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(ref)
 		if status.Code(err) == codes.NotFound {
@@ -109,7 +108,7 @@ func (s *GuardStore) Renew(ctx context.Context, key, runUUID string, until time.
 		if cur.WorkflowRunUUID != runUUID {
 			return &GuardLostError{Holder: &cur}
 		}
-		return tx.Update(ref, []firestore.Update{{Path: "expires_at", Value: until}, {Path: ExpireField, Value: maxTime(cur.ExpireAt, until)}})
+		return tx.Update(ref, []firestore.Update{{Path: "expires_at", Value: until}, {Path: ledger.ExpireField, Value: maxTime(cur.ExpireAt, until)}})
 	}, firestore.MaxAttempts(3))
 	if err != nil {
 		return fmt.Errorf("renew guard %s: %w", key, err)
@@ -119,7 +118,7 @@ func (s *GuardStore) Renew(ctx context.Context, key, runUUID string, until time.
 
 // Get reads the guard of key; nil when there is none.
 func (s *GuardStore) Get(ctx context.Context, key string) (*Guard, error) {
-	snap, err := s.client.Collection(GuardsCollection).Doc(key).Get(ctx)
+	snap, err := s.client.Collection(ledger.GuardsCollection).Doc(key).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return nil, nil
 	}

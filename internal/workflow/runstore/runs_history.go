@@ -1,4 +1,4 @@
-package ledger
+package runstore
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Bounds of RunQuery.Limit.
@@ -53,7 +55,7 @@ func (q RunQuery) Check() error {
 // ListRuns returns one page of run records matching q, newest initiated first (ties by uuid,
 // descending): one query of at most Limit+1 documents, paged by a cursor on (initiated_at, id),
 // never an offset. Indexes declares the composite index of each combination of filters.
-func (s *RunStore) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	if err := q.Check(); err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
 	}
@@ -61,7 +63,7 @@ func (s *RunStore) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	if limit == 0 {
 		limit = RunListLimitDefault
 	}
-	fq := s.client.Collection(RunsCollection).Query
+	fq := s.client.Collection(ledger.RunsCollection).Query
 	if q.WorkflowType != "" {
 		fq = fq.Where("workflow_type", "==", q.WorkflowType)
 	}
@@ -111,7 +113,7 @@ func decodeRunToken(tok string) (time.Time, string, error) {
 	}
 	ts, id, ok := strings.Cut(string(raw), " ")
 	at, err := time.Parse(time.RFC3339Nano, ts)
-	if !ok || err != nil || CheckDocID(id) != nil {
+	if !ok || err != nil || ledger.CheckDocID(id) != nil {
 		return time.Time{}, "", fmt.Errorf("page_token: format: not a token this command printed")
 	}
 	return at, id, nil

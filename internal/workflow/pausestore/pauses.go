@@ -1,0 +1,99 @@
+package pausestore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
+)
+
+// PauseListMax bounds how many pauses one read lists: pauses are an operator's few, and a
+// reader that needs every one (Dispatch) is backed by the check each run makes at its start.
+const PauseListMax = 1000
+
+// Store writes and reads pauses.
+type Store struct{ client *firestore.Client }
+
+// New returns a store on client.
+func New(client *firestore.Client) *Store { return &Store{client: client} }
+
+func (s *Store) ref(workflowType, scope string) *firestore.DocumentRef {
+	return s.client.Collection(ledger.PausesCollection).Doc(ledger.PauseID(workflowType, scope))
+}
+
+// Put writes p, replacing the pause of the same workflow type and scope: pausing again updates
+// who, when, why and until. ExpireAt is set from Until.
+func (s *Store) Put(ctx context.Context, p ledger.Pause) error {
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("pause: %w", err)
+	}
+	p.ExpireAt = p.Until
+	if _, err := s.ref(p.WorkflowType, p.Scope).Set(ctx, p); err != nil {
+		return fmt.Errorf("pause %s on %s: %w", p.WorkflowType, p.ScopeName(), err)
+	}
+	return nil
+}
+
+// Delete removes the pause of workflowType on scope ("" for the fleet) and reports whether there
+// was one. Deleting one that is not there is not an error.
+func (s *Store) Delete(ctx context.Context, workflowType, scope string) (bool, error) {
+	ref := s.ref(workflowType, scope)
+	existed := false
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			existed = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		existed = snap.Exists()
+		return tx.Delete(ref)
+	}, firestore.MaxAttempts(3))
+	if err != nil {
+		return false, fmt.Errorf("resume %s: %w", ledger.PauseID(workflowType, scope), err)
+	}
+	return existed, nil
+}
+
+// Covering returns the pause that holds at now over a run of workflowType on scope (a
+// ScopeValues.Key), or nil: one read of at most three documents.
+func (s *Store) Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error) {
+	snaps, err := s.client.GetAll(ctx, s.refs(ledger.PauseIDs(workflowType, scope)))
+	if err != nil {
+		return nil, fmt.Errorf("read pauses of %s on %s: %w", workflowType, scope, err)
+	}
+	return ledger.ActivePause(ledger.DecodePauses(snaps), now), nil
+}
+
+// List returns up to limit (at most PauseListMax) pauses in id order, of workflowType only when
+// it is not empty, ended ones included. The equality filter with id order is served by
+// Firestore's automatic single-field index.
+func (s *Store) List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error) {
+	if limit <= 0 || limit > PauseListMax {
+		limit = PauseListMax
+	}
+	q := s.client.Collection(ledger.PausesCollection).Query
+	if workflowType != "" {
+		q = q.Where("workflow_type", "==", workflowType)
+	}
+	snaps, err := q.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list pauses: %w", err)
+	}
+	return ledger.DecodePauses(snaps), nil
+}
+
+func (s *Store) refs(ids []string) []*firestore.DocumentRef {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = s.client.Collection(ledger.PausesCollection).Doc(id)
+	}
+	return refs
+}
