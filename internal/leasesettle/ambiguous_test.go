@@ -31,8 +31,8 @@ func TestAnAmbiguousAbandonmentIsCountedByWhatTheLeaseHolds(t *testing.T) {
 			e.lease(e.instance(ledger.InstanceRunning), time.Minute)
 			slices.Sort(ids)
 
-			store := ledger.NewLeaseStore(fault.Client(t, e.fs), ledger.TxConfig{})
-			wf := leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(e.clock.Now))
+			store := ledger.NewLeaseStore(fault.Client(t, e.FS), ledger.TxConfig{})
+			wf := leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(e.Clock.Now))
 			run := workflow.Run{UUID: uuid.NewString(), Logger: logging.Discard()}
 			out, stats, err := wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 10})
 			if err != nil {

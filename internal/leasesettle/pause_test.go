@@ -54,15 +54,15 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			// One lease at a time, so that the pause falls between two abandonments.
 			e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
 			p.Pause = func() {
-				if err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-					Scope: c.scope(e), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {
+				if err := pausestore.New(e.FS).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+					Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}); err != nil {
 					t.Error(err)
 				}
 			}
 			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
 
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
 			o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 			abandoned := 0
@@ -92,12 +92,12 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 	t.Parallel()
 	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
 		e := newEnv(t, leasesettle.Config{}, nil)
-		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-			Scope: e.org, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"})
+		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+			Scope: e.org, PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"})
 		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
-		e.spy.Reset()
+		e.Spy.Reset()
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+		out := sweeptest.Dry(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
 		var s leasesettle.Stats
 		testenv.Decode(t, out.Stats, &s)
@@ -114,7 +114,7 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote lease %s: %+v", id, l)
 			}
 		}
-		if w := e.spy.Writes(); len(w) != 0 {
+		if w := e.Spy.Writes(); len(w) != 0 {
 			t.Errorf("the dry run wrote %+v", w)
 		}
 	})

@@ -25,21 +25,21 @@ func TestAnAmbiguousReclaimIsCountedByWhatTheTaskHolds(t *testing.T) {
 			ctx := context.Background()
 			// task-000 was reclaimed once already; task-fresh never was.
 			e.claimed(1)
-			e.clock.Advance(10 * time.Minute)
+			e.Clock.Advance(10 * time.Minute)
 			e.sweep(pmsweep.Input{})
-			if _, err := e.worker.Next(ctx, e.queue, "w1", e.clock.Now()); err != nil {
+			if _, err := e.worker.Next(ctx, e.queue, "w1", e.Clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.worker.Enqueue(ctx, e.queue, "task-fresh", "slug-fresh", e.clock.Now()); err != nil {
+			if err := e.worker.Enqueue(ctx, e.queue, "task-fresh", "slug-fresh", e.Clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.worker.Next(ctx, e.queue, "w2", e.clock.Now()); err != nil {
+			if _, err := e.worker.Next(ctx, e.queue, "w2", e.Clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			e.clock.Advance(10 * time.Minute)
+			e.Clock.Advance(10 * time.Minute)
 
-			store := ledger.NewTaskStore(fault.Client(t, e.fs), ledger.TxConfig{})
-			wf := pmsweep.New(store, pmsweep.Config{MaxReclaims: 1}, ledger.LocalClock(e.clock.Now))
+			store := ledger.NewTaskStore(fault.Client(t, e.FS), ledger.TxConfig{})
+			wf := pmsweep.New(store, pmsweep.Config{MaxReclaims: 1}, ledger.LocalClock(e.Clock.Now))
 			out, stats, err := wf.RunOnce(ctx, pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "faulted"}, false, logging.Discard())
 			if err != nil {
 				t.Fatal(err)

@@ -52,8 +52,8 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			// One task at a time, so that the pause falls between two reclaims.
 			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
 			p.Pause = func() {
-				if err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
-					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
+				if err := pausestore.New(e.FS).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
+					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -62,10 +62,10 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			for _, l := range leases {
 				heartbeats[l.TaskID] = len(e.chain(l.TaskID, ledger.ChainHeartbeats))
 			}
-			e.clock.Advance(time.Hour)
+			e.Clock.Advance(time.Hour)
 
 			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
 				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
 			o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 			requeued := 0
@@ -94,13 +94,13 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 	t.Parallel()
 	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
 		e := newEnv(t, pmsweep.Config{}, nil)
-		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.PMSweep),
-			Scope: e.queue, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"})
+		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.PMSweep),
+			Scope: e.queue, PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"})
 		leases := e.claimed(2)
-		e.clock.Advance(time.Hour)
-		e.spy.Reset()
+		e.Clock.Advance(time.Hour)
+		e.Spy.Reset()
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+		out := sweeptest.Dry(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
 			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
 		var s pmsweep.Stats
 		testenv.Decode(t, out.Stats, &s)
@@ -117,7 +117,7 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote task %s: %+v", l.TaskID, tk)
 			}
 		}
-		if w := e.spy.Writes(); len(w) != 0 {
+		if w := e.Spy.Writes(); len(w) != 0 {
 			t.Errorf("the dry run wrote %+v", w)
 		}
 	})

@@ -25,9 +25,9 @@ func TestAnAmbiguousCommitThatLandedCountsAsSweptByThisRun(t *testing.T) {
 			e := newEnv(t, nil)
 			plain := e.start("plain", false, time.Hour)
 			bg := e.start("bg", true, time.Hour)
-			fs := fault.Client(t, e.fs)
+			fs := fault.Client(t, e.FS)
 			store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
-			wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.clock.Now))
+			wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.Clock.Now))
 			run := uuid.NewString()
 			out, stats, err := wf.RunOnce(context.Background(), run, runssweep.Input{OlderThanMs: 600000, Limit: 10}, false, logging.Discard())
 			if err != nil {
@@ -62,11 +62,11 @@ func TestOnlyThisRunsOwnSettlementCountsAsSweptByIt(t *testing.T) {
 	e := newEnv(t, nil)
 	id := e.start("ext", true, time.Hour)
 	seen := e.run(id)
-	deadline := e.clock.Now().Add(-10 * time.Minute)
+	deadline := e.Clock.Now().Add(-10 * time.Minute)
 	first, other := uuid.NewString(), uuid.NewString()
 	settle := func(run string) ledger.Abandonment {
 		t.Helper()
-		res, err := e.store.Abandon(context.Background(), id, nil, ledger.Settlement{At: e.clock.Now(), WorkflowRunUUID: run, Reason: runssweep.ReasonIdle}, runssweep.Abandonable(seen, deadline))
+		res, err := e.store.Abandon(context.Background(), id, nil, ledger.Settlement{At: e.Clock.Now(), WorkflowRunUUID: run, Reason: runssweep.ReasonIdle}, runssweep.Abandonable(seen, deadline))
 		if err != nil {
 			t.Fatal(err)
 		}
