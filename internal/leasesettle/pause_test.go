@@ -13,7 +13,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the workflow right after the run's
@@ -53,12 +52,10 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			var p *pauser
 			// One lease at a time, so that the pause falls between two abandonments.
 			e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
-			p.Pause = func() {
-				if err := pausestore.New(e.FS).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-					Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}); err != nil {
-					t.Error(err)
-				}
-			}
+			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+				return ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+					Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}
+			})
 			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
 
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})

@@ -13,7 +13,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -51,12 +50,10 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			var p *pauser
 			// One task at a time, so that the pause falls between two reclaims.
 			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
-			p.Pause = func() {
-				if err := pausestore.New(e.FS).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
-					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}); err != nil {
-					t.Error(err)
-				}
-			}
+			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+				return ledger.Pause{WorkflowType: string(contract.PMSweep),
+					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}
+			})
 			leases := e.claimed(3)
 			heartbeats := map[string]int{}
 			for _, l := range leases {

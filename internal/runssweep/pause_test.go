@@ -12,7 +12,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -51,15 +50,13 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			// One run at a time, so that the pause falls between two abandonments.
 			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.Clock.Now))
 			e.Run(e.wf.Definition())
-			p.Pause = func() {
+			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
 				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
 				if c.until != 0 {
 					pause.Until = e.Clock.Now().Add(c.until)
 				}
-				if err := pausestore.New(e.FS).Put(context.Background(), pause); err != nil {
-					t.Error(err)
-				}
-			}
+				return pause
+			})
 			ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour), e.start("c", false, time.Hour)}
 
 			out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
