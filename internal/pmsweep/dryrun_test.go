@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -141,12 +142,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 	for _, r := range o.Reclaimed {
 		reclaimed[r.Task] = true
 	}
-	for _, id := range ids {
-		x := said[id]
-		if (x.Verdict == "reclaim") != reclaimed[id] || (x.Verdict == "reclaim") != x.Visible {
-			t.Errorf("task %s: explain said %s (%s, visible %t), the sweep reclaimed it: %t", id, x.Verdict, x.Rule, x.Visible, reclaimed[id])
-		}
-	}
+	sweeptest.ExplainAgrees(t, said, ids, "reclaim", reclaimed, "task", "reclaimed")
 	if x := said["task-002"]; x.Verdict != "skip" || x.Rule != "not_stale" {
 		t.Errorf("a task whose worker heartbeat 101 s ago: %+v", x)
 	}

@@ -184,12 +184,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 	for _, r := range o.Runs {
 		swept[r.RunID] = true
 	}
-	for _, id := range all {
-		x := verdict[id]
-		if (x.Verdict == "abandon") != swept[id] || (x.Verdict == "abandon") != x.Visible {
-			t.Errorf("run %s: explain said %s (%s, visible %t), the sweep swept it: %t", id, x.Verdict, x.Rule, x.Visible, swept[id])
-		}
-	}
+	sweeptest.ExplainAgrees(t, verdict, all, "abandon", swept, "run", "swept")
 	if x := verdict[invisible]; x.Verdict != "skip" || x.Rule != "invisible" || x.Visible || !x.Checks[0].OK {
 		t.Errorf("a run no scan sees: %+v", x)
 	}
