@@ -9,6 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -94,13 +95,10 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
 		e.Spy.Reset()
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-		out := sweeptest.Dry(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-		var s leasesettle.Stats
-		testenv.Decode(t, out.Stats, &s)
-		switch p := s.Preview; {
-		case p == nil:
-			t.Fatalf("no preview: %+v", out.Stats)
+		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			func(s leasesettle.Stats) *explain.Preview { return s.Preview })
+		switch {
 		case !override && (p.Rules["refuse/paused"] != 2 || p.Counts["abandon"] != 0):
 			t.Errorf("preview %+v; want both leases refused paused", p)
 		case override && (p.Counts["abandon"] != 2 || s.Refused[leasesettle.RefusePaused] != 0):
@@ -111,8 +109,6 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote lease %s: %+v", id, l)
 			}
 		}
-		if w := e.Spy.Writes(); len(w) != 0 {
-			t.Errorf("the dry run wrote %+v", w)
-		}
+		sweeptest.NoWrites(t, e.Spy, "the dry run")
 	})
 }

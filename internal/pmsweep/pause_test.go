@@ -9,6 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -97,13 +98,10 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 		e.Clock.Advance(time.Hour)
 		e.Spy.Reset()
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-		out := sweeptest.Dry(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
-			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-		var s pmsweep.Stats
-		testenv.Decode(t, out.Stats, &s)
-		switch p := s.Preview; {
-		case p == nil:
-			t.Fatalf("no preview: %+v", out.Stats)
+		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			func(s pmsweep.Stats) *explain.Preview { return s.Preview })
+		switch {
 		case !override && (p.Rules["keep/paused"] != 2 || p.Counts["reclaim"] != 0 || s.Paused != 2):
 			t.Errorf("preview %+v, paused %d; want both tasks kept, paused", p, s.Paused)
 		case override && (p.Counts["reclaim"] != 2 || s.Paused != 0):
@@ -114,8 +112,6 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote task %s: %+v", l.TaskID, tk)
 			}
 		}
-		if w := e.Spy.Writes(); len(w) != 0 {
-			t.Errorf("the dry run wrote %+v", w)
-		}
+		sweeptest.NoWrites(t, e.Spy, "the dry run")
 	})
 }

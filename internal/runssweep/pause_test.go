@@ -8,6 +8,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -93,13 +94,10 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 			PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "incident"})
 		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour)}
 		e.Spy.Reset()
-		out := sweeptest.Dry(t, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep,
-			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-		var s runssweep.Stats
-		testenv.Decode(t, out.Stats, &s)
-		switch p := s.Preview; {
-		case p == nil:
-			t.Fatalf("no preview: %+v", out.Stats)
+		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep,
+			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			func(s runssweep.Stats) *explain.Preview { return s.Preview })
+		switch {
 		case !override && (p.Rules["keep/paused"] != 2 || p.Counts["abandon"] != 0 || s.Paused != 2):
 			t.Errorf("preview %+v, paused %d; want both runs kept, paused", p, s.Paused)
 		case override && (p.Counts["abandon"] != 2 || s.Paused != 0):
@@ -110,8 +108,6 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote run %s: %+v", id, r)
 			}
 		}
-		if w := e.Spy.Writes(); len(w) != 0 {
-			t.Errorf("the dry run wrote %+v", w)
-		}
+		sweeptest.NoWrites(t, e.Spy, "the dry run")
 	})
 }
