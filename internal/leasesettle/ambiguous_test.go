@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -21,42 +22,38 @@ import (
 // settlements with the fields it would have had. One whose commit never landed is abandoned by
 // the run's extra try, and the read-back must not have counted it first.
 func TestAnAmbiguousAbandonmentIsCountedByWhatTheLeaseHolds(t *testing.T) {
-	t.Parallel()
-	for name, fault := range sweeptest.AmbiguousCommits() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, leasesettle.Config{}, nil)
-			gone := e.instance(ledger.InstanceTerminated)
-			ids := []string{e.lease(gone, time.Minute), e.lease(gone, 2*time.Minute)}
-			e.lease(e.instance(ledger.InstanceRunning), time.Minute)
-			slices.Sort(ids)
+	sweeptest.EachAmbiguous(t, func(t *testing.T, fault *fsfaulttest.Commits) {
+		e := newEnv(t, leasesettle.Config{}, nil)
+		gone := e.instance(ledger.InstanceTerminated)
+		ids := []string{e.lease(gone, time.Minute), e.lease(gone, 2*time.Minute)}
+		e.lease(e.instance(ledger.InstanceRunning), time.Minute)
+		slices.Sort(ids)
 
-			store := ledger.NewLeaseStore(fault.Client(t, e.fs), ledger.TxConfig{})
-			wf := leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(e.clock.Now))
-			run := workflow.Run{UUID: uuid.NewString(), Logger: logging.Discard()}
-			out, stats, err := wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 10})
-			if err != nil {
-				t.Fatal(err)
+		store := ledger.NewLeaseStore(fault.Client(t, e.FS), ledger.TxConfig{})
+		wf := leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(e.Clock.Now))
+		run := workflow.Run{UUID: uuid.NewString(), Logger: logging.Discard()}
+		out, stats, err := wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fault.Faulted() != 2 {
+			t.Fatalf("faulted %d commits, want 2 (one per abandonment)", fault.Faulted())
+		}
+		var listed []string
+		for _, s := range out.Settlements {
+			listed = append(listed, s.LeaseUUID)
+			if s.HolderUUID != gone || s.Reason != leasesettle.ReasonHolderTerminal || s.WorkspaceID == "" {
+				t.Errorf("settlement %+v lacks the fields the run decided", s)
 			}
-			if fault.Faulted() != 2 {
-				t.Fatalf("faulted %d commits, want 2 (one per abandonment)", fault.Faulted())
+		}
+		slices.Sort(listed)
+		if out.Settled != 2 || !slices.Equal(listed, ids) || stats.Raced != 0 || stats.Errored != 0 || out.Outcome != "settled" {
+			t.Fatalf("settled %d %v, raced %d, errored %d, outcome %s; want %v settled by this run", out.Settled, listed, stats.Raced, stats.Errored, out.Outcome, ids)
+		}
+		for _, id := range ids {
+			if l := e.get(id); l.Status != ledger.LeaseAbandoned || l.Settlement == nil || l.Settlement.WorkflowRunUUID != run.UUID {
+				t.Errorf("%s: %+v, want abandoned by this run", id, l)
 			}
-			var listed []string
-			for _, s := range out.Settlements {
-				listed = append(listed, s.LeaseUUID)
-				if s.HolderUUID != gone || s.Reason != leasesettle.ReasonHolderTerminal || s.WorkspaceID == "" {
-					t.Errorf("settlement %+v lacks the fields the run decided", s)
-				}
-			}
-			slices.Sort(listed)
-			if out.Settled != 2 || !slices.Equal(listed, ids) || stats.Raced != 0 || stats.Errored != 0 || out.Outcome != "settled" {
-				t.Fatalf("settled %d %v, raced %d, errored %d, outcome %s; want %v settled by this run", out.Settled, listed, stats.Raced, stats.Errored, out.Outcome, ids)
-			}
-			for _, id := range ids {
-				if l := e.get(id); l.Status != ledger.LeaseAbandoned || l.Settlement == nil || l.Settlement.WorkflowRunUUID != run.UUID {
-					t.Errorf("%s: %+v, want abandoned by this run", id, l)
-				}
-			}
-		})
-	}
+		}
+	})
 }

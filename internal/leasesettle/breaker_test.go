@@ -9,11 +9,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // abandonThrough runs each lease's settling transaction on another store, counted: the scan
@@ -38,10 +36,10 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	const total = 150
 	e := newEnv(t, leasesettle.Config{}, nil)
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
-	rows := ledger.NewLeaseStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
+	rows := ledger.NewLeaseStore(count.Outage.Client(t, e.FS), ledger.TxConfig{Timeout: time.Second})
 	cfg := leasesettle.Config{}.WithDefaults()
-	e.wf = leasesettle.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.wf = leasesettle.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.Clock.Now))
+	e.Run(e.wf.Definition())
 	leases := make([]string, total)
 	for i := range leases {
 		leases[i] = e.lease(e.instance("terminated"), time.Hour)
@@ -49,7 +47,7 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group, "max_settlements": leasesettle.MaxSettlementsMax})
 	out := breakertest.Check(t, breakertest.Run{
-		Engine: e.engine, Records: e.fs, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
+		Engine: e.Engine, Records: e.FS, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
 		Req: workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: true},
 	})
 	abandoned := 0

@@ -28,7 +28,7 @@ type rules struct {
 }
 
 func (e *env) eachRule() rules {
-	e.t.Helper()
+	e.T.Helper()
 	var r rules
 	r.terminated = e.lease(e.instance("terminated"), time.Second)
 	r.stopped = e.lease(e.instance("stopped"), time.Hour)
@@ -37,28 +37,28 @@ func (e *env) eachRule() rules {
 	r.missingFresh = e.lease(uuid.NewString(), time.Minute)
 	otherGroupInstance := uuid.NewString()
 	if err := e.runner.PutInstance(context.Background(), ledger.RunnerInstance{UUID: otherGroupInstance, OrganizationUUID: e.org, RunnerGroupUUID: uuid.NewString(), Status: "running"}); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	r.strangerStale = e.lease(otherGroupInstance, 10*time.Minute)
 	r.released = e.lease(e.instance("terminated"), time.Hour)
-	if err := e.runner.Release(context.Background(), r.released, e.get(r.released).HolderUUID, e.clock.Now()); err != nil {
-		e.t.Fatal(err)
+	if err := e.runner.Release(context.Background(), r.released, e.get(r.released).HolderUUID, e.Clock.Now()); err != nil {
+		e.T.Fatal(err)
 	}
 	return r
 }
 
 // dryRun previews a run over the env's group through the engine.
 func (e *env) dryRun(trigger workflow.Trigger, override bool) (workflow.Outcome, leasesettle.Output, leasesettle.Stats) {
-	e.t.Helper()
+	e.T.Helper()
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-	out := sweeptest.Dry(e.t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+	out := sweeptest.Dry(e.T, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 		Trigger: trigger, StormOverride: override, DryRun: true})
 	var o leasesettle.Output
 	var s leasesettle.Stats
-	testenv.Decode(e.t, out.Output, &o)
-	testenv.Decode(e.t, out.Stats, &s)
+	testenv.Decode(e.T, out.Output, &o)
+	testenv.Decode(e.T, out.Stats, &s)
 	if s.Preview == nil {
-		e.t.Fatalf("a dry run's stats say nothing of what it would do: %+v", out.Stats)
+		e.T.Fatalf("a dry run's stats say nothing of what it would do: %+v", out.Stats)
 	}
 	return out, o, s
 }
@@ -78,10 +78,10 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, leasesettle.Config{}, nil)
 	d := e.eachRule()
-	e.spy.Reset()
+	e.Spy.Reset()
 
 	out, o, s := e.dryRun(workflow.TriggerSchedule, false)
-	if w := e.spy.Writes(); len(w) != 0 {
+	if w := e.Spy.Writes(); len(w) != 0 {
 		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
 	}
 	if out.Status != workflow.StateCompleted || o.Settled != 0 || len(o.Settlements) != 0 || o.Examined != 6 {
@@ -132,7 +132,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, leasesettle.Config{}, nil)
 	unresolvable, terminal := e.stormGroup()
-	e.spy.Reset()
+	e.Spy.Reset()
 	out, _, s := e.dryRun(workflow.TriggerLocal, false)
 	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) || !s.Preview.StormGuardWouldStop {
 		t.Errorf("dry run: %s %v, preview %+v; want failed by the storm guard, as the real run", out.Status, out.Err, s.Preview)
@@ -148,7 +148,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 			t.Errorf("lease %s on age alone: %q, want held back by the guard", id, v[id])
 		}
 	}
-	if w := e.spy.Writes(); len(w) != 0 {
+	if w := e.Spy.Writes(); len(w) != 0 {
 		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
 	}
 }
@@ -160,7 +160,7 @@ func TestExplainSaysWhatTheNextRunDoes(t *testing.T) {
 	e := newEnv(t, leasesettle.Config{}, nil)
 	d := e.eachRule()
 	invisible := uuid.NewString()
-	if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(invisible).Set(context.Background(), map[string]any{
+	if _, err := e.FS.Collection(ledger.WorkspaceLeasesCollection).Doc(invisible).Set(context.Background(), map[string]any{
 		"organization_uuid": e.org, "runner_group_uuid": e.group, "workspace_id": "ws", "holder_runner_instance_uuid": uuid.NewString(),
 		"status": ledger.LeaseActive, "heartbeat_at": int64(12)}); err != nil {
 		t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the workflow right after the run's
@@ -53,16 +53,14 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 			var p *pauser
 			// One lease at a time, so that the pause falls between two abandonments.
 			e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
-			p.Pause = func() {
-				if err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-					Scope: c.scope(e), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"}); err != nil {
-					t.Error(err)
-				}
-			}
+			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+				return ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+					Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}
+			})
 			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
 
 			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
 				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
 			o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 			abandoned := 0
@@ -92,18 +90,15 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 	t.Parallel()
 	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
 		e := newEnv(t, leasesettle.Config{}, nil)
-		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-			Scope: e.org, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "INC-42"})
+		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+			Scope: e.org, PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"})
 		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
-		e.spy.Reset()
+		e.Spy.Reset()
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-		var s leasesettle.Stats
-		testenv.Decode(t, out.Stats, &s)
-		switch p := s.Preview; {
-		case p == nil:
-			t.Fatalf("no preview: %+v", out.Stats)
+		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			func(s leasesettle.Stats) *explain.Preview { return s.Preview })
+		switch {
 		case !override && (p.Rules["refuse/paused"] != 2 || p.Counts["abandon"] != 0):
 			t.Errorf("preview %+v; want both leases refused paused", p)
 		case override && (p.Counts["abandon"] != 2 || s.Refused[leasesettle.RefusePaused] != 0):
@@ -114,8 +109,6 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote lease %s: %+v", id, l)
 			}
 		}
-		if w := e.spy.Writes(); len(w) != 0 {
-			t.Errorf("the dry run wrote %+v", w)
-		}
+		sweeptest.NoWrites(t, e.Spy, "the dry run")
 	})
 }

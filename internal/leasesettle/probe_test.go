@@ -1,11 +1,10 @@
 package leasesettle_test
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
@@ -29,12 +28,8 @@ func TestTheProbeFindsAnActiveLease(t *testing.T) {
 			if c.status != "" {
 				s.Put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: c.group, Status: c.status, HeartbeatAt: epoch})
 			}
-			def := leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
-			in, _ := json.Marshal(leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10})
-			got, err := def.Probe(context.Background(), []json.RawMessage{in}, epoch)
-			if err != nil || len(got) != 1 || got[0] != c.want {
-				t.Errorf("probe = %v, %v; want [%v]", got, err, c.want)
-			}
+			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+				leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10}, epoch, c.want)
 		})
 	}
 }

@@ -42,7 +42,7 @@ func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
 	unresolvable, terminal := e.stormGroup()
 	start := func(override bool) (workflow.Outcome, leasesettle.Output, leasesettle.Stats) {
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-		out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
+		out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestTheStormGuardCountsPastMaxSettlements(t *testing.T) {
 		e.lease(e.instance("running"), time.Minute)
 	}
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group, "max_settlements": 5})
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
+	out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestTheStormGuardCountsWhatTheScanCapLeftUnread(t *testing.T) {
 		e.lease(e.instance("running"), time.Minute)
 	}
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
+	out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule})
 	if err != nil {
 		t.Fatal(err)
 	}

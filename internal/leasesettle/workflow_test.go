@@ -23,7 +23,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -70,81 +69,71 @@ func TestDecide(t *testing.T) {
 }
 
 type env struct {
-	t      *testing.T
-	fs     *firestore.Client
-	spy    *fsspy.Spy
+	sweeptest.Env
 	store  *ledger.LeaseStore
 	runner ledgertest.Leases
-	clock  *testenv.Clock
 	wf     *leasesettle.Workflow
-	engine *workflow.Engine
 	org    string
 	group  string
 }
 
 func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) leasesettle.Store) *env {
-	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), group: uuid.NewString()}
-	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	// Firestore's clock, which the writers stamp and the run reads, is the test's clock.
-	e.store = ledger.NewLeaseStore(e.fs, ledger.TxConfig{})
-	e.runner = ledgertest.Leases{Client: e.fs, Now: e.clock.Now}
-	var store leasesettle.Store = e.store
-	if wrap != nil {
-		store = wrap(store)
-	}
-	e.wf = leasesettle.New(store, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e := &env{Env: sweeptest.NewEnv(t, epoch), org: uuid.NewString(), group: uuid.NewString()}
+	e.store = ledger.NewLeaseStore(e.FS, ledger.TxConfig{})
+	e.runner = ledgertest.Leases{Client: e.FS, Now: e.Clock.Now}
+	e.wf = leasesettle.New(sweeptest.Wrap[leasesettle.Store](e.store, wrap), cfg, ledger.LocalClock(e.Clock.Now))
+	e.Run(e.wf.Definition())
 	if err := e.runner.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Enable(t, e.fs, e.org)
+	testenv.Enable(t, e.FS, e.org)
 	return e
 }
 
 // instance registers an instance of the env's group with a status.
 func (e *env) instance(status string) string {
-	e.t.Helper()
+	e.T.Helper()
 	id := uuid.NewString()
 	if err := e.runner.PutInstance(context.Background(), ledger.RunnerInstance{UUID: id, OrganizationUUID: e.org, RunnerGroupUUID: e.group, Status: status}); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
 
 // lease has holder acquire a workspace lease whose last heartbeat Firestore took `ago`.
 func (e *env) lease(holder string, ago time.Duration) string {
-	e.t.Helper()
+	e.T.Helper()
 	return e.leaseIn(e.org, e.group, holder, ago)
 }
 
 func (e *env) leaseIn(org, group, holder string, ago time.Duration) string {
-	e.t.Helper()
+	e.T.Helper()
 	id := uuid.NewString()
-	then := e.clock.Now().Add(-ago)
-	runner := ledgertest.Leases{Client: e.fs, Now: testenv.Fixed(then)}
+	then := e.Clock.Now().Add(-ago)
+	runner := ledgertest.Leases{Client: e.FS, Now: testenv.Fixed(then)}
 	if err := runner.Acquire(context.Background(), ledger.WorkspaceLease{UUID: id, OrganizationUUID: org, RunnerGroupUUID: group,
 		WorkspaceID: "ws-" + id[:6], HolderUUID: holder}, then); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
 
 func (e *env) get(id string) ledger.WorkspaceLease {
-	e.t.Helper()
+	e.T.Helper()
 	l, err := e.store.GetLease(context.Background(), id)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return l
 }
 
 func (e *env) run(input map[string]any) (workflow.Outcome, leasesettle.Output) {
-	e.t.Helper()
+	e.T.Helper()
 	input["organization_uuid"], input["runner_group_uuid"] = e.org, e.group
 	raw, _ := json.Marshal(input)
-	out := sweeptest.Completed(e.t, e.engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule}, "run")
+	out := sweeptest.Completed(e.T, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerSchedule}, "run")
 	var o leasesettle.Output
-	testenv.Decode(e.t, out.Output, &o)
+	testenv.Decode(e.T, out.Output, &o)
 	return out, o
 }
 
@@ -154,7 +143,7 @@ func TestEachRuleAndBothKeepCases(t *testing.T) {
 	d := e.eachRule()
 	terminated, stopped, missingStale, aliveStale, missingFresh, strangerStale, released :=
 		d.terminated, d.stopped, d.missingStale, d.aliveStale, d.missingFresh, d.strangerStale, d.released
-	e.spy.Reset()
+	e.Spy.Reset()
 
 	out, o := e.run(map[string]any{})
 	want := map[string]string{
@@ -197,7 +186,7 @@ func TestEachRuleAndBothKeepCases(t *testing.T) {
 		}
 	}
 	// Abandonment only: nothing deleted, no holder touched.
-	for _, w := range e.spy.Writes() {
+	for _, w := range e.Spy.Writes() {
 		if w.Delete || strings.Contains(w.Document, "/"+ledger.RunnerInstancesCollection+"/") {
 			t.Errorf("the settle wrote %+v", w)
 		}
@@ -214,13 +203,13 @@ func TestOtherGroupsAndOrganizationsAreUntouched(t *testing.T) {
 		e.leaseIn(otherOrg, e.group, e.instance("terminated"), time.Hour),
 		e.leaseIn(otherOrg, otherGroup, uuid.NewString(), time.Hour),
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 	_, o := e.run(map[string]any{})
 	if o.Settled != 1 || o.Settlements[0].LeaseUUID != mine {
 		t.Errorf("output = %+v", o)
 	}
 	read := map[string]bool{}
-	for _, d := range e.spy.Reads() {
+	for _, d := range e.Spy.Reads() {
 		read[fsspy.DocID(d)] = true
 	}
 	for _, id := range theirs {
@@ -326,7 +315,7 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 		}
 		ids = append(ids, e.lease(holder, time.Hour))
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 	var mu sync.Mutex
 	total := 0
 	var wg sync.WaitGroup
@@ -348,7 +337,7 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 	if total != 40 {
 		t.Errorf("settled totals add to %d, want 40", total)
 	}
-	writes := e.spy.WritesTouching("settlement")
+	writes := e.Spy.WritesTouching("settlement")
 	for _, id := range ids {
 		if e.get(id).Status != ledger.LeaseAbandoned {
 			t.Errorf("lease %s not abandoned", id)
@@ -369,7 +358,7 @@ func TestBadInputAndForeignGroupsAreRefusedBeforeAnythingIsWritten(t *testing.T)
 	e := newEnv(t, leasesettle.Config{}, nil)
 	noTimeout := uuid.NewString()
 	_ = e.runner.PutGroup(context.Background(), ledger.RunnerGroup{UUID: noTimeout, OrganizationUUID: e.org})
-	e.spy.Reset()
+	e.Spy.Reset()
 	for input, field := range map[string]string{
 		`{"runner_group_uuid": "` + e.group + `"}`:                                                               "organization_uuid",
 		`{"organization_uuid": "` + e.org + `"}`:                                                                 "runner_group_uuid",
@@ -381,12 +370,12 @@ func TestBadInputAndForeignGroupsAreRefusedBeforeAnythingIsWritten(t *testing.T)
 		`{"organization_uuid": "` + uuid.NewString() + `", "runner_group_uuid": "` + e.group + `"}`:              "runner_group_uuid",
 		`{"organization_uuid": "` + e.org + `", "runner_group_uuid": "` + noTimeout + `"}`:                       "runner_group_uuid",
 	} {
-		_, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: []byte(input), Trigger: workflow.TriggerManual})
+		_, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: []byte(input), Trigger: workflow.TriggerManual})
 		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v, want validation_failed naming %s", input, err, field)
 		}
 	}
-	if n := e.spy.Commits(); n != 0 {
+	if n := e.Spy.Commits(); n != 0 {
 		t.Errorf("refused inputs committed %d times", n)
 	}
 }
@@ -397,17 +386,17 @@ func TestTheLeaseLifecycle(t *testing.T) {
 	ctx := context.Background()
 	holder := e.instance("running")
 	id := e.lease(holder, 0)
-	e.clock.Advance(time.Minute)
+	e.Clock.Advance(time.Minute)
 	if err := e.runner.Heartbeat(ctx, id, holder); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.runner.Heartbeat(ctx, id, "someone-else"); err == nil {
 		t.Error("another instance heartbeated the lease")
 	}
-	if err := e.runner.Release(ctx, id, holder, e.clock.Now()); err != nil {
+	if err := e.runner.Release(ctx, id, holder, e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if l := e.get(id); l.Status != ledger.LeaseReleased || !l.ReleasedAt.Equal(e.clock.Now()) || !l.HeartbeatAt.Equal(e.clock.Now()) {
+	if l := e.get(id); l.Status != ledger.LeaseReleased || !l.ReleasedAt.Equal(e.Clock.Now()) || !l.HeartbeatAt.Equal(e.Clock.Now()) {
 		t.Errorf("lease = %+v", l)
 	}
 	if err := e.runner.Heartbeat(ctx, id, holder); err == nil {
@@ -455,17 +444,17 @@ func TestOnlyARunOfTheLeasesOwnOrganizationAndGroupMayAbandonIt(t *testing.T) {
 
 // move rewrites one field of a lease, as a foreign writer might.
 func (e *env) move(lease, field, value string) {
-	e.t.Helper()
-	if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(lease).Update(context.Background(), []firestore.Update{{Path: field, Value: value}}); err != nil {
-		e.t.Fatal(err)
+	e.T.Helper()
+	if _, err := e.FS.Collection(ledger.WorkspaceLeasesCollection).Doc(lease).Update(context.Background(), []firestore.Update{{Path: field, Value: value}}); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
 // optOut sets the env's organization's sweeps_enabled to false.
 func (e *env) optOut() {
-	e.t.Helper()
-	if err := ledger.NewOrganizationStore(e.fs).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
-		e.t.Fatal(err)
+	e.T.Helper()
+	if err := ledger.NewOrganizationStore(e.FS).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
@@ -479,9 +468,9 @@ func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 	var bad []string
 	for _, v := range testenv.Unstamped {
 		id := uuid.NewString()
-		testenv.PutStamped(t, e.fs, ledger.WorkspaceLeasesCollection+"/"+id, map[string]any{
+		testenv.PutStamped(t, e.FS, ledger.WorkspaceLeasesCollection+"/"+id, map[string]any{
 			"organization_uuid": e.org, "runner_group_uuid": e.group, "workspace_id": "ws", "holder_runner_instance_uuid": dead,
-			"status": ledger.LeaseActive, "acquired_at": e.clock.Now().Add(-time.Hour),
+			"status": ledger.LeaseActive, "acquired_at": e.Clock.Now().Add(-time.Hour),
 		}, "heartbeat_at", v)
 		bad = append(bad, id)
 	}
@@ -495,7 +484,7 @@ func TestLeasesNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		t.Errorf("output = %+v, want the visible lease abandoned", o)
 	}
 	for _, id := range bad {
-		testenv.Unchanged(t, e.fs, "invisible lease", ledger.WorkspaceLeasesCollection+"/"+id)
+		testenv.Unchanged(t, e.FS, "invisible lease", ledger.WorkspaceLeasesCollection+"/"+id)
 	}
 }
 
@@ -523,9 +512,9 @@ func TestALeaseWhoseHolderOrHeartbeatMovedIsLeftForTheNextRun(t *testing.T) {
 			e.move(lease, "holder_runner_instance_uuid", e.instance("terminated"))
 		}},
 		{"its heartbeat moved, still stale", func(e *env, lease string) {
-			if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(lease).Update(context.Background(),
-				[]firestore.Update{{Path: "heartbeat_at", Value: e.clock.Now().Add(-30 * time.Minute)}}); err != nil {
-				e.t.Fatal(err)
+			if _, err := e.FS.Collection(ledger.WorkspaceLeasesCollection).Doc(lease).Update(context.Background(),
+				[]firestore.Update{{Path: "heartbeat_at", Value: e.Clock.Now().Add(-30 * time.Minute)}}); err != nil {
+				e.T.Fatal(err)
 			}
 		}},
 	} {
@@ -553,7 +542,7 @@ func TestAMalformedLeaseIsSkippedAndTheRestOfTheGroupIsSettled(t *testing.T) {
 	e := newEnv(t, leasesettle.Config{PageSize: 2}, nil)
 	dead := e.instance("terminated")
 	malformed := e.lease(dead, 3*time.Hour)
-	if _, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(malformed).Update(context.Background(), []firestore.Update{{Path: "holder_runner_instance_uuid", Value: 42}}); err != nil {
+	if _, err := e.FS.Collection(ledger.WorkspaceLeasesCollection).Doc(malformed).Update(context.Background(), []firestore.Update{{Path: "holder_runner_instance_uuid", Value: 42}}); err != nil {
 		t.Fatal(err)
 	}
 	good := []string{e.lease(dead, 2*time.Hour), e.lease(dead, time.Hour), e.lease(dead, 30*time.Minute)}
@@ -571,7 +560,7 @@ func TestAMalformedLeaseIsSkippedAndTheRestOfTheGroupIsSettled(t *testing.T) {
 			t.Errorf("lease %s was not abandoned", id)
 		}
 	}
-	snap, err := e.fs.Collection(ledger.WorkspaceLeasesCollection).Doc(malformed).Get(context.Background())
+	snap, err := e.FS.Collection(ledger.WorkspaceLeasesCollection).Doc(malformed).Get(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

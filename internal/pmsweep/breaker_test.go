@@ -9,12 +9,10 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // reclaimThrough settles rows through another store, counted: the scan goes on working, the
@@ -39,16 +37,16 @@ func TestARunWhoseStoreIsDownStopsWithinSecondsAndFailsStoreUnavailable(t *testi
 	const total = 200
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}}
 	e := newEnv(t, pmsweep.Config{}, nil)
-	rows := ledger.NewTaskStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
+	rows := ledger.NewTaskStore(count.Outage.Client(t, e.FS), ledger.TxConfig{Timeout: time.Second})
 	cfg := pmsweep.Config{}.WithDefaults()
-	e.wf = pmsweep.New(reclaimThrough{Store: e.tasks, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.wf = pmsweep.New(reclaimThrough{Store: e.tasks, rows: rows, count: count}, cfg, ledger.LocalClock(e.Clock.Now))
+	e.Run(e.wf.Definition())
 	e.claimed(total)
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 
 	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "test-sweeper"})
 	breakertest.Check(t, breakertest.Run{
-		Engine: e.engine, Records: e.fs, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
+		Engine: e.Engine, Records: e.FS, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
 		Req: workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: true},
 	})
 	for i := range total {

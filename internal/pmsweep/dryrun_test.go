@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -22,33 +23,33 @@ import (
 // tasks, 300 s on; task 2's worker heartbeat 100 s ago, task 3's worker heartbeat now with its
 // own clock 300 s behind (Firestore's time counts). Tasks 0 and 1 are silent for exactly the TTL.
 func (e *env) fourTasks() []ledgertest.Lease {
-	e.t.Helper()
+	e.T.Helper()
 	ctx := context.Background()
 	leases := e.claimed(4)
-	e.clock.Advance(200 * time.Second)
-	if _, err := e.worker.Heartbeat(ctx, leases[2], e.clock.Now()); err != nil { // task 2 is alive
-		e.t.Fatal(err)
+	e.Clock.Advance(200 * time.Second)
+	if _, err := e.worker.Heartbeat(ctx, leases[2], e.Clock.Now()); err != nil { // task 2 is alive
+		e.T.Fatal(err)
 	}
-	e.clock.Advance(100 * time.Second)
+	e.Clock.Advance(100 * time.Second)
 	// Task 3's worker's clock runs 300 s behind: its heartbeat still counts when Firestore took it.
-	if _, err := e.worker.Heartbeat(ctx, leases[3], e.clock.Now().Add(-300*time.Second)); err != nil {
-		e.t.Fatal(err)
+	if _, err := e.worker.Heartbeat(ctx, leases[3], e.Clock.Now().Add(-300*time.Second)); err != nil {
+		e.T.Fatal(err)
 	}
 	return leases
 }
 
 // start runs the sweep through the engine, with the engine's dry run or not.
 func (e *env) start(in pmsweep.Input, dryRun bool) (workflow.Outcome, pmsweep.Output, pmsweep.Stats) {
-	e.t.Helper()
+	e.T.Helper()
 	raw, _ := json.Marshal(in)
-	out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, DryRun: dryRun})
+	out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, DryRun: dryRun})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var o pmsweep.Output
 	var s pmsweep.Stats
-	testenv.Decode(e.t, out.Output, &o)
-	testenv.Decode(e.t, out.Stats, &s)
+	testenv.Decode(e.T, out.Output, &o)
+	testenv.Decode(e.T, out.Stats, &s)
 	return out, o, s
 }
 
@@ -68,18 +69,18 @@ func TestADryRunReportsWhatTheSweepThenReclaimsAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pmsweep.Config{}, nil)
 	e.fourTasks()
-	e.clock.Advance(time.Second)
-	e.spy.Reset()
+	e.Clock.Advance(time.Second)
+	e.Spy.Reset()
 
 	in := pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "janitor-7"}
 	out, o, s := e.start(in, true)
-	if w := e.spy.Writes(); len(w) != 0 {
+	if w := e.Spy.Writes(); len(w) != 0 {
 		t.Errorf("the engine's dry run wrote %d documents: %+v", len(w), w)
 	}
 	seedIn := in
 	seedIn.DryRun = true
 	_, seedO, seedS := e.start(seedIn, false)
-	for _, w := range e.spy.Writes() { // a run with the seed's dry_run has a run record, and writes nothing else
+	for _, w := range e.Spy.Writes() { // a run with the seed's dry_run has a run record, and writes nothing else
 		if !strings.Contains(w.Document, "/"+ledger.RunsCollection+"/") && !strings.Contains(w.Document, "/"+ledger.GuardsCollection+"/") {
 			t.Errorf("the seed's dry run wrote %s", w.Document)
 		}
@@ -121,8 +122,8 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pmsweep.Config{}, nil)
 	e.fourTasks()
-	e.clock.Advance(time.Second)
-	if _, err := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("invisible").Set(context.Background(),
+	e.Clock.Advance(time.Second)
+	if _, err := e.FS.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("invisible").Set(context.Background(),
 		map[string]any{"slug": "s", "status": ledger.TaskWorking, "worker_id": "w"}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,18 +136,13 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		}
 		said[id] = x
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 	_, o, _ := e.start(pmsweep.Input{Queue: e.queue, TTL: pmsweep.TTLDefault, Reclaimer: "janitor"}, false)
 	reclaimed := map[string]bool{}
 	for _, r := range o.Reclaimed {
 		reclaimed[r.Task] = true
 	}
-	for _, id := range ids {
-		x := said[id]
-		if (x.Verdict == "reclaim") != reclaimed[id] || (x.Verdict == "reclaim") != x.Visible {
-			t.Errorf("task %s: explain said %s (%s, visible %t), the sweep reclaimed it: %t", id, x.Verdict, x.Rule, x.Visible, reclaimed[id])
-		}
-	}
+	sweeptest.ExplainAgrees(t, said, ids, "reclaim", reclaimed, "task", "reclaimed")
 	if x := said["task-002"]; x.Verdict != "skip" || x.Rule != "not_stale" {
 		t.Errorf("a task whose worker heartbeat 101 s ago: %+v", x)
 	}

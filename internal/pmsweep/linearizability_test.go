@@ -170,8 +170,8 @@ func casReclaim(ctx context.Context, e *env, task, seen string, activity, at tim
 // blindReclaim is a deliberately broken reclaim: it writes the preempt heartbeat and the new
 // status without comparing the heartbeat head with the one the sweep saw.
 func blindReclaim(ctx context.Context, e *env, task, seen string, _, at time.Time, reclaimer string) (bool, error) {
-	ref := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(task)
-	err := e.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	ref := e.FS.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(task)
+	err := e.FS.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		hb := ledger.Entry{CreatedAt: at.UTC().Truncate(time.Microsecond), Prev: seen, Payload: map[string]any{"preempt": true, "reclaimer": reclaimer}}
 		id := entryID(task, ledger.ChainHeartbeats, hb)
 		if err := tx.Set(ref.Collection(ledger.ChainHeartbeats).Doc(id), hb); err != nil {

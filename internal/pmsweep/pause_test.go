@@ -9,11 +9,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -51,21 +51,19 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 			var p *pauser
 			// One task at a time, so that the pause falls between two reclaims.
 			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
-			p.Pause = func() {
-				if err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.PMSweep),
-					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"}); err != nil {
-					t.Error(err)
-				}
-			}
+			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+				return ledger.Pause{WorkflowType: string(contract.PMSweep),
+					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}
+			})
 			leases := e.claimed(3)
 			heartbeats := map[string]int{}
 			for _, l := range leases {
 				heartbeats[l.TaskID] = len(e.chain(l.TaskID, ledger.ChainHeartbeats))
 			}
-			e.clock.Advance(time.Hour)
+			e.Clock.Advance(time.Hour)
 
 			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
 				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
 			o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 			requeued := 0
@@ -94,19 +92,16 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 	t.Parallel()
 	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
 		e := newEnv(t, pmsweep.Config{}, nil)
-		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.PMSweep),
-			Scope: e.queue, PausedBy: "op", PausedAt: e.clock.Now(), Reason: "queue migration"})
+		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.PMSweep),
+			Scope: e.queue, PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"})
 		leases := e.claimed(2)
-		e.clock.Advance(time.Hour)
-		e.spy.Reset()
+		e.Clock.Advance(time.Hour)
+		e.Spy.Reset()
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
-			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-		var s pmsweep.Stats
-		testenv.Decode(t, out.Stats, &s)
-		switch p := s.Preview; {
-		case p == nil:
-			t.Fatalf("no preview: %+v", out.Stats)
+		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			func(s pmsweep.Stats) *explain.Preview { return s.Preview })
+		switch {
 		case !override && (p.Rules["keep/paused"] != 2 || p.Counts["reclaim"] != 0 || s.Paused != 2):
 			t.Errorf("preview %+v, paused %d; want both tasks kept, paused", p, s.Paused)
 		case override && (p.Counts["reclaim"] != 2 || s.Paused != 0):
@@ -117,8 +112,6 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote task %s: %+v", l.TaskID, tk)
 			}
 		}
-		if w := e.spy.Writes(); len(w) != 0 {
-			t.Errorf("the dry run wrote %+v", w)
-		}
+		sweeptest.NoWrites(t, e.Spy, "the dry run")
 	})
 }

@@ -1,11 +1,10 @@
 package pmsweep_test
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
@@ -39,12 +38,8 @@ func TestTheProbeFindsASilentTask(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := memstore.NewTasks()
 			c.put(s)
-			def := pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
-			in, _ := json.Marshal(pmsweep.Input{Queue: "q", TTL: 60})
-			got, err := def.Probe(context.Background(), []json.RawMessage{in}, epoch)
-			if err != nil || len(got) != 1 || got[0] != c.want {
-				t.Errorf("probe = %v, %v; want [%v]", got, err, c.want)
-			}
+			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+				pmsweep.Input{Queue: "q", TTL: 60}, epoch, c.want)
 		})
 	}
 }

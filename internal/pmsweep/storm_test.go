@@ -23,22 +23,22 @@ func TestTheStormGuardStopsMassReclaim(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
 	leases := e.claimed(20)
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	for _, l := range leases[:8] { // 8 workers alive, 12 silent: more than half, more than 10
-		if _, err := e.worker.Heartbeat(ctx, l, e.clock.Now()); err != nil {
+		if _, err := e.worker.Heartbeat(ctx, l, e.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	start := func(dryRun, override bool) (workflow.Outcome, pmsweep.Output, pmsweep.Stats) {
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "janitor", DryRun: dryRun})
-		out, err := e.engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
+		out, err := e.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 		return out, o, s
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 	out, o, s := start(false, false)
 	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) || len(o.Reclaimed) != 0 {
 		t.Fatalf("sweep: %s %v, output %+v; want failed by the storm guard, nothing reclaimed", out.Status, out.Err, o)
@@ -46,7 +46,7 @@ func TestTheStormGuardStopsMassReclaim(t *testing.T) {
 	if v := s.StormGuard; v == nil || !v.Tripped || v.Aged != 12 || v.Live != 20 || v.Allowed != 10 {
 		t.Errorf("verdict %+v, want 12 silent of 20 working, 10 allowed", v)
 	}
-	for _, w := range e.spy.Writes() {
+	for _, w := range e.Spy.Writes() {
 		if !strings.Contains(w.Document, "/"+ledger.RunsCollection+"/") && !strings.Contains(w.Document, "/"+ledger.GuardsCollection+"/") {
 			t.Errorf("a stopped sweep wrote %s", w.Document)
 		}

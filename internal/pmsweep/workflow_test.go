@@ -19,11 +19,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
-	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -31,46 +29,36 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 type env struct {
-	t      *testing.T
-	fs     *firestore.Client
-	spy    *fsspy.Spy
+	sweeptest.Env
 	tasks  *ledger.TaskStore
 	worker ledgertest.Tasks
-	clock  *testenv.Clock
 	wf     *pmsweep.Workflow
-	engine *workflow.Engine
 	queue  string
 }
 
 func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.Store) *env {
-	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), queue: "q-" + uuid.NewString()[:8]}
-	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	// Firestore's clock, which the workers stamp and the sweep reads, is the test's clock.
-	e.tasks = ledger.NewTaskStore(e.fs, ledger.TxConfig{})
-	e.worker = ledgertest.Tasks{Client: e.fs, Now: e.clock.Now}
-	var store pmsweep.Store = e.tasks
-	if wrap != nil {
-		store = wrap(store)
-	}
-	e.wf = pmsweep.New(store, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e := &env{Env: sweeptest.NewEnv(t, epoch), queue: "q-" + uuid.NewString()[:8]}
+	e.tasks = ledger.NewTaskStore(e.FS, ledger.TxConfig{})
+	e.worker = ledgertest.Tasks{Client: e.FS, Now: e.Clock.Now}
+	e.wf = pmsweep.New(sweeptest.Wrap[pmsweep.Store](e.tasks, wrap), cfg, ledger.LocalClock(e.Clock.Now))
+	e.Run(e.wf.Definition())
 	return e
 }
 
 // claimed enqueues n tasks and has a worker claim each; it returns their leases.
 func (e *env) claimed(n int) []ledgertest.Lease {
-	e.t.Helper()
+	e.T.Helper()
 	ctx := context.Background()
 	for i := range n {
-		if err := e.worker.Enqueue(ctx, e.queue, fmt.Sprintf("task-%03d", i), fmt.Sprintf("slug-%03d", i), e.clock.Now()); err != nil {
-			e.t.Fatal(err)
+		if err := e.worker.Enqueue(ctx, e.queue, fmt.Sprintf("task-%03d", i), fmt.Sprintf("slug-%03d", i), e.Clock.Now()); err != nil {
+			e.T.Fatal(err)
 		}
 	}
 	leases := make([]ledgertest.Lease, 0, n)
 	for i := range n {
-		l, err := e.worker.Next(ctx, e.queue, fmt.Sprintf("worker-%d", i), e.clock.Now())
+		l, err := e.worker.Next(ctx, e.queue, fmt.Sprintf("worker-%d", i), e.Clock.Now())
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		leases = append(leases, l)
 	}
@@ -80,28 +68,28 @@ func (e *env) claimed(n int) []ledgertest.Lease {
 // zombieChangesNothing has a worker holding the stale lease zombie heartbeat, report, complete
 // and fail its task: each is refused, head moved, and none writes a document.
 func (e *env) zombieChangesNothing(zombie ledgertest.Lease) {
-	e.t.Helper()
-	t, ctx := e.t, context.Background()
-	e.spy.Reset()
-	if _, err := e.worker.Heartbeat(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+	e.T.Helper()
+	t, ctx := e.T, context.Background()
+	e.Spy.Reset()
+	if _, err := e.worker.Heartbeat(ctx, zombie, e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie heartbeat: %v, want head moved", err)
 	}
-	if _, err := e.worker.Report(ctx, zombie, "done!", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+	if _, err := e.worker.Report(ctx, zombie, "done!", e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie report: %v, want head moved", err)
 	}
-	if err := e.worker.Complete(ctx, zombie, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+	if err := e.worker.Complete(ctx, zombie, e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie completion: %v, want head moved", err)
 	}
-	if err := e.worker.Fail(ctx, zombie, "gave up", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+	if err := e.worker.Fail(ctx, zombie, "gave up", e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 		t.Errorf("zombie failure: %v, want head moved", err)
 	}
-	if n := len(e.spy.Writes()); n != 0 {
+	if n := len(e.Spy.Writes()); n != 0 {
 		t.Errorf("the zombie's attempts wrote %d documents", n)
 	}
 }
 
 func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
-	e.t.Helper()
+	e.T.Helper()
 	if input.Queue == "" {
 		input.Queue = e.queue
 	}
@@ -112,26 +100,26 @@ func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 		input.Reclaimer = "test-sweeper"
 	}
 	raw, _ := json.Marshal(input)
-	out := sweeptest.Completed(e.t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
+	out := sweeptest.Completed(e.T, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
 	var o pmsweep.Output
-	testenv.Decode(e.t, out.Output, &o)
+	testenv.Decode(e.T, out.Output, &o)
 	return o
 }
 
 func (e *env) task(id string) ledger.Task {
-	e.t.Helper()
+	e.T.Helper()
 	t, err := e.tasks.GetTask(context.Background(), e.queue, id)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return t
 }
 
 func (e *env) chain(id, chain string) []ledger.Entry {
-	e.t.Helper()
+	e.T.Helper()
 	c, err := e.tasks.Chain(context.Background(), e.queue, id, chain, 1000)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return c
 }
@@ -146,7 +134,7 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 	if o.Scanned != 4 || o.Stale != 0 || len(o.Reclaimed) != 0 {
 		t.Fatalf("at exactly the TTL: %+v", o)
 	}
-	e.clock.Advance(time.Second)
+	e.Clock.Advance(time.Second)
 	o = e.sweep(pmsweep.Input{TTL: 300, Reclaimer: "janitor-7"})
 	if o.Scanned != 4 || o.Stale != 2 || len(o.Reclaimed) != 2 || len(o.Raced) != 0 || o.DryRun || o.TTL != 300 {
 		t.Fatalf("output = %+v", o)
@@ -181,12 +169,12 @@ func TestStaleTasksAreReclaimedAndComeBackFromNext(t *testing.T) {
 	}
 	// The reclaimed tasks are handed out again.
 	for range 2 {
-		l, err := e.worker.Next(ctx, e.queue, "worker-new", e.clock.Now())
+		l, err := e.worker.Next(ctx, e.queue, "worker-new", e.Clock.Now())
 		if err != nil || !slices.Contains(got, l.TaskID) {
 			t.Errorf("next after the reclaim: %+v %v", l, err)
 		}
 	}
-	if _, err := e.worker.Next(ctx, e.queue, "worker-new", e.clock.Now()); !errors.Is(err, ledgertest.ErrNoTask) {
+	if _, err := e.worker.Next(ctx, e.queue, "worker-new", e.Clock.Now()); !errors.Is(err, ledgertest.ErrNoTask) {
 		t.Errorf("a third next: %v, want ErrNoTask (tasks 2 and 3 are still their workers')", err)
 	}
 }
@@ -210,7 +198,7 @@ func racedSweep(t *testing.T, touch func(e *env, live *ledgertest.Lease)) (*env,
 	var rc *racer
 	e := newEnv(t, pmsweep.Config{}, func(s pmsweep.Store) pmsweep.Store { rc = &racer{Store: s}; return rc })
 	leases := e.claimed(2)
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	live := leases[0]
 	rc.before = func(id string) {
 		if id == live.TaskID {
@@ -225,7 +213,7 @@ func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
 	ctx := context.Background()
 	e, live, other := racedSweep(t, func(e *env, live *ledgertest.Lease) {
 		var err error
-		if *live, err = e.worker.Heartbeat(ctx, *live, e.clock.Now()); err != nil {
+		if *live, err = e.worker.Heartbeat(ctx, *live, e.Clock.Now()); err != nil {
 			t.Errorf("the live worker's heartbeat: %v", err)
 		}
 	})
@@ -236,7 +224,7 @@ func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
 	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
 		t.Errorf("the live worker lost its task: %+v", task)
 	}
-	if _, err := e.worker.Heartbeat(ctx, *live, e.clock.Now()); err != nil {
+	if _, err := e.worker.Heartbeat(ctx, *live, e.Clock.Now()); err != nil {
 		t.Errorf("the live worker's next heartbeat: %v", err)
 	}
 	for _, s := range e.chain(live.TaskID, ledger.ChainStatuses) {
@@ -251,10 +239,10 @@ func TestAZombieCanChangeNothingAfterItsTaskIsReclaimed(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
 	zombie := e.claimed(1)[0]
-	if _, err := e.worker.Report(ctx, zombie, "halfway", e.clock.Now()); err != nil {
+	if _, err := e.worker.Report(ctx, zombie, "halfway", e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	if o := e.sweep(pmsweep.Input{}); len(o.Reclaimed) != 1 {
 		t.Fatalf("sweep: %+v", o)
 	}
@@ -269,7 +257,7 @@ func TestConcurrentSweepsAppendOneReclaimStatusPerTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pmsweep.Config{}, nil)
 	leases := e.claimed(200)
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	outs := make([]pmsweep.Output, 4)
 	var wg sync.WaitGroup
 	for i := range outs {
@@ -315,12 +303,12 @@ func TestLiveWorkersAtTTLOver3AreNeverReclaimedAndSlowOnesAre(t *testing.T) {
 		e := newEnv(t, pmsweep.Config{}, nil)
 		leases := e.claimed(5)
 		for range rounds {
-			e.clock.Advance(interval)
+			e.Clock.Advance(interval)
 			o := e.sweep(pmsweep.Input{TTL: 300})
 			reclaimed += len(o.Reclaimed)
 			warnings += len(o.Warnings)
 			for i, l := range leases {
-				next, err := e.worker.Heartbeat(ctx, l, e.clock.Now())
+				next, err := e.worker.Heartbeat(ctx, l, e.Clock.Now())
 				switch {
 				case errors.Is(err, ledgertest.ErrHeadMoved):
 					lost++
@@ -348,8 +336,8 @@ func TestDryRunReportsAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pmsweep.Config{}, nil)
 	e.claimed(3)
-	e.clock.Advance(10 * time.Minute)
-	e.spy.Reset()
+	e.Clock.Advance(10 * time.Minute)
+	e.Spy.Reset()
 	o, _, err := e.wf.RunOnce(context.Background(), pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r", DryRun: true}, false, logging.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +345,7 @@ func TestDryRunReportsAndWritesNothing(t *testing.T) {
 	if !o.DryRun || o.Stale != 3 || len(o.Reclaimed) != 3 || o.Reclaimed[0].ReclaimStatusSHA != "" {
 		t.Errorf("dry run output = %+v", o)
 	}
-	if w := e.spy.Writes(); len(w) != 0 { // its read-only transactions commit, writing nothing
+	if w := e.Spy.Writes(); len(w) != 0 { // its read-only transactions commit, writing nothing
 		t.Errorf("the dry run wrote %+v", w)
 	}
 	if task := e.task("task-000"); task.Status != ledger.TaskWorking {
@@ -371,7 +359,7 @@ func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
 	ctx := context.Background()
 	e.claimed(1)
 	for round := 1; round <= 3; round++ {
-		e.clock.Advance(10 * time.Minute)
+		e.Clock.Advance(10 * time.Minute)
 		o := e.sweep(pmsweep.Input{})
 		task := e.task("task-000")
 		if round < 3 && (len(o.Reclaimed) != 1 || len(o.Poisoned) != 0) {
@@ -384,7 +372,7 @@ func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
 			if task.Status != ledger.TaskNew {
 				t.Fatalf("round %d: %+v", round, task)
 			}
-			if _, err := e.worker.Next(ctx, e.queue, "w", e.clock.Now()); err != nil {
+			if _, err := e.worker.Next(ctx, e.queue, "w", e.Clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -393,7 +381,7 @@ func TestAPoisonTaskIsFailedInsteadOfRequeuedForever(t *testing.T) {
 			t.Errorf("after the third reclaim: %+v", task)
 		}
 	}
-	if _, err := e.worker.Next(ctx, e.queue, "w", e.clock.Now()); !errors.Is(err, ledgertest.ErrNoTask) {
+	if _, err := e.worker.Next(ctx, e.queue, "w", e.Clock.Now()); !errors.Is(err, ledgertest.ErrNoTask) {
 		t.Errorf("a poison task was handed out again: %v", err)
 	}
 }
@@ -403,7 +391,7 @@ func TestTwoWorkersNeverClaimTheSameTask(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
 	for i := range 20 {
-		if err := e.worker.Enqueue(ctx, e.queue, fmt.Sprintf("t%02d", i), "s", e.clock.Now()); err != nil {
+		if err := e.worker.Enqueue(ctx, e.queue, fmt.Sprintf("t%02d", i), "s", e.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -415,7 +403,7 @@ func TestTwoWorkersNeverClaimTheSameTask(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for busy := 0; ; {
-				l, err := e.worker.Next(ctx, e.queue, fmt.Sprintf("w%d", w), e.clock.Now())
+				l, err := e.worker.Next(ctx, e.queue, fmt.Sprintf("w%d", w), e.Clock.Now())
 				if errors.Is(err, ledgertest.ErrNoTask) {
 					return
 				}
@@ -456,7 +444,7 @@ func TestInputIsTheSeedsFlags(t *testing.T) {
 		`{"ttl": 1e10}`:        "ttl",
 		`{"queue": ".hidden"}`: "queue",
 	} {
-		_, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: []byte(input), Trigger: workflow.TriggerLocal})
+		_, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: []byte(input), Trigger: workflow.TriggerLocal})
 		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v, want validation_failed naming %s", input, err, field)
 		}
@@ -479,14 +467,14 @@ func TestASweepStopsReadingAtMaxStaleAndCountsTheRest(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{MaxStale: 3, PageSize: 2}, nil)
 	ctx := context.Background()
 	e.claimed(5)
-	e.clock.Advance(301 * time.Second)
-	if err := e.worker.Enqueue(ctx, e.queue, "fresh", "fresh", e.clock.Now()); err != nil {
+	e.Clock.Advance(301 * time.Second)
+	if err := e.worker.Enqueue(ctx, e.queue, "fresh", "fresh", e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.worker.Next(ctx, e.queue, "worker-fresh", e.clock.Now()); err != nil {
+	if _, err := e.worker.Next(ctx, e.queue, "worker-fresh", e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 	o, stats, err := e.wf.RunOnce(ctx, pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"}, false, logging.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -498,7 +486,7 @@ func TestASweepStopsReadingAtMaxStaleAndCountsTheRest(t *testing.T) {
 	// Pages of 2: the scan stops on the first page holding a fourth stale task, having read 4
 	// working tasks, never the fifth stale one or the fresh one.
 	scanned := 0
-	for _, name := range e.spy.Reads() {
+	for _, name := range e.Spy.Reads() {
 		if strings.Contains(name, "/"+ledger.TasksCollection+"/") && strings.Count(name[strings.Index(name, "/"+ledger.TasksCollection+"/"):], "/") == 2 {
 			scanned++
 		}
@@ -522,16 +510,16 @@ func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pmsweep.Config{TTLFloor: 120}, nil)
 	e.claimed(1)
-	e.clock.Advance(90 * time.Second) // silent for 90 s: stale for a ttl of 60, not for the floor of 120
+	e.Clock.Advance(90 * time.Second) // silent for 90 s: stale for a ttl of 60, not for the floor of 120
 	raw := []byte(`{"queue": "` + e.queue + `", "ttl": 60}`)
-	e.spy.Reset()
+	e.Spy.Reset()
 	for _, trig := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual} {
-		_, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: trig})
+		_, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: trig})
 		if contract.CodeOf(err) != contract.CodeValidationFailed || !strings.Contains(err.Error(), "ttl") {
 			t.Errorf("%s below the floor: err = %v, want validation_failed naming ttl", trig, err)
 		}
 	}
-	if w := e.spy.Writes(); len(w) != 0 {
+	if w := e.Spy.Writes(); len(w) != 0 {
 		t.Errorf("refused sweeps wrote %v", w)
 	}
 	if o := e.sweep(pmsweep.Input{TTL: 60}); len(o.Reclaimed) != 1 {
@@ -546,7 +534,7 @@ func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e, live, other := racedSweep(t, func(e *env, live *ledgertest.Lease) {
-		if _, err := e.worker.Report(ctx, *live, "still at it", e.clock.Now()); err != nil {
+		if _, err := e.worker.Report(ctx, *live, "still at it", e.Clock.Now()); err != nil {
 			t.Errorf("the live worker's report: %v", err)
 		}
 	})
@@ -557,7 +545,7 @@ func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
 	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
 		t.Errorf("the reporting worker lost its task: %+v", task)
 	}
-	if err := e.worker.Complete(ctx, *live, e.clock.Now()); err != nil {
+	if err := e.worker.Complete(ctx, *live, e.Clock.Now()); err != nil {
 		t.Errorf("the reporting worker cannot complete its task: %v", err)
 	}
 }
@@ -570,11 +558,11 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{}, nil)
 	ctx := context.Background()
 	zombie := e.claimed(1)[0]
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	if o := e.sweep(pmsweep.Input{}); len(o.Reclaimed) != 1 {
 		t.Fatalf("sweep: %+v", o)
 	}
-	second, err := e.worker.Next(ctx, e.queue, "second-worker", e.clock.Now())
+	second, err := e.worker.Next(ctx, e.queue, "second-worker", e.Clock.Now())
 	if err != nil || second.TaskID != zombie.TaskID {
 		t.Fatalf("the second worker's claim: %+v %v", second, err)
 	}
@@ -583,7 +571,7 @@ func TestAZombieCanChangeNothingAfterItsTaskIsClaimedAgain(t *testing.T) {
 	if after := e.task(zombie.TaskID); after != before || after.WorkerID != "second-worker" || after.Status != ledger.TaskWorking {
 		t.Errorf("the task changed under the second worker: %+v → %+v", before, after)
 	}
-	if err := e.worker.Complete(ctx, second, e.clock.Now()); err != nil {
+	if err := e.worker.Complete(ctx, second, e.Clock.Now()); err != nil {
 		t.Errorf("the second worker cannot complete: %v", err)
 	}
 }
@@ -595,17 +583,17 @@ func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, pmsweep.Config{}, nil)
 	silent := e.claimed(1)[0]
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	var bad []string
 	for i, v := range testenv.Unstamped {
 		id := fmt.Sprintf("unstamped-%d", i)
-		testenv.PutStamped(t, e.fs, ledger.TaskQueuesCollection+"/"+e.queue+"/"+ledger.TasksCollection+"/"+id, map[string]any{
+		testenv.PutStamped(t, e.FS, ledger.TaskQueuesCollection+"/"+e.queue+"/"+ledger.TasksCollection+"/"+id, map[string]any{
 			"slug": id, "status": ledger.TaskWorking, "worker_id": "w", "status_tip": "s", "heartbeat_tip": "h", "reclaim_count": int64(0),
 		}, "last_activity_at", v)
 		bad = append(bad, id)
 	}
 	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"})
-	out := sweeptest.Completed(t, e.engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
+	out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal}, "sweep")
 	o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 	if s.Invisible == nil || s.Invisible.Count != 3 || !slices.Equal(s.Invisible.Sample, bad) {
 		t.Errorf("stats.invisible = %+v, want the 3 tasks %v", s.Invisible, bad)
@@ -614,7 +602,7 @@ func TestTasksNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		t.Errorf("output = %+v, want the silent task reclaimed", o)
 	}
 	for _, id := range bad {
-		testenv.Unchanged(t, e.fs, "invisible task", ledger.TaskQueuesCollection+"/"+e.queue+"/"+ledger.TasksCollection+"/"+id)
+		testenv.Unchanged(t, e.FS, "invisible task", ledger.TaskQueuesCollection+"/"+e.queue+"/"+ledger.TasksCollection+"/"+id)
 	}
 }
 
@@ -627,11 +615,11 @@ func TestATaskNoLongerWorkingIsNotReclaimed(t *testing.T) {
 	ctx := context.Background()
 	l := e.claimed(1)[0]
 	seen := e.task(l.TaskID)
-	ref := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(l.TaskID)
+	ref := e.FS.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc(l.TaskID)
 	if _, err := ref.Update(ctx, []firestore.Update{{Path: "status", Value: ledger.TaskDone}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.tasks.ReclaimTask(ctx, e.queue, l.TaskID, "s", nil, e.clock.Now().Add(time.Hour), pmsweep.Reclaimable(seen, 0))
+	r, err := e.tasks.ReclaimTask(ctx, e.queue, l.TaskID, "s", nil, e.Clock.Now().Add(time.Hour), pmsweep.Reclaimable(seen, 0))
 	if err != nil || r.Reclaimed || r.Why != "not_working" {
 		t.Errorf("reclaim of a done task: %+v %v, want not_working", r, err)
 	}
@@ -651,21 +639,21 @@ func TestALeaseEndsWithItsTask(t *testing.T) {
 		l := e.claimed(1)[0]
 		var err error
 		if end == "complete" {
-			err = e.worker.Complete(ctx, l, e.clock.Now())
+			err = e.worker.Complete(ctx, l, e.Clock.Now())
 		} else {
-			err = e.worker.Fail(ctx, l, "broke", e.clock.Now())
+			err = e.worker.Fail(ctx, l, "broke", e.Clock.Now())
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := e.task(l.TaskID)
-		if _, err := e.worker.Heartbeat(ctx, l, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		if _, err := e.worker.Heartbeat(ctx, l, e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 			t.Errorf("%s, then heartbeat: %v, want head moved", end, err)
 		}
-		if _, err := e.worker.Report(ctx, l, "more", e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		if _, err := e.worker.Report(ctx, l, "more", e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 			t.Errorf("%s, then report: %v, want head moved", end, err)
 		}
-		if err := e.worker.Complete(ctx, l, e.clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
+		if err := e.worker.Complete(ctx, l, e.Clock.Now()); !errors.Is(err, ledgertest.ErrHeadMoved) {
 			t.Errorf("%s, then complete: %v, want head moved", end, err)
 		}
 		if after := e.task(l.TaskID); after != before {
@@ -681,10 +669,10 @@ func TestOneMalformedTaskIsSkippedAndTheRestOfTheQueueIsSwept(t *testing.T) {
 	e := newEnv(t, pmsweep.Config{PageSize: 2}, nil)
 	ctx := context.Background()
 	e.claimed(4)
-	if err := e.worker.Enqueue(ctx, e.queue, "task-new", "slug-new", e.clock.Now()); err != nil { // counted, not read
+	if err := e.worker.Enqueue(ctx, e.queue, "task-new", "slug-new", e.Clock.Now()); err != nil { // counted, not read
 		t.Fatal(err)
 	}
-	bad := e.fs.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("task-001")
+	bad := e.FS.Collection(ledger.TaskQueuesCollection).Doc(e.queue).Collection(ledger.TasksCollection).Doc("task-001")
 	if _, err := bad.Update(ctx, []firestore.Update{{Path: "reclaim_count", Value: "0"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -692,9 +680,9 @@ func TestOneMalformedTaskIsSkippedAndTheRestOfTheQueueIsSwept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(400 * time.Second)
+	e.Clock.Advance(400 * time.Second)
 	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "r"})
-	out, err := e.engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
+	out, err := e.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal})
 	if err != nil || out.Status != workflow.StateCompleted {
 		t.Fatalf("sweep: %s %v %v", out.Status, out.Err, err)
 	}

@@ -8,12 +8,10 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // abandonThrough runs each abandonment's transaction on another store, counted: the scan and
@@ -38,10 +36,10 @@ func TestASweepWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	const total = 150
 	e := newEnv(t, nil)
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
-	rows := ledger.NewExtensionRunStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second})
+	rows := ledger.NewExtensionRunStore(count.Outage.Client(t, e.FS), ledger.TxConfig{Timeout: time.Second})
 	cfg := runssweep.Config{}.WithDefaults()
-	e.wf = runssweep.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e.wf = runssweep.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.Clock.Now))
+	e.Run(e.wf.Definition())
 	ids := make(map[string]string, total) // run id → extension
 	for i := range total {
 		ext := fmt.Sprintf("ext-%03d", i)
@@ -49,7 +47,7 @@ func TestASweepWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	}
 
 	breakertest.Check(t, breakertest.Run{
-		Engine: e.engine, Records: e.fs, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
+		Engine: e.Engine, Records: e.FS, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
 		Req: workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000, "limit": 1000}`),
 			Trigger: workflow.TriggerLocal, StormOverride: true},
 	})

@@ -27,26 +27,26 @@ import (
 type fleet struct{ bg, fg, lone, orphan, newer, live string }
 
 func (e *env) interlockFleet() fleet {
-	e.t.Helper()
+	e.T.Helper()
 	ctx := context.Background()
 	var f fleet
 	f.bg = e.start("crm", true, time.Hour)   // holds the crm interlock
 	f.fg = e.start("crm", false, time.Hour)  // foreground: no interlock
 	f.lone = e.start("erp", true, time.Hour) // its interlock vanished
-	if _, err := e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "erp")).Delete(ctx); err != nil {
-		e.t.Fatal(err)
+	if _, err := e.FS.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "erp")).Delete(ctx); err != nil {
+		e.T.Fatal(err)
 	}
 	// An old background run whose interlock names a newer, live run.
 	f.orphan = e.start("billing", true, 2*time.Hour)
 	f.newer = "run-newer-" + uuid.NewString()
-	if _, err := e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "billing")).Set(ctx,
-		ledger.Interlock{RunID: f.newer, AcquiredAt: e.clock.Now()}); err != nil {
-		e.t.Fatal(err)
+	if _, err := e.FS.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, "billing")).Set(ctx,
+		ledger.Interlock{RunID: f.newer, AcquiredAt: e.Clock.Now()}); err != nil {
+		e.T.Fatal(err)
 	}
-	if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(f.newer).Set(ctx, ledger.ExtensionRun{
+	if _, err := e.FS.Collection(ledger.ExtensionRunsCollection).Doc(f.newer).Set(ctx, ledger.ExtensionRun{
 		TenantID: e.tenant, ExtensionID: "billing", JobName: "j", Background: true, Status: ledger.ExtensionRunning,
-		StartedAt: e.clock.Now(), LastMovedAt: e.clock.Now()}); err != nil {
-		e.t.Fatal(err)
+		StartedAt: e.Clock.Now(), LastMovedAt: e.Clock.Now()}); err != nil {
+		e.T.Fatal(err)
 	}
 	f.live = e.start("search", true, time.Second) // live: moved a second ago
 	return f
@@ -54,13 +54,13 @@ func (e *env) interlockFleet() fleet {
 
 // dryRun previews a sweep through the engine, as `stalesweep run --dry-run` does.
 func (e *env) dryRun(trigger workflow.Trigger, input string, override bool) (workflow.Outcome, runssweep.Stats) {
-	e.t.Helper()
-	out := sweeptest.Dry(e.t, e.engine, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input),
+	e.T.Helper()
+	out := sweeptest.Dry(e.T, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input),
 		Trigger: trigger, StormOverride: override, DryRun: true})
 	var s runssweep.Stats
-	testenv.Decode(e.t, out.Stats, &s)
+	testenv.Decode(e.T, out.Stats, &s)
 	if s.Preview == nil {
-		e.t.Fatalf("a dry run's stats say nothing of what it would do: %+v", out.Stats)
+		e.T.Fatalf("a dry run's stats say nothing of what it would do: %+v", out.Stats)
 	}
 	return out, s
 }
@@ -84,10 +84,10 @@ func TestADryRunReportsWhatTheSweepThenDoesAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	f := e.interlockFleet()
-	e.spy.Reset()
+	e.Spy.Reset()
 
 	out, s := e.dryRun(workflow.TriggerLocal, `{"older_than_ms": 600000}`, false)
-	if w := e.spy.Writes(); len(w) != 0 {
+	if w := e.Spy.Writes(); len(w) != 0 {
 		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
 	}
 	if out.Status != workflow.StateCompleted || out.Output["swept"] != int64(0) {
@@ -135,7 +135,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	for i := range 14 {
 		e.start(fmt.Sprintf("live-%02d", i), true, time.Second)
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 
 	out, s := e.dryRun(workflow.TriggerSchedule, `{"older_than_ms": 600000}`, false)
 	if out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {
@@ -152,7 +152,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	if out.Status != workflow.StateCompleted || s.Preview.StormGuardWouldStop || s.Preview.Counts["abandon"] != 16 || !s.StormGuard.Overridden {
 		t.Errorf("overridden dry run: %s, preview %+v, verdict %+v", out.Status, s.Preview, s.StormGuard)
 	}
-	if w := e.spy.Writes(); len(w) != 0 {
+	if w := e.Spy.Writes(); len(w) != 0 {
 		t.Errorf("the dry runs wrote %d documents: %+v", len(w), w)
 	}
 }
@@ -165,7 +165,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 	e := newEnv(t, nil)
 	f := e.interlockFleet()
 	invisible := "run-invisible-" + uuid.NewString()
-	if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(invisible).Set(context.Background(), map[string]any{
+	if _, err := e.FS.Collection(ledger.ExtensionRunsCollection).Doc(invisible).Set(context.Background(), map[string]any{
 		"tenant_id": e.tenant, "extension_id": "x", "job_name": "j", "status": ledger.ExtensionRunning, "last_moved_at": "yesterday"}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,12 +184,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 	for _, r := range o.Runs {
 		swept[r.RunID] = true
 	}
-	for _, id := range all {
-		x := verdict[id]
-		if (x.Verdict == "abandon") != swept[id] || (x.Verdict == "abandon") != x.Visible {
-			t.Errorf("run %s: explain said %s (%s, visible %t), the sweep swept it: %t", id, x.Verdict, x.Rule, x.Visible, swept[id])
-		}
-	}
+	sweeptest.ExplainAgrees(t, verdict, all, "abandon", swept, "run", "swept")
 	if x := verdict[invisible]; x.Verdict != "skip" || x.Rule != "invisible" || x.Visible || !x.Checks[0].OK {
 		t.Errorf("a run no scan sees: %+v", x)
 	}

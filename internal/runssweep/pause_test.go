@@ -8,13 +8,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -51,20 +49,18 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 			var p *pauser
 			e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
 			// One run at a time, so that the pause falls between two abandonments.
-			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.clock.Now))
-			e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
-			p.Pause = func() {
-				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.clock.Now().Add(-2 * time.Minute), Reason: "incident"}
+			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.Clock.Now))
+			e.Run(e.wf.Definition())
+			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
 				if c.until != 0 {
-					pause.Until = e.clock.Now().Add(c.until)
+					pause.Until = e.Clock.Now().Add(c.until)
 				}
-				if err := pausestore.New(e.fs).Put(context.Background(), pause); err != nil {
-					t.Error(err)
-				}
-			}
+				return pause
+			})
 			ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour), e.start("c", false, time.Hour)}
 
-			out, err := e.engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
+			out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
 				InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, OverridePause: c.override})
 			if err != nil || out.Status != workflow.StateCompleted {
 				t.Fatalf("sweep: %v %v", out.Err, err)
@@ -94,17 +90,14 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 	t.Parallel()
 	sweeptest.EachOverride(t, func(t *testing.T, override bool) {
 		e := newEnv(t, nil)
-		sweeptest.Pause(t, e.fs, ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
-			PausedBy: "op", PausedAt: e.clock.Now(), Reason: "incident"})
+		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
+			PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "incident"})
 		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour)}
-		e.spy.Reset()
-		out := sweeptest.Dry(t, e.engine, workflow.Request{Type: contract.ExtensionRunsSweep,
-			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override})
-		var s runssweep.Stats
-		testenv.Decode(t, out.Stats, &s)
-		switch p := s.Preview; {
-		case p == nil:
-			t.Fatalf("no preview: %+v", out.Stats)
+		e.Spy.Reset()
+		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep,
+			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			func(s runssweep.Stats) *explain.Preview { return s.Preview })
+		switch {
 		case !override && (p.Rules["keep/paused"] != 2 || p.Counts["abandon"] != 0 || s.Paused != 2):
 			t.Errorf("preview %+v, paused %d; want both runs kept, paused", p, s.Paused)
 		case override && (p.Counts["abandon"] != 2 || s.Paused != 0):
@@ -115,8 +108,6 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 				t.Errorf("the dry run wrote run %s: %+v", id, r)
 			}
 		}
-		if w := e.spy.Writes(); len(w) != 0 {
-			t.Errorf("the dry run wrote %+v", w)
-		}
+		sweeptest.NoWrites(t, e.Spy, "the dry run")
 	})
 }

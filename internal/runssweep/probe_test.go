@@ -1,11 +1,10 @@
 package runssweep_test
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
@@ -33,12 +32,8 @@ func TestTheProbeFindsAnIdleRun(t *testing.T) {
 				}
 				s.Put(ledger.ExtensionRun{RunID: string(rune('a' + i)), Status: status, LastMovedAt: epoch.Add(-d)})
 			}
-			def := runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition()
-			in, _ := json.Marshal(runssweep.Input{Limit: 10, OlderThanMs: 60000})
-			got, err := def.Probe(context.Background(), []json.RawMessage{in}, epoch)
-			if err != nil || len(got) != 1 || got[0] != c.want {
-				t.Errorf("probe = %v, %v; want [%v]", got, err, c.want)
-			}
+			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+				runssweep.Input{Limit: 10, OlderThanMs: 60000}, epoch, c.want)
 		})
 	}
 }

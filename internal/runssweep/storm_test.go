@@ -38,7 +38,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	logs := &logsink.Sink{}
-	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
+	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(e.FS), Now: e.Clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
 	start := func(trigger workflow.Trigger, override bool) (workflow.Outcome, runssweep.Stats, error) {
 		out, err := engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
 			Trigger: trigger, StormOverride: override, Actor: "ops@example.com"})
@@ -53,7 +53,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	for i := range 14 {
 		e.start(fmt.Sprintf("live-%02d", i), true, time.Second)
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 
 	// 16 idle of 30 running: more than half, and more than the minimum of 10.
 	out, s, err := start(workflow.TriggerSchedule, false)
@@ -63,11 +63,11 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	if s.StormGuard == nil || !s.StormGuard.Tripped || s.StormGuard.Aged != 16 || s.StormGuard.Live != 30 || s.StormGuard.Allowed != 15 {
 		t.Errorf("verdict %+v, want 16 aged of 30 live, 15 allowed, tripped", s.StormGuard)
 	}
-	rec, err := runstore.New(e.fs).GetRun(context.Background(), out.RunUUID)
+	rec, err := runstore.New(e.FS).GetRun(context.Background(), out.RunUUID)
 	if err != nil || rec.Failure == nil || rec.Failure.Reason != storm.Reason || rec.Failure.Step != "storm_guard" {
 		t.Errorf("run record failure %+v (%v), want reason %s", rec.Failure, err, storm.Reason)
 	}
-	for _, w := range e.spy.Writes() {
+	for _, w := range e.Spy.Writes() {
 		if strings.Contains(w.Document, "/"+ledger.ExtensionRunsCollection+"/") || strings.Contains(w.Document, "/"+ledger.ExtensionInterlocksCollection+"/") {
 			t.Errorf("a stopped sweep wrote %s", w.Document)
 		}

@@ -17,15 +17,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
-	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -33,76 +32,66 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 type env struct {
-	t      *testing.T
-	fs     *firestore.Client
-	spy    *fsspy.Spy
+	sweeptest.Env
 	store  *ledger.ExtensionRunStore
 	app    ledgertest.ExtensionRuns
-	clock  *testenv.Clock
 	wf     *runssweep.Workflow
-	engine *workflow.Engine
 	tenant string
 }
 
 func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
-	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), tenant: "tenant-" + uuid.NewString()[:8]}
-	e.fs = testenv.Firestore(t, e.spy.DialOptions()...)
-	// Firestore's clock, which the writers stamp and the sweep reads, is the test's clock.
-	e.store = ledger.NewExtensionRunStore(e.fs, ledger.TxConfig{})
-	e.app = ledgertest.ExtensionRuns{Client: e.fs, Now: e.clock.Now}
-	var store runssweep.Store = e.store
-	if wrap != nil {
-		store = wrap(store)
-	}
-	e.wf = runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.clock.Now))
-	e.engine = workflow.NewEngine(workflow.Options{Runs: runstore.New(e.fs), Now: e.clock.Now, Log: logging.Discard()}, e.wf.Definition())
+	e := &env{Env: sweeptest.NewEnv(t, epoch), tenant: "tenant-" + uuid.NewString()[:8]}
+	e.store = ledger.NewExtensionRunStore(e.FS, ledger.TxConfig{})
+	e.app = ledgertest.ExtensionRuns{Client: e.FS, Now: e.Clock.Now}
+	e.wf = runssweep.New(sweeptest.Wrap[runssweep.Store](e.store, wrap), runssweep.Config{}, ledger.LocalClock(e.Clock.Now))
+	e.Run(e.wf.Definition())
 	return e
 }
 
 // start starts a run the way an app does, with Firestore stamping it `ago` before now.
 func (e *env) start(ext string, background bool, ago time.Duration) string {
-	e.t.Helper()
+	e.T.Helper()
 	id := "run-" + uuid.NewString()
-	then := e.clock.Now().Add(-ago)
-	app := ledgertest.ExtensionRuns{Client: e.fs, Now: testenv.Fixed(then)}
+	then := e.Clock.Now().Add(-ago)
+	app := ledgertest.ExtensionRuns{Client: e.FS, Now: testenv.Fixed(then)}
 	err := app.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: ext, JobName: "sync-" + ext, Background: background}, then)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
 
 func (e *env) sweep(trigger workflow.Trigger, input string) (workflow.Outcome, error) {
-	return e.engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input), Trigger: trigger})
+	return e.Engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input), Trigger: trigger})
 }
 
 func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
-	e.t.Helper()
+	e.T.Helper()
 	out, err := e.sweep(workflow.TriggerLocal, input)
 	if err != nil || out.Status != workflow.StateCompleted {
-		e.t.Fatalf("sweep: %v %v", out.Err, err)
+		e.T.Fatalf("sweep: %v %v", out.Err, err)
 	}
 	var o runssweep.Output
 	var s runssweep.Stats
-	testenv.Decode(e.t, out.Output, &o)
-	testenv.Decode(e.t, out.Stats, &s)
+	testenv.Decode(e.T, out.Output, &o)
+	testenv.Decode(e.T, out.Stats, &s)
 	return o, s
 }
 
 func (e *env) run(id string) ledger.ExtensionRun {
-	e.t.Helper()
+	e.T.Helper()
 	r, err := e.store.GetExtensionRun(context.Background(), id)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return r
 }
 
 func (e *env) interlock(ext string) (ledger.Interlock, bool) {
-	e.t.Helper()
+	e.T.Helper()
 	l, ok, err := e.store.GetInterlock(context.Background(), e.tenant, ext)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return l, ok
 }
@@ -196,7 +185,7 @@ func TestInputBoundsAreTheSeeds(t *testing.T) {
 			t.Errorf("%s: err = %v, want validation_failed naming %s", input, err, field)
 		}
 	}
-	if n := e.spy.Commits(); n != 0 {
+	if n := e.Spy.Commits(); n != 0 {
 		t.Errorf("refused inputs committed %d times", n)
 	}
 	// The largest deadline the seed allows is accepted, and reaches back before any run.
@@ -241,7 +230,7 @@ func TestBackgroundAndForegroundRunsAndTheirInterlocks(t *testing.T) {
 	}
 	for _, id := range []string{bg, fg, lone, orphan} {
 		r := e.run(id)
-		if r.Status != ledger.ExtensionFailed || r.Outcome != ledger.OutcomeAbandoned || !r.FinishedAt.Equal(e.clock.Now()) ||
+		if r.Status != ledger.ExtensionFailed || r.Outcome != ledger.OutcomeAbandoned || !r.FinishedAt.Equal(e.Clock.Now()) ||
 			r.Settlement == nil || r.Settlement.Reason != runssweep.ReasonIdle {
 			t.Errorf("run %s = %+v", id, r)
 		}
@@ -315,20 +304,20 @@ func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	bw := e.fs.BulkWriter(ctx)
+	bw := e.FS.BulkWriter(ctx)
 	stale := map[string]bool{}
-	old := e.clock.Now().Add(-time.Hour)
+	old := e.Clock.Now().Add(-time.Hour)
 	for i := range 500 {
 		id := fmt.Sprintf("stale-%03d", i)
 		ext := fmt.Sprintf("ext-%03d", i)
 		bg := i%2 == 0
 		stale[id] = true
-		if _, err := bw.Set(e.fs.Collection(ledger.ExtensionRunsCollection).Doc(id), ledger.ExtensionRun{TenantID: e.tenant, ExtensionID: ext,
+		if _, err := bw.Set(e.FS.Collection(ledger.ExtensionRunsCollection).Doc(id), ledger.ExtensionRun{TenantID: e.tenant, ExtensionID: ext,
 			JobName: "j", Background: bg, Status: ledger.ExtensionRunning, StartedAt: old, LastMovedAt: old.Add(time.Duration(i) * time.Millisecond)}); err != nil {
 			t.Fatal(err)
 		}
 		if bg {
-			if _, err := bw.Set(e.fs.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, ext)), ledger.Interlock{RunID: id, AcquiredAt: old}); err != nil {
+			if _, err := bw.Set(e.FS.Collection(ledger.ExtensionInterlocksCollection).Doc(ledger.InterlockID(e.tenant, ext)), ledger.Interlock{RunID: id, AcquiredAt: old}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -338,7 +327,7 @@ func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
 	for i := range 20 {
 		live = append(live, e.start(fmt.Sprintf("live-%02d", i), true, time.Second))
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 
 	const sweeps = 8
 	outs := make([]runssweep.Output, sweeps, sweeps+3)
@@ -416,12 +405,12 @@ func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
 	if unreported > erroredTotal {
 		t.Errorf("%d stale runs settled without a sweep reporting them, more than the %d transactions that errored", unreported, erroredTotal)
 	}
-	for doc, n := range e.spy.WritesTouching("settlement") {
+	for doc, n := range e.Spy.WritesTouching("settlement") {
 		if n != 1 {
 			t.Errorf("%s got %d settlement writes", doc, n)
 		}
 	}
-	if got := len(e.spy.WritesTouching("settlement")); got+unreported != 500 {
+	if got := len(e.Spy.WritesTouching("settlement")); got+unreported != 500 {
 		t.Errorf("%d runs got a settlement write seen committed and %d one whose commit timed out, want 500 in all", got, unreported)
 	}
 	for i, id := range live {
@@ -430,7 +419,7 @@ func TestEightConcurrentSweepsSweepEachRunOnce(t *testing.T) {
 		}
 	}
 	deletes := 0
-	for _, w := range e.spy.Writes() {
+	for _, w := range e.Spy.Writes() {
 		if w.Delete {
 			deletes++
 		}
@@ -457,12 +446,12 @@ func TestASecondSweepSweepsNothing(t *testing.T) {
 	if o, _ := e.mustSweep(`{"older_than_ms": 600000}`); o.Swept != 5 {
 		t.Fatalf("first sweep swept %d", o.Swept)
 	}
-	e.spy.Reset()
+	e.Spy.Reset()
 	o, s := e.mustSweep(`{"older_than_ms": 600000}`)
 	if o.Swept != 0 || s.Scanned != 0 {
 		t.Errorf("second sweep: %+v %+v", o, s)
 	}
-	for _, w := range e.spy.Writes() {
+	for _, w := range e.Spy.Writes() {
 		if !strings.Contains(w.Document, "/"+ledger.RunsCollection+"/") {
 			t.Errorf("second sweep wrote %s", w.Document)
 		}
@@ -475,7 +464,7 @@ func TestAfterASweepTheTenantCanStartAgainAndNotTwice(t *testing.T) {
 	dead := e.start("crm", true, time.Hour)
 	startNew := func() (string, error) {
 		id := "run-" + uuid.NewString()
-		return id, e.app.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: "crm", JobName: "j", Background: true}, e.clock.Now())
+		return id, e.app.Start(context.Background(), ledger.ExtensionRun{RunID: id, TenantID: e.tenant, ExtensionID: "crm", JobName: "j", Background: true}, e.Clock.Now())
 	}
 	if _, err := startNew(); !errors.Is(err, ledgertest.ErrInterlockHeld) {
 		t.Fatalf("while the dead run holds the interlock: %v, want ErrInterlockHeld", err)
@@ -506,18 +495,18 @@ func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
 	if err := e.app.Move(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.run(a); !r.LastMovedAt.Equal(e.clock.Now()) {
+	if r := e.run(a); !r.LastMovedAt.Equal(e.Clock.Now()) {
 		t.Errorf("move did not move: %v", r.LastMovedAt)
 	}
 	// A foreground run of the same extension finishing must not release a's interlock.
 	f := e.start("crm", false, time.Minute)
-	if err := e.app.Finish(ctx, f, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
+	if err := e.app.Finish(ctx, f, ledger.ExtensionSucceeded, "ok", e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if l, ok := e.interlock("crm"); !ok || l.RunID != a {
 		t.Errorf("a foreground finish released the interlock: %+v %t", l, ok)
 	}
-	if err := e.app.Finish(ctx, a, ledger.ExtensionSucceeded, "ok", e.clock.Now()); err != nil {
+	if err := e.app.Finish(ctx, a, ledger.ExtensionSucceeded, "ok", e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.interlock("crm"); ok {
@@ -526,7 +515,7 @@ func TestTheLifecycleReleasesOnlyItsOwnInterlock(t *testing.T) {
 	if err := e.app.Move(ctx, a); !errors.Is(err, ledgertest.ErrRunNotRunning) {
 		t.Errorf("moving a finished run: %v", err)
 	}
-	if err := e.app.Finish(ctx, a, ledger.ExtensionFailed, "x", e.clock.Now()); !errors.Is(err, ledgertest.ErrRunNotRunning) {
+	if err := e.app.Finish(ctx, a, ledger.ExtensionFailed, "x", e.Clock.Now()); !errors.Is(err, ledgertest.ErrRunNotRunning) {
 		t.Errorf("finishing twice: %v", err)
 	}
 }
@@ -550,7 +539,7 @@ func TestInvocationsNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 	var bad []string
 	for _, v := range testenv.Unstamped {
 		id := "run-" + uuid.NewString()
-		testenv.PutStamped(t, e.fs, ledger.ExtensionRunsCollection+"/"+id, map[string]any{
+		testenv.PutStamped(t, e.FS, ledger.ExtensionRunsCollection+"/"+id, map[string]any{
 			"tenant_id": e.tenant, "extension_id": "erp", "job_name": "j", "background": false, "status": ledger.ExtensionRunning,
 		}, "last_moved_at", v)
 		bad = append(bad, id)
@@ -563,7 +552,7 @@ func TestInvocationsNoScanCanSeeAreCountedAndLeftAlone(t *testing.T) {
 		t.Errorf("the idle invocation was not abandoned: %+v", o)
 	}
 	for _, id := range bad {
-		snap, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(id).Get(context.Background())
+		snap, err := e.FS.Collection(ledger.ExtensionRunsCollection).Doc(id).Get(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -581,7 +570,7 @@ func TestAbandonLeavesAnInvocationThatIsNotIdlePastTheDeadline(t *testing.T) {
 	id := e.start("crm", true, 5*time.Minute)
 	seen := e.run(id)
 	for _, deadline := range []time.Time{seen.LastMovedAt, seen.LastMovedAt.Add(-time.Minute)} {
-		a, err := e.store.Abandon(context.Background(), id, nil, ledger.Settlement{At: e.clock.Now(), Reason: runssweep.ReasonIdle}, runssweep.Abandonable(seen, deadline))
+		a, err := e.store.Abandon(context.Background(), id, nil, ledger.Settlement{At: e.Clock.Now(), Reason: runssweep.ReasonIdle}, runssweep.Abandonable(seen, deadline))
 		if err != nil || a.Swept || a.Why != "not_idle" {
 			t.Errorf("deadline %v: %+v %v, want left running: not_idle", deadline, a, err)
 		}
@@ -603,7 +592,7 @@ func TestMalformedInvocationsAreSkippedAndDoNotTakeTheLimitsPlaces(t *testing.T)
 	var bad []string
 	for range 2 {
 		id := e.start("erp", false, 3*time.Hour)
-		if _, err := e.fs.Collection(ledger.ExtensionRunsCollection).Doc(id).Update(context.Background(), []firestore.Update{{Path: "background", Value: "yes"}}); err != nil {
+		if _, err := e.FS.Collection(ledger.ExtensionRunsCollection).Doc(id).Update(context.Background(), []firestore.Update{{Path: "background", Value: "yes"}}); err != nil {
 			t.Fatal(err)
 		}
 		bad = append(bad, ledger.ExtensionRunsCollection+"/"+id)
@@ -617,7 +606,7 @@ func TestMalformedInvocationsAreSkippedAndDoNotTakeTheLimitsPlaces(t *testing.T)
 		t.Errorf("stats.malformed = %+v, want %v", s.Malformed, bad)
 	}
 	for _, path := range bad {
-		snap, err := e.fs.Doc(path).Get(context.Background())
+		snap, err := e.FS.Doc(path).Get(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

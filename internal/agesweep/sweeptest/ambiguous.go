@@ -1,6 +1,8 @@
 package sweeptest
 
 import (
+	"testing"
+
 	"google.golang.org/grpc/codes"
 
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
@@ -15,5 +17,17 @@ func AmbiguousCommits() map[string]*fsfaulttest.Commits {
 		"landed, Unavailable":      fsfaulttest.New(codes.Unavailable),
 		"landed, DeadlineExceeded": fsfaulttest.New(codes.DeadlineExceeded),
 		"lost, DeadlineExceeded":   fsfaulttest.Lost(codes.DeadlineExceeded, nil),
+	}
+}
+
+// EachAmbiguous runs check, in parallel with t's other tests, once per AmbiguousCommits entry,
+// as a parallel subtest named after it.
+func EachAmbiguous(t *testing.T, check func(t *testing.T, fault *fsfaulttest.Commits)) {
+	t.Parallel()
+	for name, fault := range AmbiguousCommits() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			check(t, fault)
+		})
 	}
 }

@@ -55,3 +55,14 @@ func Pause(t testing.TB, fs *firestore.Client, p ledger.Pause) {
 		t.Fatal(err)
 	}
 }
+
+// PauseWith is a PauseAfterFirst.Pause that takes the pause pause returns (built when it is
+// called, on the clock as it then reads), as an operator would. A failure is t.Error, not
+// t.Fatal: it runs inside the sweep's transaction.
+func PauseWith(t testing.TB, fs *firestore.Client, pause func() ledger.Pause) func() {
+	return func() {
+		if err := pausestore.New(fs).Put(context.Background(), pause()); err != nil {
+			t.Error(err)
+		}
+	}
+}
