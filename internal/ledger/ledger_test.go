@@ -1,9 +1,7 @@
 package ledger_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -150,20 +148,6 @@ func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
 	w := spy.Writes()
 	if len(w) != 1 || slices.Contains(w[0].Fields, "status") || slices.Contains(w[0].Fields, "settlement") {
 		t.Errorf("refresh wrote %+v", w)
-	}
-}
-
-func TestFirestoreIndexesJSONIsCurrent(t *testing.T) {
-	want, err := ledger.FirebaseIndexesJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../firestore.indexes.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("firestore.indexes.json is not what ledger.Indexes declares; run: go run ./cmd/stalesweep indexes\n%s", want)
 	}
 }
 
