@@ -330,7 +330,7 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	l.UUID = leaseID
 	var facts Facts
 	if reads.Organization != "" {
-		facts.OrganizationEnabled = sweepsEnabled(snaps[1])
+		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
 	}
 	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, time.Now()) != nil {
 		return nil, string(LeftPaused), nil
