@@ -19,11 +19,10 @@ const (
 	WorkspaceLeasesCollection = "workspace_leases"
 )
 
-// Runner instance statuses; the last three are terminal.
+// Runner instance statuses a lease settle tells apart; the last three are terminal. A runner
+// also writes "starting" and "draining", which are neither running nor terminal.
 const (
-	InstanceStarting   = "starting"
 	InstanceRunning    = "running"
-	InstanceDraining   = "draining"
 	InstanceStopped    = "stopped"
 	InstanceTerminated = "terminated"
 	InstanceFailed     = "failed"
