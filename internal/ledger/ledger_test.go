@@ -151,34 +151,6 @@ func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
 	}
 }
 
-func TestIndexFor(t *testing.T) {
-	eq := []string{"active", "organization_uuid", "provider"}
-	if _, ok := ledger.IndexFor(ledger.ExecutionsCollection, eq, "observed_at"); !ok {
-		t.Error("the scan's index is not found")
-	}
-	for i, c := range []struct {
-		coll, order string
-		eq          []string
-	}{
-		{ledger.ExecutionsCollection, "observed_at", []string{"organization_uuid", "provider"}},
-		{ledger.ExecutionsCollection, "completed_at", eq},
-		{"other", "observed_at", eq},
-		{ledger.ExecutionsCollection, "", nil},
-	} {
-		if _, ok := ledger.IndexFor(c.coll, c.eq, c.order); ok {
-			t.Errorf("case %d: an index was found for an undeclared query %v", i, c)
-		}
-	}
-	for _, ix := range ledger.Indexes() {
-		if ix.Query == "" || len(ix.Fields) < 2 {
-			t.Errorf("index %s lacks its query or fields", ix)
-		}
-		if got := ix.String(); !strings.HasPrefix(got, ix.Collection+"(") {
-			t.Errorf("index renders as %q", got)
-		}
-	}
-}
-
 func TestCheckDocID(t *testing.T) {
 	for _, id := range []string{"run-1", "0f8fad5b-d9cb-469f-a165-70867728950e", "_x_", "__x", "a.b", strings.Repeat("x", 1500)} {
 		if err := ledger.CheckDocID(id); err != nil {
