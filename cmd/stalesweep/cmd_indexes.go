@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // indexesCmd writes (or, with --check, checks) the files generated from ledger.Indexes:
@@ -43,15 +41,15 @@ terraform/ is refused (exit 2) before any file is written.`,
 			if *project == "" {
 				return c.usageError(cmd, "--gcloud needs --project")
 			}
-			for _, line := range ledger.GcloudIndexCommands(*project, *database) {
+			for _, line := range gcloudIndexCommands(*project, *database) {
 				fmt.Fprintln(c.stdout, line)
 			}
 			return nil
 		}
 		return exit(c.generate("indexes", *root, *check, []generated{
-			{"firestore.indexes.json", ledger.FirebaseIndexesJSON},
-			{filepath.Join("terraform", "firestore_indexes.tf.json"), ledger.TerraformIndexesJSON},
-			{filepath.Join("terraform", "firestore_ttl.tf.json"), ledger.TerraformTTLJSON},
+			{"firestore.indexes.json", firebaseIndexesJSON},
+			{filepath.Join("terraform", "firestore_indexes.tf.json"), terraformIndexesJSON},
+			{filepath.Join("terraform", "firestore_ttl.tf.json"), terraformTTLJSON},
 		}))
 	}
 	return cmd

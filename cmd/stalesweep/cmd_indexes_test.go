@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,5 +22,19 @@ func TestIndexesOutsideTheRepositoryRootRefusesBeforeWriting(t *testing.T) {
 	code, _, stderr = invoke(t, "indexes", "--check", "--root", dir)
 	if code != exitFailed || !strings.Contains(stderr, filepath.Join(dir, "firestore.indexes.json")+" not found") || strings.Contains(stderr, "not current") {
 		t.Errorf("--check outside the root: exit %d, stderr %q; want exit %d saying not found", code, stderr, exitFailed)
+	}
+}
+
+func TestFirestoreIndexesJSONIsCurrent(t *testing.T) {
+	want, err := firebaseIndexesJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../firestore.indexes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("firestore.indexes.json is not what ledger.Indexes declares; run: go run ./cmd/stalesweep indexes\n%s", want)
 	}
 }

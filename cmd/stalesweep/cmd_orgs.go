@@ -12,13 +12,14 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fleet"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // orgsCmd is `stalesweep orgs enable|disable ORG...` and `stalesweep orgs list`: the
 // organizations documents the dispatcher and every sweep read (sweeps_enabled), written through
-// the ledger's OrganizationStore.
+// orgadmin.
 func (c *cli) orgsCmd() *cobra.Command {
 	return c.group("orgs", "enable, disable and list the organizations stalesweep sweeps",
 		`  stalesweep orgs enable 0f8fad5b-d9cb-469f-a165-70867728950e --reason "onboarding"
@@ -55,11 +56,11 @@ organization writes nothing.`
 				return c.usageError(cmd, "ORG %d: %q %v", i+1, org, err)
 			}
 		}
-		if len(*reason) > ledger.OrganizationReasonMax {
-			return c.usageError(cmd, "--reason: at most %d bytes", ledger.OrganizationReasonMax)
+		if len(*reason) > orgadmin.ReasonMax {
+			return c.usageError(cmd, "--reason: at most %d bytes", orgadmin.ReasonMax)
 		}
 		return c.withFirestore("orgs "+verb, *project, func(ctx context.Context, fsc *firestore.Client, _ app.Config) int {
-			store, by := ledger.NewOrganizationStore(fsc), localActor()
+			store, by := orgadmin.New(fsc), localActor()
 			for _, org := range args {
 				changed, err := store.SetSweeps(ctx, org, enable, by, *reason)
 				if err != nil {
@@ -98,22 +99,22 @@ func (c *cli) orgsListCmd() *cobra.Command {
 most %d), each with whether sweeps are enabled, who changed that last, when and why, the newest
 run on it of each workflow scoped to an organization or its runner groups, and its oldest active row not observed for
 --min-age, per provider. When there are more it ends with the page token of the next page. An
-organization without a document is not listed: it is not swept either.`, ledger.OrganizationListDefault, ledger.OrganizationListMax),
+organization without a document is not listed: it is not swept either.`, orgadmin.ListDefault, orgadmin.ListMax),
 		Example: `  stalesweep orgs list
   stalesweep orgs list --limit 1000 -o json`,
 		Args: cobra.NoArgs,
 	}
 	format := outputFlag(cmd)
 	project := cmd.Flags().String("project", "", "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
-	limit := cmd.Flags().Int("limit", ledger.OrganizationListDefault, fmt.Sprintf("organizations per page, 1 to %d", ledger.OrganizationListMax))
+	limit := cmd.Flags().Int("limit", orgadmin.ListDefault, fmt.Sprintf("organizations per page, 1 to %d", orgadmin.ListMax))
 	token := cmd.Flags().String("page-token", "", "the token the previous page ended with")
 	minAge := cmd.Flags().Duration("min-age", fleet.MinAgeDefault, "a row not observed for this long is stale")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		switch err := checkFormat(*format); {
 		case err != nil:
 			return c.usageError(cmd, "%v", err)
-		case *limit < 1 || *limit > ledger.OrganizationListMax:
-			return c.usageError(cmd, "--limit: between 1 and %d, got %d", ledger.OrganizationListMax, *limit)
+		case *limit < 1 || *limit > orgadmin.ListMax:
+			return c.usageError(cmd, "--limit: between 1 and %d, got %d", orgadmin.ListMax, *limit)
 		case *minAge <= 0:
 			return c.usageError(cmd, "--min-age: want a positive duration, got %s", *minAge)
 		}
@@ -155,7 +156,7 @@ organization without a document is not listed: it is not swept either.`, ledger.
 // orgReader reads organizations with the declared workflows and the execution syncs' rows.
 func orgReader(fsc *firestore.Client) fleet.Reader {
 	return fleet.Reader{
-		Orgs: ledger.NewOrganizationStore(fsc), Runs: runstore.New(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
+		Orgs: orgadmin.New(fsc), Runs: runstore.New(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
 		Workflows: app.Declared(), Kinds: []executionsync.Kind{executionsync.CloudRun, executionsync.Kubernetes},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/fleet"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -22,7 +23,7 @@ func TestOrgsRefuseBadArgumentsNamingThem(t *testing.T) {
 		{[]string{"orgs", "enable", "not-a-uuid"}, `ORG 1: "not-a-uuid"`},
 		{[]string{"orgs", "disable", org, "a/b"}, `ORG 2: "a/b"`},
 		{[]string{"orgs", "enable"}, "arg"},
-		{[]string{"orgs", "enable", org, "--reason", strings.Repeat("x", ledger.OrganizationReasonMax+1)}, "--reason"},
+		{[]string{"orgs", "enable", org, "--reason", strings.Repeat("x", orgadmin.ReasonMax+1)}, "--reason"},
 		{[]string{"orgs", "list", "--limit", "0"}, "--limit"},
 		{[]string{"orgs", "list", "--limit", "1001"}, "--limit"},
 		{[]string{"orgs", "list", "-o", "yaml"}, "--output"},

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -155,7 +156,7 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 
-	emu := map[string]string{"FIRESTORE_EMULATOR_HOST": os.Getenv(ledger.EmulatorEnv), "GOOGLE_CLOUD_PROJECT": project,
+	emu := map[string]string{"FIRESTORE_EMULATOR_HOST": os.Getenv(firestoreconn.EmulatorEnv), "GOOGLE_CLOUD_PROJECT": project,
 		"STALESWEEP_CLOUD_RUN_ENDPOINT": fake.Addr}
 	refused := map[string]string{"FIRESTORE_EMULATOR_HOST": "127.0.0.1:1", "GOOGLE_CLOUD_PROJECT": project}
 	envOf := func(c exitCase) map[string]string {

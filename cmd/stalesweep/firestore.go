@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/internal/app"
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/retention"
 )
@@ -33,7 +33,7 @@ func (c *cli) config(name, project string) (app.Config, bool) {
 		cfg.Project = project
 	}
 	if err == nil && cfg.Project == "" {
-		err = fmt.Errorf("no project: set --project or %s (or %s for the emulator)", app.EnvProject, ledger.EmulatorEnv)
+		err = fmt.Errorf("no project: set --project or %s (or %s for the emulator)", app.EnvProject, firestoreconn.EmulatorEnv)
 	}
 	if err == nil {
 		err = cfg.Check(false)
@@ -71,7 +71,7 @@ func commandBudget(name string, cfg app.Config) time.Duration {
 func (c *cli) bound(name string, cfg app.Config) {
 	budget := commandBudget(name, cfg)
 	var cancel context.CancelFunc
-	c.ctx, cancel = context.WithTimeoutCause(c.ctx, budget, &stalled{host: ledger.Endpoint(), budget: budget})
+	c.ctx, cancel = context.WithTimeoutCause(c.ctx, budget, &stalled{host: firestoreconn.Endpoint(), budget: budget})
 	c.cancels = append(c.cancels, cancel)
 }
 
@@ -90,12 +90,12 @@ func (s *stalled) Error() string {
 	return fmt.Sprintf("Firestore at %s stopped answering: a call got no answer within %s (%s)", s.host, s.call, app.EnvFirestoreTimeout)
 }
 
-// firestoreDial bounds every call of a command's Firestore connection (ledger.CallTimeout) and
+// firestoreDial bounds every call of a command's Firestore connection (firestoreconn.CallTimeout) and
 // notes the first that waited out its bound, for the message a failed command ends with.
 func (c *cli) firestoreDial(cfg app.Config, more ...grpc.DialOption) []grpc.DialOption {
 	d := cfg.FirestoreTimeout
-	noted := func() { c.stall.CompareAndSwap(nil, &stalled{host: ledger.Endpoint(), call: d}) }
-	return append(ledger.CallTimeout(d, noted), more...)
+	noted := func() { c.stall.CompareAndSwap(nil, &stalled{host: firestoreconn.Endpoint(), call: d}) }
+	return append(firestoreconn.CallTimeout(d, noted), more...)
 }
 
 // openFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command
@@ -106,10 +106,10 @@ func (c *cli) openFirestore(name, project string) (*firestore.Client, app.Config
 	if !ok {
 		return nil, cfg, exitInvalid
 	}
-	o := ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: c.firestoreDial(cfg)}
-	fsc, err := ledger.Open(c.ctx, o)
+	o := firestoreconn.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: c.firestoreDial(cfg)}
+	fsc, err := firestoreconn.Open(c.ctx, o)
 	if err == nil {
-		if err = ledger.Ping(c.ctx, fsc, o, cfg.FirestoreTimeout); err != nil {
+		if err = firestoreconn.Ping(c.ctx, fsc, o, cfg.FirestoreTimeout); err != nil {
 			fsc.Close()
 		}
 	}

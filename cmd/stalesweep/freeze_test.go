@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/app"
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 )
 
 // freezer is a TCP proxy in front of Firestore that forwards the first `answered` gRPC calls a
@@ -151,7 +151,7 @@ func TestEveryFirestoreCommandEndsWithinItsBudgetWhenFirestoreFreezesMidCommand(
 	results := atOnce(len(firestoreCommands), func(i int) result {
 		// Each command has its own freezer: it answers that process's first call only.
 		e := maps.Clone(env)
-		e["FIRESTORE_EMULATOR_HOST"] = freezing(t, os.Getenv(ledger.EmulatorEnv), 1)
+		e["FIRESTORE_EMULATOR_HOST"] = freezing(t, os.Getenv(firestoreconn.EmulatorEnv), 1)
 		return bin.run(e, firestoreCommands[i]...)
 	})
 	cfg, err := app.ConfigFromEnv(func(k string) string { return env[k] })

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -78,7 +79,7 @@ func TestServeAsTheReadmeRunsItServesStartWorkflowWithoutPubSubOrCredentials(t *
 	home := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLOUDSDK_CONFIG=" + home,
 		"STALESWEEP_AUTH=off", "GOOGLE_CLOUD_PROJECT=" + project,
-		"FIRESTORE_EMULATOR_HOST=" + os.Getenv(ledger.EmulatorEnv), "STALESWEEP_CLOUD_RUN_ENDPOINT=" + fake.Addr}
+		"FIRESTORE_EMULATOR_HOST=" + os.Getenv(firestoreconn.EmulatorEnv), "STALESWEEP_CLOUD_RUN_ENDPOINT=" + fake.Addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", addr)
 	cmd.Env = env

@@ -22,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
@@ -82,13 +83,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			_ = a.Close()
 		}
 	}()
-	fsOpts := ledger.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: parts.FirestoreDialOptions}
-	a.Firestore, err = ledger.Open(ctx, fsOpts)
+	fsOpts := firestoreconn.Options{Project: cfg.Project, Database: cfg.Database, DialOptions: parts.FirestoreDialOptions}
+	a.Firestore, err = firestoreconn.Open(ctx, fsOpts)
 	if err != nil {
 		return nil, err
 	}
 	a.onClose(a.Firestore.Close)
-	if err := ledger.Ping(ctx, a.Firestore, fsOpts, cmp.Or(cfg.FirestoreTimeout, FirestoreTimeoutDefault)); err != nil {
+	if err := firestoreconn.Ping(ctx, a.Firestore, fsOpts, cmp.Or(cfg.FirestoreTimeout, FirestoreTimeoutDefault)); err != nil {
 		return nil, err
 	}
 

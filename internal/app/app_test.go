@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/logging"
 )
 
@@ -20,9 +20,9 @@ func TestAnUnreachableFirestoreIsNamedWhenTheAppIsBuilt(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	t.Setenv(ledger.EmulatorEnv, addr)
+	t.Setenv(firestoreconn.EmulatorEnv, addr)
 	cfg, err := ConfigFromEnv(func(k string) string {
-		if k == ledger.EmulatorEnv {
+		if k == firestoreconn.EmulatorEnv {
 			return addr
 		}
 		return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/blindguard"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -123,7 +124,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.Project = firstNonEmpty(c.Project, getenv(EnvProjectFallback))
-	if c.Project == "" && getenv(ledger.EmulatorEnv) != "" {
+	if c.Project == "" && getenv(firestoreconn.EmulatorEnv) != "" {
 		c.Project = EmulatorProjectLocal
 	}
 	c.Topics = c.Topics.WithDefaults()

@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -115,7 +116,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	o.MaxRuns = cmp.Or(o.MaxRuns, 60)
 	w := o.Out
 
-	if os.Getenv(ledger.EmulatorEnv) == "" {
+	if os.Getenv(firestoreconn.EmulatorEnv) == "" {
 		fmt.Fprintln(w, "starting the Firestore emulator (gcloud emulators firestore start) ...")
 		emu, err := gcloudemu.Firestore(ctx)
 		if err != nil {
@@ -125,11 +126,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			_ = emu.Stop()
 			fmt.Fprintln(w, "stopped the Firestore emulator")
 		}()
-		os.Setenv(ledger.EmulatorEnv, emu.Host)
-		defer os.Unsetenv(ledger.EmulatorEnv)
+		os.Setenv(firestoreconn.EmulatorEnv, emu.Host)
+		defer os.Unsetenv(firestoreconn.EmulatorEnv)
 		fmt.Fprintf(w, "Firestore emulator on %s\n", emu.Host)
 	} else {
-		fmt.Fprintf(w, "using the Firestore emulator at %s\n", os.Getenv(ledger.EmulatorEnv))
+		fmt.Fprintf(w, "using the Firestore emulator at %s\n", os.Getenv(firestoreconn.EmulatorEnv))
 	}
 	fake, err := cloudrunfake.NewServer()
 	if err != nil {
@@ -139,7 +140,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	fmt.Fprintf(w, "Cloud Run Executions fake on %s\n", fake.Addr)
 
 	project := "stalesweep-demo-" + randomHex(4)
-	fs, err := ledger.Open(ctx, ledger.Options{Project: project})
+	fs, err := firestoreconn.Open(ctx, firestoreconn.Options{Project: project})
 	if err != nil {
 		return Result{}, err
 	}

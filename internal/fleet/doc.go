@@ -7,7 +7,7 @@
 //     runner groups, the queues), the same pauses and the same probes a tick runs — on a
 //     Firestore connection that refuses every write (ReadOnly) and with a publisher that keeps
 //     what it is given, so it costs what a tick costs and can change nothing.
-//   - Every answer is bounded: a page of organizations (at most ledger.OrganizationListMax),
+//   - Every answer is bounded: a page of organizations (at most orgadmin.ListMax),
 //     one query per workflow for each organization shown, one row per scope with work shown,
 //     and the lists of scopes cut at a limit that says how many more there were.
 package fleet

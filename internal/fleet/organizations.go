@@ -8,6 +8,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -56,7 +57,7 @@ type OrgPage struct {
 
 // Reader reads the fleet's organizations, their runs and their rows.
 type Reader struct {
-	Orgs       *ledger.OrganizationStore
+	Orgs       *orgadmin.Store
 	Runs       *runstore.Store
 	Executions *ledger.ExecutionStore
 	// Workflows are the declared workflows: the last run of each organization-scoped one is

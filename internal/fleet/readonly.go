@@ -11,7 +11,7 @@ import (
 )
 
 // ReadOnly returns the dial options of a Firestore connection that refuses every write
-// (ledger.Options.DialOptions): a Commit that carries writes, a BatchWrite and the Write stream
+// (firestoreconn.Options.DialOptions): a Commit that carries writes, a BatchWrite and the Write stream
 // fail with PermissionDenied before they leave the process. Reads, queries and transactions
 // that only read pass. Status runs the dispatcher on it, so a tick that would rebuild the roster
 // only lists.

@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -123,7 +124,8 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	}
 	st := Status{At: now, Workflows: []WorkflowStatus{}, BlindTargets: []BlindTarget{}}
 	orgs := ledger.NewOrganizationStore(f.Firestore)
-	reader := Reader{Orgs: orgs, Runs: runstore.New(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
+	admin := orgadmin.New(f.Firestore)
+	reader := Reader{Orgs: admin, Runs: runstore.New(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
 	pauses := pausestore.New(f.Firestore)
 	for _, t := range f.Declared.Types() {
 		ws, err := f.workflow(ctx, t, cfg, limit, now, reader, orgs, pauses)
@@ -132,7 +134,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 		}
 		st.Workflows = append(st.Workflows, ws)
 	}
-	off, err := orgs.ListDisabled(ctx, "", limit+1)
+	off, err := admin.ListDisabled(ctx, "", limit+1)
 	if err != nil {
 		return Status{}, err
 	}

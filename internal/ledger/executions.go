@@ -436,7 +436,7 @@ func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
 func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
 	var facts Facts
 	if rd.orgAt >= 0 {
-		facts.OrganizationEnabled = sweepsEnabled(snaps[rd.orgAt])
+		facts.OrganizationEnabled = SweepsEnabled(snaps[rd.orgAt])
 	}
 	if rd.runAt >= 0 && snaps[rd.runAt].Exists() {
 		facts.Run = runFacts(snaps[rd.runAt])

@@ -23,8 +23,8 @@ type Invisible struct {
 	Sample []string `json:"sample,omitempty"`
 }
 
-// Stat is v for a run's stats: nil when nothing is invisible.
-func (v Invisible) Stat() *Invisible {
+// stat is v for a run's stats: nil when nothing is invisible.
+func (v Invisible) stat() *Invisible {
 	if v.Count == 0 {
 		return nil
 	}
@@ -190,7 +190,7 @@ func ReportInvisible(log *slog.Logger, collection, field string, v Invisible, er
 		log.Warn("active rows no scan can see: their "+field+" is missing or not a timestamp; a writer must stamp it (docs/data-model.md); they are never settled",
 			alerts.InvisibleRows.Attr(), "collection", collection, "invisible", v.Count, "sample", v.Sample)
 	}
-	return v.Stat()
+	return v.stat()
 }
 
 func isTime(v any) bool {

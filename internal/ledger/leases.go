@@ -19,11 +19,10 @@ const (
 	WorkspaceLeasesCollection = "workspace_leases"
 )
 
-// Runner instance statuses; the last three are terminal.
+// Runner instance statuses a lease settle tells apart; the last three are terminal. A runner
+// also writes "starting" and "draining", which are neither running nor terminal.
 const (
-	InstanceStarting   = "starting"
 	InstanceRunning    = "running"
-	InstanceDraining   = "draining"
 	InstanceStopped    = "stopped"
 	InstanceTerminated = "terminated"
 	InstanceFailed     = "failed"
@@ -330,7 +329,7 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	l.UUID = leaseID
 	var facts Facts
 	if reads.Organization != "" {
-		facts.OrganizationEnabled = sweepsEnabled(snaps[1])
+		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
 	}
 	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, time.Now()) != nil {
 		return nil, string(LeftPaused), nil

@@ -1,9 +1,7 @@
 package ledger_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -150,48 +148,6 @@ func TestApplyWritesOnlyWhatTheChangeSays(t *testing.T) {
 	w := spy.Writes()
 	if len(w) != 1 || slices.Contains(w[0].Fields, "status") || slices.Contains(w[0].Fields, "settlement") {
 		t.Errorf("refresh wrote %+v", w)
-	}
-}
-
-func TestFirestoreIndexesJSONIsCurrent(t *testing.T) {
-	want, err := ledger.FirebaseIndexesJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../firestore.indexes.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("firestore.indexes.json is not what ledger.Indexes declares; run: go run ./cmd/stalesweep indexes\n%s", want)
-	}
-}
-
-func TestIndexFor(t *testing.T) {
-	eq := []string{"active", "organization_uuid", "provider"}
-	if _, ok := ledger.IndexFor(ledger.ExecutionsCollection, eq, "observed_at"); !ok {
-		t.Error("the scan's index is not found")
-	}
-	for i, c := range []struct {
-		coll, order string
-		eq          []string
-	}{
-		{ledger.ExecutionsCollection, "observed_at", []string{"organization_uuid", "provider"}},
-		{ledger.ExecutionsCollection, "completed_at", eq},
-		{"other", "observed_at", eq},
-		{ledger.ExecutionsCollection, "", nil},
-	} {
-		if _, ok := ledger.IndexFor(c.coll, c.eq, c.order); ok {
-			t.Errorf("case %d: an index was found for an undeclared query %v", i, c)
-		}
-	}
-	for _, ix := range ledger.Indexes() {
-		if ix.Query == "" || len(ix.Fields) < 2 {
-			t.Errorf("index %s lacks its query or fields", ix)
-		}
-		if got := ix.String(); !strings.HasPrefix(got, ix.Collection+"(") {
-			t.Errorf("index renders as %q", got)
-		}
 	}
 }
 

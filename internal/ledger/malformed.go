@@ -7,8 +7,8 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// MalformedSampleMax is how many undecodable documents a run names, in its stats and its logs.
-const MalformedSampleMax = 10
+// malformedSampleMax is how many undecodable documents a run names, in its stats and its logs.
+const malformedSampleMax = 10
 
 // MalformedReadMax is how many undecodable documents one run reads past, looking for rows it can
 // settle. Malformed rows stay stale forever and come first in every scan; past this many a run
@@ -23,11 +23,11 @@ type Malformed struct {
 	Sample []string `json:"sample,omitempty"` // the first documents' paths
 }
 
-// Note counts one undecodable document and, for the first MalformedSampleMax of a run, names it
+// Note counts one undecodable document and, for the first malformedSampleMax of a run, names it
 // in the sample and in a WARNING line with its path and the decoding error.
 func (m *Malformed) Note(log *slog.Logger, path, why string) {
 	m.Count++
-	if len(m.Sample) < MalformedSampleMax {
+	if len(m.Sample) < malformedSampleMax {
 		m.Sample = append(m.Sample, path)
 		log.Warn("a document this run scanned cannot be decoded; skipped, never settled: fix its writer",
 			"path", path, "error", why)

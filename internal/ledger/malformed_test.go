@@ -1,4 +1,4 @@
-package ledger_test
+package ledger
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Each malformed document a run meets is counted; the first ten are named in the sample and in
@@ -17,19 +15,19 @@ import (
 func TestMalformedDocumentsAreCountedAndTheFirstTenNamedInWarnings(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	var m ledger.Malformed
+	var m Malformed
 	if m.Report() != nil {
 		t.Error("a run that met none reports a tally")
 	}
 	for i := range 12 {
 		m.Note(log, fmt.Sprintf("task_queues/q/tasks/t-%02d", i), "cannot set type string to int64")
 	}
-	if m.Report() != &m || m.Count != 12 || len(m.Sample) != ledger.MalformedSampleMax || m.Sample[9] != "task_queues/q/tasks/t-09" {
+	if m.Report() != &m || m.Count != 12 || len(m.Sample) != malformedSampleMax || m.Sample[9] != "task_queues/q/tasks/t-09" {
 		t.Errorf("tally = %+v, want 12 counted and the first 10 named", m)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != ledger.MalformedSampleMax {
-		t.Fatalf("%d log lines, want %d", len(lines), ledger.MalformedSampleMax)
+	if len(lines) != malformedSampleMax {
+		t.Fatalf("%d log lines, want %d", len(lines), malformedSampleMax)
 	}
 	for i, l := range lines {
 		var rec map[string]any

@@ -16,6 +16,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
@@ -54,7 +55,7 @@ func node(t *testing.T, script string, args ...string) []byte {
 	root := repoRoot(t)
 	cmd := exec.CommandContext(ctx, bin, append([]string{filepath.Join(root, script)}, args...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), ledger.EmulatorEnv+"="+os.Getenv(ledger.EmulatorEnv))
+	cmd.Env = append(os.Environ(), firestoreconn.EmulatorEnv+"="+os.Getenv(firestoreconn.EmulatorEnv))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -20,7 +20,7 @@ var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 const OrganizationsCollection = "organizations"
 
 // Organization is an organizations document. The sweeps_changed_* fields record the last
-// change SetSweeps made: who (the actor, as run records name it), when, and why.
+// change orgadmin's SetSweeps made: who (the actor, as run records name it), when, and why.
 type Organization struct {
 	UUID            string    `firestore:"-" json:"organization_uuid"`
 	SweepsEnabled   bool      `firestore:"sweeps_enabled" json:"sweeps_enabled"`
@@ -59,12 +59,12 @@ func (s *OrganizationStore) Enabled(ctx context.Context, id string) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("read organization %s: %w", id, err)
 	}
-	return sweepsEnabled(snap), nil
+	return SweepsEnabled(snap), nil
 }
 
-// sweepsEnabled reads an organizations document as a transaction or a read got it: true only
+// SweepsEnabled reads an organizations document as a transaction or a read got it: true only
 // when it exists and its sweeps_enabled is the boolean true.
-func sweepsEnabled(snap *firestore.DocumentSnapshot) bool {
+func SweepsEnabled(snap *firestore.DocumentSnapshot) bool {
 	if snap == nil || !snap.Exists() {
 		return false
 	}

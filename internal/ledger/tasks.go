@@ -76,7 +76,7 @@ const EntryTimeLayout = "2006-01-02T15:04:05.000000Z"
 // document's id. docs/data-model.md specifies it for writers in other languages, and
 // docs/contract/chain-vectors.json holds vectors they can check against.
 func EntryID(taskID, chain string, e Entry) (string, error) {
-	b, err := CanonicalJSON(map[string]any{
+	b, err := canonicalJSON(map[string]any{
 		"task": taskID, "chain": chain, "prev": e.Prev,
 		"created_at": e.CreatedAt.UTC().Truncate(time.Microsecond).Format(EntryTimeLayout),
 		"payload":    e.Payload,
@@ -88,10 +88,10 @@ func EntryID(taskID, chain string, e Entry) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// CanonicalJSON is v in RFC 8785 form: keys sorted by UTF-16 code units, no whitespace, strings
+// canonicalJSON is v in RFC 8785 form: keys sorted by UTF-16 code units, no whitespace, strings
 // escaped only where JSON requires it (no \u003c for <, as encoding/json would write), numbers
 // in ECMAScript's shortest form. A value JSON cannot hold (NaN, a channel) is an error.
-func CanonicalJSON(v any) ([]byte, error) {
+func canonicalJSON(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

@@ -230,7 +230,7 @@ func TestOnlyOrganizationsWithStaleRowsAreDispatched(t *testing.T) {
 			if q.GetLimit().GetValue() != 1 {
 				t.Errorf("a probe asks for %d documents, want 1", q.GetLimit().GetValue())
 			}
-			if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+			if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 				t.Errorf("the probe's query %+v has no index in ledger.Indexes", sh)
 			}
 		}

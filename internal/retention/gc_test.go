@@ -141,7 +141,7 @@ func TestGCRemovesExactlyTheExpiredBookkeeping(t *testing.T) {
 		if !slices.Contains(Collections(), sh.Collection) || sh.OrderBy != ledger.ExpireField || len(sh.Equality) != 0 {
 			t.Errorf("gc ran a query gc should not: %+v", sh)
 		}
-		if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+		if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 			t.Errorf("no declared index serves gc's query %+v", sh)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/emulator/gcloudemu"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 )
 
@@ -36,13 +36,13 @@ const pubsubEnv = "PUBSUB_EMULATOR_HOST"
 func start(ctx context.Context, p *progress) (*env, error) {
 	p.section("starting what the bench needs")
 	e := &env{}
-	if os.Getenv(ledger.EmulatorEnv) == "" {
+	if os.Getenv(firestoreconn.EmulatorEnv) == "" {
 		emu, err := gcloudemu.Firestore(ctx)
 		if err != nil {
 			return nil, err
 		}
-		os.Setenv(ledger.EmulatorEnv, emu.Host)
-		e.stops = append(e.stops, func() { _ = emu.Stop(); os.Unsetenv(ledger.EmulatorEnv) })
+		os.Setenv(firestoreconn.EmulatorEnv, emu.Host)
+		e.stops = append(e.stops, func() { _ = emu.Stop(); os.Unsetenv(firestoreconn.EmulatorEnv) })
 		p.say("Firestore emulator on %s", emu.Host)
 	}
 	if os.Getenv(pubsubEnv) == "" {
@@ -99,13 +99,13 @@ func projectID(ctx context.Context, spy *fsspy.Spy) (*firestore.Client, string, 
 	if spy != nil {
 		dial = spy.DialOptions()
 	}
-	fs, err := ledger.Open(ctx, ledger.Options{Project: id, DialOptions: dial})
+	fs, err := firestoreconn.Open(ctx, firestoreconn.Options{Project: id, DialOptions: dial})
 	if err != nil {
 		return nil, "", nil, err
 	}
 	return fs, id, func() {
 		_ = fs.Close()
-		url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/databases/(default)/documents", os.Getenv(ledger.EmulatorEnv), id)
+		url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/databases/(default)/documents", os.Getenv(firestoreconn.EmulatorEnv), id)
 		req, _ := http.NewRequest(http.MethodDelete, url, nil)
 		if resp, err := (&http.Client{Timeout: time.Minute}).Do(req); err == nil {
 			resp.Body.Close()

@@ -24,6 +24,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -264,7 +265,7 @@ func freePort() (int, error) {
 // the fleet's, counted apart; its invocations are the sweeps published for it.
 func countTick(ctx context.Context, projectID string, orgs []string, stale int, res *Result) error {
 	spy := fsspy.New()
-	fs, err := ledger.Open(ctx, ledger.Options{Project: projectID, DialOptions: spy.DialOptions()})
+	fs, err := firestoreconn.Open(ctx, firestoreconn.Options{Project: projectID, DialOptions: spy.DialOptions()})
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func Lost(code codes.Code, before func()) *Commits {
 	return c
 }
 
-// DialOptions returns the interceptor to dial Firestore with (ledger.Options.DialOptions).
+// DialOptions returns the interceptor to dial Firestore with (firestoreconn.Options.DialOptions).
 func (c *Commits) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(c.unary)}
 }

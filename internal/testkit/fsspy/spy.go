@@ -39,7 +39,7 @@ type Spy struct {
 // New returns an empty spy.
 func New() *Spy { return &Spy{} }
 
-// DialOptions returns the interceptors to dial Firestore with (ledger.Options.DialOptions).
+// DialOptions returns the interceptors to dial Firestore with (firestoreconn.Options.DialOptions).
 func (s *Spy) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(s.unary),

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -111,7 +111,7 @@ func dialEmulator(t *testing.T, gate <-chan struct{}) *grpc.ClientConn {
 			return gatedConn{Conn: c, gate: gate}, nil
 		}))
 	}
-	conn, err := grpc.NewClient("passthrough:///"+os.Getenv(ledger.EmulatorEnv), opts...)
+	conn, err := grpc.NewClient("passthrough:///"+os.Getenv(firestoreconn.EmulatorEnv), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ const grpcConnecting = "google.golang.org/grpc.(*addrConn).resetTransportAndUnlo
 // up. A baseline taken while one is would miss the goroutines the connection starts once the
 // server's HTTP/2 preface arrives, and every later check would report them. The Firestore
 // client makes such a connection on its own: given FIRESTORE_EMULATOR_HOST it dials the emulator
-// eagerly, before ledger.Open's connection replaces it, and nothing ever uses it — on a loaded
+// eagerly, before firestoreconn.Open's connection replaces it, and nothing ever uses it — on a loaded
 // machine its handshake can end after the warm-up calls on the connections the runs use.
 func awaitConnections(limit time.Duration) error {
 	if err := pollUntil(limit, func() bool { return connecting() == 0 }); err != nil {

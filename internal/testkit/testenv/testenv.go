@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/stalesweep/stalesweep/emulator/gcloudemu"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -67,14 +68,14 @@ func run(m Runner, opts ...Option) int {
 		// The fast tier: nothing is started, and whatever needs an emulator skips (Need).
 		return m.Run()
 	}
-	if os.Getenv(ledger.EmulatorEnv) == "" {
+	if os.Getenv(firestoreconn.EmulatorEnv) == "" {
 		emu, err := gcloudemu.Firestore(context.Background())
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: these tests need the Firestore emulator and none could be started: %v\n", err)
 			return 1
 		}
 		defer func() { _ = emu.Stop() }() // after the tests: nothing is left to report to
-		os.Setenv(ledger.EmulatorEnv, emu.Host)
+		os.Setenv(firestoreconn.EmulatorEnv, emu.Host)
 	}
 	if cfg.pubsub && os.Getenv(PubSubEmulatorEnv) == "" {
 		emu, err := gcloudemu.PubSub(context.Background(), "stalesweep-test")
@@ -124,11 +125,11 @@ func Firestore(t testing.TB, dial ...grpc.DialOption) *firestore.Client {
 func FirestoreProject(t testing.TB, project string, dial ...grpc.DialOption) *firestore.Client {
 	t.Helper()
 	Need(t, FirestoreEmulator)
-	host := os.Getenv(ledger.EmulatorEnv)
+	host := os.Getenv(firestoreconn.EmulatorEnv)
 	if host == "" {
-		t.Fatalf("%s is not set: the package's TestMain must call testenv.Main", ledger.EmulatorEnv)
+		t.Fatalf("%s is not set: the package's TestMain must call testenv.Main", firestoreconn.EmulatorEnv)
 	}
-	c, err := ledger.Open(context.Background(), ledger.Options{Project: project, DialOptions: dial})
+	c, err := firestoreconn.Open(context.Background(), firestoreconn.Options{Project: project, DialOptions: dial})
 	if err != nil {
 		t.Fatalf("open firestore emulator: %v", err)
 	}
@@ -141,7 +142,7 @@ func FirestoreProject(t testing.TB, project string, dial ...grpc.DialOption) *fi
 
 // Clear deletes every document of project in the emulator.
 func Clear(t testing.TB, project string) {
-	host := os.Getenv(ledger.EmulatorEnv)
+	host := os.Getenv(firestoreconn.EmulatorEnv)
 	url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/databases/(default)/documents", host, project)
 	req, _ := http.NewRequest(http.MethodDelete, url, nil)
 	client := &http.Client{Timeout: 30 * time.Second}

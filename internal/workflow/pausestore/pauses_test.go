@@ -106,7 +106,7 @@ func TestCoveringFindsTheFleetOrTheScopeAboveAndIgnoresEndedPauses(t *testing.T)
 	}
 	for _, q := range spy.Queries() {
 		sh := fsspy.Shape(q)
-		if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+		if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 			t.Errorf("the pause list's query %+v has no declared index", sh)
 		}
 	}

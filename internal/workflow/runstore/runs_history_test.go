@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -82,7 +81,7 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 		}
 		for _, q := range spy.Queries() {
 			sh := fsspy.Shape(q)
-			if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+			if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 				t.Errorf("case %d: query %+v has no declared index", i, sh)
 			}
 			if lim := q.GetLimit().GetValue(); lim < 1 || lim > runstore.RunListLimitMax+1 {

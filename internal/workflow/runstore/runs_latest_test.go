@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -47,7 +46,7 @@ func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {
 	}
 	for _, q := range spy.Queries() {
 		sh := fsspy.Shape(q)
-		if _, ok := ledger.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
+		if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 			t.Errorf("query %+v has no declared index", sh)
 		}
 		if q.GetLimit().GetValue() != 1 {

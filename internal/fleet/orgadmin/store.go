@@ -1,33 +1,46 @@
-package ledger
+// Package orgadmin is the operator's hand on the organizations documents: turning an
+// organization's sweeps on or off with a record of who, when and why (orgs enable, orgs disable)
+// and listing them, enabled or not (orgs list, status). The sweeps read the same documents
+// through the ledger (ledger.OrganizationStore), which says what counts as enabled
+// (ledger.SweepsEnabled).
+package orgadmin
 
 import (
 	"context"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// Bounds of OrganizationStore.List.
+// Bounds of Store.List.
 const (
-	OrganizationListDefault = 100
-	OrganizationListMax     = 1000
+	ListDefault = 100
+	ListMax     = 1000
 )
 
-// OrganizationReasonMax bounds the reason recorded with a change of sweeps_enabled.
-const OrganizationReasonMax = 1024
+// ReasonMax bounds the reason recorded with a change of sweeps_enabled.
+const ReasonMax = 1024
 
-// SetSweeps turns an organization's sweeps on or off (sweeps_enabled, the field Enabled and
-// ListEnabled read), recording who, when (Firestore's clock) and why; it creates the document
+// Store changes and lists organizations.
+type Store struct{ client *firestore.Client }
+
+// New returns a store on client.
+func New(client *firestore.Client) *Store { return &Store{client: client} }
+
+// SetSweeps turns an organization's sweeps on or off (sweeps_enabled, the field ledger.OrganizationStore's
+// Enabled and ListEnabled read), recording who, when (Firestore's clock) and why; it creates the document
 // when there is none and keeps every other field a writer put there. It is idempotent: when
 // sweeps_enabled already is the boolean asked for, it writes nothing and returns false, so the
 // record of who made the change that holds stays. One transaction re-reads the document.
-func (s *OrganizationStore) SetSweeps(ctx context.Context, id string, enabled bool, by, reason string) (bool, error) {
-	if err := CheckDocID(id); err != nil {
+func (s *Store) SetSweeps(ctx context.Context, id string, enabled bool, by, reason string) (bool, error) {
+	if err := ledger.CheckDocID(id); err != nil {
 		return false, fmt.Errorf("set sweeps of organization %q: the id %w", id, err)
 	}
-	ref := s.ref(id)
+	ref := s.client.Collection(ledger.OrganizationsCollection).Doc(id)
 	changed := false
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		changed = false
@@ -35,7 +48,7 @@ func (s *OrganizationStore) SetSweeps(ctx context.Context, id string, enabled bo
 		if err != nil && status.Code(err) != codes.NotFound {
 			return err
 		}
-		if snap != nil && snap.Exists() && sweepsEnabled(snap) == enabled {
+		if snap != nil && snap.Exists() && ledger.SweepsEnabled(snap) == enabled {
 			if v, err := snap.DataAt("sweeps_enabled"); err == nil {
 				if _, isBool := v.(bool); isBool {
 					return nil
@@ -59,11 +72,11 @@ func (s *OrganizationStore) SetSweeps(ctx context.Context, id string, enabled bo
 // List returns up to limit organizations, enabled or not, in id order after the id `after`
 // ("" from the start), and the id to resume after ("" when there are no more): one query of
 // limit+1 documents, ordered by id, paged by a cursor.
-func (s *OrganizationStore) List(ctx context.Context, after string, limit int) ([]Organization, string, error) {
-	if limit < 1 || limit > OrganizationListMax {
-		return nil, "", fmt.Errorf("list organizations: limit: between 1 and %d, got %d", OrganizationListMax, limit)
+func (s *Store) List(ctx context.Context, after string, limit int) ([]ledger.Organization, string, error) {
+	if limit < 1 || limit > ListMax {
+		return nil, "", fmt.Errorf("list organizations: limit: between 1 and %d, got %d", ListMax, limit)
 	}
-	col := s.client.Collection(OrganizationsCollection)
+	col := s.client.Collection(ledger.OrganizationsCollection)
 	q := col.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit + 1)
 	if after != "" {
 		q = q.StartAfter(col.Doc(after))
@@ -76,11 +89,11 @@ func (s *OrganizationStore) List(ctx context.Context, after string, limit int) (
 	if len(snaps) > limit {
 		snaps, next = snaps[:limit], snaps[limit-1].Ref.ID
 	}
-	out := make([]Organization, 0, len(snaps))
+	out := make([]ledger.Organization, 0, len(snaps))
 	for _, snap := range snaps {
-		var o Organization
+		var o ledger.Organization
 		_ = snap.DataTo(&o) // a field of the wrong type leaves its zero: sweeps_enabled is read below
-		o.UUID, o.SweepsEnabled = snap.Ref.ID, sweepsEnabled(snap)
+		o.UUID, o.SweepsEnabled = snap.Ref.ID, ledger.SweepsEnabled(snap)
 		out = append(out, o)
 	}
 	return out, next, nil
@@ -89,8 +102,8 @@ func (s *OrganizationStore) List(ctx context.Context, after string, limit int) (
 // ListDisabled returns up to limit ids of organizations whose sweeps_enabled is the boolean
 // false, in id order, after the id `after`. An organization with no document, or with a
 // sweeps_enabled of another type, is not swept either, but cannot be found by a query.
-func (s *OrganizationStore) ListDisabled(ctx context.Context, after string, limit int) ([]string, error) {
-	col := s.client.Collection(OrganizationsCollection)
+func (s *Store) ListDisabled(ctx context.Context, after string, limit int) ([]string, error) {
+	col := s.client.Collection(ledger.OrganizationsCollection)
 	q := col.Where("sweeps_enabled", "==", false).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
 	if after != "" {
 		q = q.StartAfter(col.Doc(after))

@@ -1,17 +1,7 @@
-// Package ledger is stalesweep's Firestore layer: the documents runners write and stalesweep
-// settles, the composite indexes the queries need, and the transactions that settle one row at a
-// time.
-//
-// What holds:
-//   - Every query is scoped (an organization, a provider), bounded by a limit, ordered on the
-//     indexed inequality field, and paged with a cursor, never an offset; Indexes lists the
-//     composite index each one needs, and a test holds every query to that list (the emulator
-//     checks no indexes, production does).
-//   - Every settlement is one transaction that re-reads its row, decides again on what it read,
-//     and writes only if the row is still in the state the decision was made on. Reads come
-//     before writes, attempts are bounded, and each transaction has its own timeout. The body
-//     may run more than once, so it builds its writes afresh on every attempt.
-package ledger
+// Package firestoreconn connects a process to Firestore: the client (the emulator when
+// FIRESTORE_EMULATOR_HOST is set), the bound on every call, and the reachability check a process
+// runs when it starts. What the documents hold is the ledger's.
+package firestoreconn
 
 import (
 	"cmp"
@@ -22,9 +12,7 @@ import (
 	"math"
 	"net"
 	"os"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/option"
@@ -32,6 +20,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // EmulatorEnv is the variable the Firestore client follows to the emulator.
@@ -98,26 +88,6 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
-// CheckDocID reports why id cannot name a Firestore document, or nil: it must be valid UTF-8 of
-// at most 1,500 bytes, hold no "/", not be "." or "..", and not match __.*__.
-func CheckDocID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("is empty")
-	case len(id) > 1500:
-		return fmt.Errorf("is longer than 1500 bytes")
-	case !utf8.ValidString(id):
-		return fmt.Errorf("is not valid UTF-8")
-	case strings.Contains(id, "/"):
-		return fmt.Errorf("holds a /")
-	case id == "." || id == "..":
-		return fmt.Errorf("is %q", id)
-	case len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__"):
-		return fmt.Errorf("matches __.*__, which Firestore reserves")
-	}
-	return nil
-}
-
 // defaultEndpoint is where the client reaches Firestore when no emulator is set.
 const defaultEndpoint = "firestore.googleapis.com:443"
 
@@ -131,7 +101,7 @@ func Endpoint() string {
 }
 
 // pingDoc is the document Ping reads; nothing writes it, so the read finds nothing.
-var pingDoc = RunsCollection + "/stalesweep-connectivity-probe"
+var pingDoc = ledger.RunsCollection + "/stalesweep-connectivity-probe"
 
 // Where names the Firestore o opens, for a person, after its endpoint: its project and database.
 func (o Options) Where() string {

@@ -1,10 +1,11 @@
-package ledger_test
+package orgadmin_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -12,7 +13,7 @@ import (
 func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	store := ledger.NewOrganizationStore(fs)
+	admin, store := orgadmin.New(fs), ledger.NewOrganizationStore(fs)
 	ctx := context.Background()
 	const org = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	read := func() map[string]any {
@@ -39,7 +40,7 @@ func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 		{false, "local:cy@h", "", false, "local:bo@h"},
 	}
 	for i, st := range steps {
-		changed, err := store.SetSweeps(ctx, org, st.enabled, st.by, st.reason)
+		changed, err := admin.SetSweeps(ctx, org, st.enabled, st.by, st.reason)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -54,7 +55,7 @@ func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 			t.Errorf("step %d: Enabled = %t, %v; want %t", i, ok, err, st.enabled)
 		}
 	}
-	if _, err := store.SetSweeps(ctx, "a/b", true, "x", ""); err == nil {
+	if _, err := admin.SetSweeps(ctx, "a/b", true, "x", ""); err == nil {
 		t.Error("an id with a / was accepted")
 	}
 }
@@ -62,7 +63,7 @@ func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 func TestOrganizationListPagesEnabledAndDisabledInIDOrder(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	store := ledger.NewOrganizationStore(fs)
+	admin, store := orgadmin.New(fs), ledger.NewOrganizationStore(fs)
 	ctx := context.Background()
 	for i := range 5 {
 		if err := store.Put(ctx, ledger.Organization{UUID: fmt.Sprintf("org-%d", i), SweepsEnabled: i%2 == 0}); err != nil {
@@ -72,7 +73,7 @@ func TestOrganizationListPagesEnabledAndDisabledInIDOrder(t *testing.T) {
 	var got []string
 	after, pages := "", 0
 	for {
-		orgs, next, err := store.List(ctx, after, 2)
+		orgs, next, err := admin.List(ctx, after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestOrganizationListPagesEnabledAndDisabledInIDOrder(t *testing.T) {
 	if fmt.Sprint(got) != want || pages != 3 {
 		t.Errorf("listed %v in %d pages, want %s in 3", got, pages, want)
 	}
-	if _, _, err := store.List(ctx, "", ledger.OrganizationListMax+1); err == nil {
+	if _, _, err := admin.List(ctx, "", orgadmin.ListMax+1); err == nil {
 		t.Error("a limit past the maximum was accepted")
 	}
 }
