@@ -147,14 +147,14 @@ func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, af
 // It is an aggregation query (billed by index entries read, no documents).
 func (s *ExtensionRunStore) CountRunning(ctx context.Context) (int64, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
-	return count(ctx, q, "count running extension runs")
+	return Count(ctx, q, "count running extension runs")
 }
 
 // CountIdle counts running runs whose last movement is before deadline: the rows a sweep
 // would abandon, were it unbounded.
 func (s *ExtensionRunStore) CountIdle(ctx context.Context, deadline time.Time) (int64, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning).Where("last_moved_at", "<", deadline)
-	return count(ctx, q, "count idle extension runs")
+	return Count(ctx, q, "count idle extension runs")
 }
 
 // Abandonment is what the sweep decided about one run.

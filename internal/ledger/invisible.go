@@ -37,8 +37,8 @@ const (
 	invisibleScanMax   = 200
 )
 
-// firestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
-var firestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+// FirestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
+var FirestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // invisible counts the documents active matches, against those of them whose field holds a
 // timestamp (served by the index that serves the scan), and, when they differ, reads a bounded
@@ -52,15 +52,15 @@ func invisible(ctx context.Context, active firestore.Query, field, what string) 
 	var estimate int64
 	stable := false
 	for range invisibleCountAttempts {
-		before, err := count(ctx, active, "count active "+what)
+		before, err := Count(ctx, active, "count active "+what)
 		if err != nil {
 			return Invisible{}, err
 		}
-		seen, err := count(ctx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
+		seen, err := Count(ctx, active.Where(field, ">=", FirestoreMinTime), "count active "+what+" with a timestamp "+field)
 		if err != nil {
 			return Invisible{}, err
 		}
-		after, err := count(ctx, active, "count active "+what)
+		after, err := Count(ctx, active, "count active "+what)
 		if err != nil {
 			return Invisible{}, err
 		}
@@ -104,7 +104,7 @@ func invisibleSnapshot(ctx context.Context, client *firestore.Client, active fir
 		if err != nil {
 			return err
 		}
-		seen, err := countIn(ctx, tx, active.Where(field, ">=", firestoreMinTime), "count active "+what+" with a timestamp "+field)
+		seen, err := countIn(ctx, tx, active.Where(field, ">=", FirestoreMinTime), "count active "+what+" with a timestamp "+field)
 		if err != nil {
 			return err
 		}

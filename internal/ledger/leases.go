@@ -162,7 +162,7 @@ type LeaseCursor struct {
 // heartbeat first, after the cursor. Only leases whose heartbeat_at is a timestamp are read: the
 // others cannot be judged by age and are reported as invisible (Invisible), never touched.
 func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *LeaseCursor, limit int) ([]WorkspaceLease, error) {
-	q := s.active(org, group).Where("heartbeat_at", ">=", firestoreMinTime).
+	q := s.active(org, group).Where("heartbeat_at", ">=", FirestoreMinTime).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
@@ -186,12 +186,12 @@ func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *L
 
 // CountActive counts one group's active leases: its live rows, for the storm guard.
 func (s *LeaseStore) CountActive(ctx context.Context, org, group string) (int64, error) {
-	return count(ctx, s.active(org, group), "count active leases of group "+group)
+	return Count(ctx, s.active(org, group), "count active leases of group "+group)
 }
 
 // CountStale counts one group's active leases whose heartbeat is before `before`.
 func (s *LeaseStore) CountStale(ctx context.Context, org, group string, before time.Time) (int64, error) {
-	return count(ctx, s.active(org, group).Where("heartbeat_at", "<", before), "count stale leases of group "+group)
+	return Count(ctx, s.active(org, group).Where("heartbeat_at", "<", before), "count stale leases of group "+group)
 }
 
 func (s *LeaseStore) active(org, group string) firestore.Query {

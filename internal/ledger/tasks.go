@@ -189,7 +189,7 @@ type TaskCursor struct {
 // decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
 func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
-		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", firestoreMinTime).
+		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", FirestoreMinTime).
 		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
@@ -213,24 +213,24 @@ func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCu
 
 // CountTasks counts every task of a queue, whatever its status, with an aggregation query.
 func (s *TaskStore) CountTasks(ctx context.Context, queue string) (int64, error) {
-	return count(ctx, s.queue(queue).Collection(TasksCollection).Query, "count tasks of "+queue)
+	return Count(ctx, s.queue(queue).Collection(TasksCollection).Query, "count tasks of "+queue)
 }
 
 // CountWorking counts a queue's working tasks with an aggregation query (no documents read).
 func (s *TaskStore) CountWorking(ctx context.Context, queue string) (int64, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
-	return count(ctx, q, "count working tasks of "+queue)
+	return Count(ctx, q, "count working tasks of "+queue)
 }
 
 // CountSilent counts a queue's working tasks whose last activity is before `before`: the tasks
 // a sweep would reclaim, were it unbounded.
 func (s *TaskStore) CountSilent(ctx context.Context, queue string, before time.Time) (int64, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking).Where("last_activity_at", "<", before)
-	return count(ctx, q, "count silent tasks of "+queue)
+	return Count(ctx, q, "count silent tasks of "+queue)
 }
 
-// count runs a count aggregation.
-func count(ctx context.Context, q firestore.Query, what string) (int64, error) {
+// Count runs q as a count aggregation outside any transaction; what names it in the error.
+func Count(ctx context.Context, q firestore.Query, what string) (int64, error) {
 	return countIn(ctx, nil, q, what)
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -50,14 +49,14 @@ func (s *Store) Get(ctx context.Context, target string) (t ledger.Target, found 
 // read but index entries.
 func (s *Store) Count(ctx context.Context, target string, since, clearedAt time.Time) (asked, unknown int64, err error) {
 	rows := s.client.Collection(ledger.ExecutionsCollection)
-	if asked, err = count(ctx, rows.Where("sync.target", "==", target).Where("sync.last_synced_at", ">=", since), "count rows asked of "+target); err != nil {
+	if asked, err = ledger.Count(ctx, rows.Where("sync.target", "==", target).Where("sync.last_synced_at", ">=", since), "count rows asked of "+target); err != nil {
 		return 0, 0, err
 	}
 	after := clearedAt
 	if after.IsZero() {
-		after = firestoreMinTime
+		after = ledger.FirestoreMinTime
 	}
-	unknown, err = count(ctx, rows.Where("active", "==", true).Where("sync.target", "==", target).Where("sync.unknown_since", ">", after),
+	unknown, err = ledger.Count(ctx, rows.Where("active", "==", true).Where("sync.target", "==", target).Where("sync.unknown_since", ">", after),
 		"count rows unknown to "+target)
 	return asked, unknown, err
 }
@@ -144,22 +143,4 @@ func (s *Store) List(ctx context.Context, limit int) ([]ledger.Target, error) {
 		}
 	}
 	return append(blind, seeing...), nil
-}
-
-// firestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
-var firestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// count runs q as a count aggregation; what names it in the error.
-func count(ctx context.Context, q firestore.Query, what string) (int64, error) {
-	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	switch x := res["n"].(type) {
-	case *firestorepb.Value:
-		return x.GetIntegerValue(), nil
-	case int64:
-		return x, nil
-	}
-	return 0, fmt.Errorf("%s: aggregation result %T is not an integer", what, res["n"])
 }
