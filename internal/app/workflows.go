@@ -180,7 +180,7 @@ func executionSync(k executionsync.Kind, exec func(Config, *cloudrun.Lazy) (sync
 		}
 		a := s.app
 		// A dry run decides inline, with this provider's syncer, even on the pipeline.
-		syncer := executionsync.NewSyncer(s.store, x, k.Type, k.Provider, s.now, s.sync.LostGrace, s.log, s.blind)
+		syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: s.store, Executor: x, Kind: k, Now: s.now, LostGrace: s.sync.LostGrace, Log: s.log, Guard: s.blind})
 		a.Syncers[k.Provider] = syncer
 		c := s.sync
 		c.Provider = k.Provider

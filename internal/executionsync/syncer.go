@@ -1,6 +1,7 @@
 package executionsync
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -127,12 +128,35 @@ func keepAliveOf(j TargetJudge) time.Duration {
 	return window / 2
 }
 
-// NewSyncer returns the syncer of workflow typ over provider's rows. grace is the lost grace.
-// guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
-// judgment of its target, read in the row's transaction, says it is not blind. Every process
-// that syncs in production has one (internal/app).
-func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger, guard TargetJudge) *Syncer {
-	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, judge: guard, keepAlive: keepAliveOf(guard)}
+// SyncerConfig builds a Syncer.
+type SyncerConfig struct {
+	Store    Store
+	Executor executor.Executor
+	// Kind names the workflow and the provider whose rows the syncer settles.
+	Kind Kind
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// LostGrace is the lost grace (default LostGraceDefault).
+	LostGrace time.Duration
+	// Log is where outcomes are logged (default: nowhere).
+	Log *slog.Logger
+	// Guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
+	// judgment of its target, read in the row's transaction, says it is not blind. Every process
+	// that syncs in production has one (internal/app).
+	Guard TargetJudge
+}
+
+// NewSyncer returns the syncer c describes, its zero values filled with their defaults.
+func NewSyncer(c SyncerConfig) *Syncer {
+	s := &Syncer{store: c.Store, exec: c.Executor, typ: c.Kind.Type, provider: c.Kind.Provider, now: c.Now,
+		grace: cmp.Or(c.LostGrace, LostGraceDefault), log: c.Log, judge: c.Guard, keepAlive: keepAliveOf(c.Guard)}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
 }
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
