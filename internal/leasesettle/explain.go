@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Rows is what Explain needs besides the workflow's Store; *ledger.LeaseStore has it.
-type Rows interface {
-	Row(ctx context.Context, leaseID string) (ledger.Row[ledger.WorkspaceLease], error)
-}
+type Rows = agesweep.Rows[ledger.WorkspaceLease]
 
 // Explain says what a run over the lease's runner group would do with it now, and why. The
 // lease, its organization's opt-out and its holder are re-read as the abandoning transaction
@@ -24,11 +23,10 @@ type Rows interface {
 // record stands in for an executor.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.WorkspaceLeasesCollection, ID: leaseID, WorkflowType: string(Declared.Type)}
-	row, err := rows.Row(ctx, leaseID)
+	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, rows.Row)
 	if err != nil {
 		return e, err
 	}
-	e.Row = row.Fields
 	l := row.Value
 	if row.Malformed != "" { // the scope and status, as far as the fields say them
 		l.OrganizationUUID, _ = row.Fields["organization_uuid"].(string)
@@ -36,10 +34,6 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		l.Status, _ = row.Fields["status"].(string)
 	}
 	e.Scope = l.OrganizationUUID + "/" + l.RunnerGroupUUID
-	now, err := w.Clock(ctx)
-	if err != nil {
-		return e, fmt.Errorf("read the clock: %w", err)
-	}
 	stamped := row.HasTimestamp("heartbeat_at")
 	group, gerr := ledger.RunnerGroup{}, ledger.ErrGroupNotFound
 	if l.RunnerGroupUUID != "" {

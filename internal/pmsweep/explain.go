@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
@@ -24,14 +25,11 @@ type Rows interface {
 func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.TaskQueuesCollection + "/" + queue + "/" + ledger.TasksCollection, ID: id,
 		WorkflowType: string(Declared.Type), Scope: queue}
-	row, err := rows.Row(ctx, queue, id)
+	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, func(ctx context.Context, id string) (ledger.Row[ledger.Task], error) {
+		return rows.Row(ctx, queue, id)
+	})
 	if err != nil {
 		return e, err
-	}
-	e.Row = row.Fields
-	now, err := w.Clock(ctx)
-	if err != nil {
-		return e, fmt.Errorf("read the clock: %w", err)
 	}
 	t := row.Value
 	ttl := time.Duration(TTLDefault) * time.Second

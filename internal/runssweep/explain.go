@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Rows is what Explain needs besides the sweep's Store; *ledger.ExtensionRunStore has it.
-type Rows interface {
-	Row(ctx context.Context, runID string) (ledger.Row[ledger.ExtensionRun], error)
-}
+type Rows = agesweep.Rows[ledger.ExtensionRun]
 
 // Explain says what a sweep would do with one app invocation now, and why. Seed 000 gives
 // older_than_ms no default, so the threshold is the least a scheduled sweep accepts
@@ -23,14 +22,9 @@ type Rows interface {
 // age alone.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.ExtensionRunsCollection, ID: runID, WorkflowType: string(Declared.Type), Scope: "fleet"}
-	row, err := rows.Row(ctx, runID)
+	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, rows.Row)
 	if err != nil {
 		return e, err
-	}
-	e.Row = row.Fields
-	now, err := w.Clock(ctx)
-	if err != nil {
-		return e, fmt.Errorf("read the clock: %w", err)
 	}
 	r := row.Value
 	deadline := Deadline(now, w.Config.ScheduledFloorMs)
