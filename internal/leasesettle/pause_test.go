@@ -3,6 +3,7 @@ package leasesettle_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,52 +36,44 @@ func (p *pauser) AbandonLease(ctx context.Context, id string, reads ledger.Reads
 // them refused "paused". A run told to override the pause goes on, and another group's pause
 // stops nothing.
 func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name     string
+	type pause struct {
 		scope    func(e *env) string
 		override bool
-		paused   bool
-	}{
-		{"its group is paused", func(e *env) string { return e.org + "/" + e.group }, false, true},
-		{"its organization is paused", func(e *env) string { return e.org }, false, true},
-		{"it is paused fleet-wide", func(*env) string { return "" }, false, true},
-		{"its group is paused; the run overrides it", func(e *env) string { return e.org + "/" + e.group }, true, false},
-		{"another group of its organization is paused", func(e *env) string { return e.org + "/" + e.group + "-other" }, false, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			var p *pauser
-			// One lease at a time, so that the pause falls between two abandonments.
-			e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
-			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
-				return ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
-					Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}
-			})
-			ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
-
-			raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-			out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
-			o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
-			abandoned := 0
-			for _, id := range ids {
-				switch l := e.get(id); {
-				case l.Status == ledger.LeaseAbandoned:
-					abandoned++
-				case l.Status != ledger.LeaseActive || l.Settlement != nil:
-					t.Errorf("lease %s left, but written: %+v", id, l)
-				}
-			}
-			switch {
-			case c.paused && (abandoned != 1 || o.Settled != 1 || s.Refused[leasesettle.RefusePaused] != 2 || s.Raced != 0 || p.Calls() != 2):
-				t.Errorf("abandoned %d, settled %d, stats %+v, %d transactions; want 1 abandoned before the pause, 2 refused paused, and no transaction after the first refused one",
-					abandoned, o.Settled, s, p.Calls())
-			case !c.paused && (abandoned != 3 || o.Settled != 3 || s.Refused[leasesettle.RefusePaused] != 0):
-				t.Errorf("abandoned %d, settled %d, stats %+v; want all 3", abandoned, o.Settled, s)
-			}
-		})
 	}
+	sweeptest.RunPauseMidSweep(t, []sweeptest.MidSweep[pause]{
+		{Name: "its group is paused", Paused: true, Case: pause{func(e *env) string { return e.org + "/" + e.group }, false}},
+		{Name: "its organization is paused", Paused: true, Case: pause{func(e *env) string { return e.org }, false}},
+		{Name: "it is paused fleet-wide", Paused: true, Case: pause{func(*env) string { return "" }, false}},
+		{Name: "its group is paused; the run overrides it", Paused: false, Case: pause{func(e *env) string { return e.org + "/" + e.group }, true}},
+		{Name: "another group of its organization is paused", Paused: false, Case: pause{func(e *env) string { return e.org + "/" + e.group + "-other" }, false}},
+	}, func(t *testing.T, c pause) sweeptest.Swept {
+		var p *pauser
+		// One lease at a time, so that the pause falls between two abandonments.
+		e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
+		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+			return ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+				Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}
+		})
+		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
+
+		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
+		out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
+			Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
+		o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
+		abandoned := 0
+		for _, id := range ids {
+			switch l := e.get(id); {
+			case l.Status == ledger.LeaseAbandoned:
+				abandoned++
+			case l.Status != ledger.LeaseActive || l.Settlement != nil:
+				t.Errorf("lease %s left, but written: %+v", id, l)
+			}
+		}
+		if s.Raced != 0 {
+			t.Errorf("stats %+v: a lease counted raced, but none moved", s)
+		}
+		return sweeptest.Swept{Settled: abandoned, Listed: o.Settled, Paused: s.Refused[leasesettle.RefusePaused], Calls: p.Calls(), Said: fmt.Sprintf("stats %+v", s)}
+	})
 }
 
 // A dry run reads the pause as the abandonments would: its preview refuses the paused group's

@@ -3,6 +3,7 @@ package pmsweep_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,55 +35,47 @@ func (p *pauser) ReclaimTask(ctx context.Context, queue, id, reclaimer string, p
 // sweep tries no further task, and its stats count them paused. A run told to override the pause
 // goes on, and another queue's pause stops nothing.
 func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name     string
+	type pause struct {
 		scope    func(queue string) string
 		override bool
-		paused   bool
-	}{
-		{"its queue is paused", func(q string) string { return q }, false, true},
-		{"it is paused fleet-wide", func(string) string { return "" }, false, true},
-		{"its queue is paused; the run overrides it", func(q string) string { return q }, true, false},
-		{"another queue is paused", func(q string) string { return q + "-other" }, false, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			var p *pauser
-			// One task at a time, so that the pause falls between two reclaims.
-			e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
-			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
-				return ledger.Pause{WorkflowType: string(contract.PMSweep),
-					Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}
-			})
-			leases := e.claimed(3)
-			heartbeats := map[string]int{}
-			for _, l := range leases {
-				heartbeats[l.TaskID] = len(e.chain(l.TaskID, ledger.ChainHeartbeats))
-			}
-			e.Clock.Advance(time.Hour)
-
-			raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
-			out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
-				Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
-			o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
-			requeued := 0
-			for _, l := range leases {
-				if tk := e.task(l.TaskID); tk.Status == ledger.TaskNew {
-					requeued++
-				} else if n := len(e.chain(l.TaskID, ledger.ChainHeartbeats)); n != heartbeats[l.TaskID] {
-					t.Errorf("task %s was left working, but its heartbeat chain has %d entries, not %d", l.TaskID, n, heartbeats[l.TaskID])
-				}
-			}
-			switch {
-			case c.paused && (requeued != 1 || len(o.Reclaimed) != 1 || len(o.Raced) != 0 || s.Paused != 2 || p.Calls() != 2):
-				t.Errorf("requeued %d, output %+v, stats %+v, %d transactions; want 1 reclaimed before the pause, 2 paused, and no transaction after the first paused one",
-					requeued, o, s, p.Calls())
-			case !c.paused && (requeued != 3 || len(o.Reclaimed) != 3 || s.Paused != 0):
-				t.Errorf("requeued %d, output %+v, stats %+v; want all 3", requeued, o, s)
-			}
-		})
 	}
+	sweeptest.RunPauseMidSweep(t, []sweeptest.MidSweep[pause]{
+		{Name: "its queue is paused", Paused: true, Case: pause{func(q string) string { return q }, false}},
+		{Name: "it is paused fleet-wide", Paused: true, Case: pause{func(string) string { return "" }, false}},
+		{Name: "its queue is paused; the run overrides it", Paused: false, Case: pause{func(q string) string { return q }, true}},
+		{Name: "another queue is paused", Paused: false, Case: pause{func(q string) string { return q + "-other" }, false}},
+	}, func(t *testing.T, c pause) sweeptest.Swept {
+		var p *pauser
+		// One task at a time, so that the pause falls between two reclaims.
+		e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
+		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+			return ledger.Pause{WorkflowType: string(contract.PMSweep),
+				Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}
+		})
+		leases := e.claimed(3)
+		heartbeats := map[string]int{}
+		for _, l := range leases {
+			heartbeats[l.TaskID] = len(e.chain(l.TaskID, ledger.ChainHeartbeats))
+		}
+		e.Clock.Advance(time.Hour)
+
+		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
+		out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
+			Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
+		o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
+		requeued := 0
+		for _, l := range leases {
+			if tk := e.task(l.TaskID); tk.Status == ledger.TaskNew {
+				requeued++
+			} else if n := len(e.chain(l.TaskID, ledger.ChainHeartbeats)); n != heartbeats[l.TaskID] {
+				t.Errorf("task %s was left working, but its heartbeat chain has %d entries, not %d", l.TaskID, n, heartbeats[l.TaskID])
+			}
+		}
+		if len(o.Raced) != 0 {
+			t.Errorf("output %+v: a task listed raced, but none moved", o)
+		}
+		return sweeptest.Swept{Settled: requeued, Listed: len(o.Reclaimed), Paused: s.Paused, Calls: p.Calls(), Said: fmt.Sprintf("output %+v, stats %+v", o, s)}
+	})
 }
 
 // A dry run reads the pause as the reclaims would: its preview keeps the paused queue's tasks

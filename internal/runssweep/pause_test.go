@@ -2,6 +2,7 @@ package runssweep_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,54 +34,43 @@ func (p *pauser) Abandon(ctx context.Context, runID string, pauses []string, s l
 // further run, and its stats count them paused. A run told to override the pause goes on; a
 // pause that has ended refuses nothing.
 func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name     string
+	type pause struct {
 		until    time.Duration // the pause's end after now; 0: none
 		override bool
-		paused   bool
-	}{
-		{"paused", 0, false, true},
-		{"paused; the run overrides it", 0, true, false},
-		{"paused until a time already past", -time.Minute, false, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			var p *pauser
-			e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
-			// One run at a time, so that the pause falls between two abandonments.
-			e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.Clock.Now))
-			e.Run(e.wf.Definition())
-			p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
-				pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
-				if c.until != 0 {
-					pause.Until = e.Clock.Now().Add(c.until)
-				}
-				return pause
-			})
-			ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour), e.start("c", false, time.Hour)}
-
-			out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep,
-				InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, OverridePause: c.override})
-			if err != nil || out.Status != workflow.StateCompleted {
-				t.Fatalf("sweep: %v %v", out.Err, err)
-			}
-			o, s := testenv.DecodeRun[runssweep.Output, runssweep.Stats](t, out.Output, out.Stats)
-			abandoned := 0
-			for _, id := range ids {
-				if e.run(id).Status == ledger.ExtensionFailed {
-					abandoned++
-				}
-			}
-			switch {
-			case c.paused && (abandoned != 1 || o.Swept != 1 || s.Paused != 2 || s.Moved != 0 || p.Calls() != 2):
-				t.Errorf("abandoned %d, swept %d, stats %+v, %d transactions; want 1 abandoned before the pause, 2 paused, and no transaction after the first paused one",
-					abandoned, o.Swept, s, p.Calls())
-			case !c.paused && (abandoned != 3 || o.Swept != 3 || s.Paused != 0):
-				t.Errorf("abandoned %d, swept %d, stats %+v; want all 3", abandoned, o.Swept, s)
-			}
-		})
 	}
+	sweeptest.RunPauseMidSweep(t, []sweeptest.MidSweep[pause]{
+		{Name: "paused", Paused: true, Case: pause{0, false}},
+		{Name: "paused; the run overrides it", Paused: false, Case: pause{0, true}},
+		{Name: "paused until a time already past", Paused: false, Case: pause{-time.Minute, false}},
+	}, func(t *testing.T, c pause) sweeptest.Swept {
+		var p *pauser
+		e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
+		// One run at a time, so that the pause falls between two abandonments.
+		e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.Clock.Now))
+		e.Run(e.wf.Definition())
+		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
+			pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
+			if c.until != 0 {
+				pause.Until = e.Clock.Now().Add(c.until)
+			}
+			return pause
+		})
+		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour), e.start("c", false, time.Hour)}
+
+		out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep,
+			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
+		o, s := testenv.DecodeRun[runssweep.Output, runssweep.Stats](t, out.Output, out.Stats)
+		abandoned := 0
+		for _, id := range ids {
+			if e.run(id).Status == ledger.ExtensionFailed {
+				abandoned++
+			}
+		}
+		if s.Moved != 0 {
+			t.Errorf("stats %+v: a run counted moved, but none moved", s)
+		}
+		return sweeptest.Swept{Settled: abandoned, Listed: o.Swept, Paused: s.Paused, Calls: p.Calls(), Said: fmt.Sprintf("stats %+v", s)}
+	})
 }
 
 // A dry run reads the pause as the abandonments would, so its preview says the sweep would

@@ -66,3 +66,42 @@ func PauseWith(t testing.TB, fs *firestore.Client, pause func() ledger.Pause) fu
 		}
 	}
 }
+
+// MidSweep is a case of RunPauseMidSweep: C is the sweep's own (the pause it takes, whether the
+// run overrides it), Paused whether that pause stops the run.
+type MidSweep[C any] struct {
+	Name   string
+	Paused bool
+	Case   C
+}
+
+// Swept is what a run of RunPauseMidSweep did with its three rows: Settled as the rows hold
+// them, Listed as its output lists them, Paused its stats' count of rows left to the pause,
+// Calls the settling transactions tried (PauseAfterFirst.Calls); Said prints its output and stats.
+type Swept struct {
+	Settled, Listed, Paused, Calls int
+	Said                           string
+}
+
+// RunPauseMidSweep checks, once per case, as parallel subtests, that a pause taken right after
+// a run's first settling transaction stops the rows the run has not settled: the next
+// transaction reads the pause and writes nothing, no further one is tried, and the run counts
+// the two rows left paused. A case whose pause does not stop the run settles all three. run takes
+// the case's pause with a PauseAfterFirst on its store (one transaction at a time), writes three
+// rows the sweep would settle, runs it, and checks what is its own (rows left unwritten).
+func RunPauseMidSweep[C any](t *testing.T, cases []MidSweep[C], run func(t *testing.T, c C) Swept) {
+	t.Parallel()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			got := run(t, c.Case)
+			switch {
+			case c.Paused && (got.Settled != 1 || got.Listed != 1 || got.Paused != 2 || got.Calls != 2):
+				t.Errorf("settled %d, listed %d, paused %d, %d transactions (%s); want 1 settled before the pause, 2 paused, and no transaction after the first paused one",
+					got.Settled, got.Listed, got.Paused, got.Calls, got.Said)
+			case !c.Paused && (got.Settled != 3 || got.Listed != 3 || got.Paused != 0):
+				t.Errorf("settled %d, listed %d, paused %d (%s); want all 3", got.Settled, got.Listed, got.Paused, got.Said)
+			}
+		})
+	}
+}
