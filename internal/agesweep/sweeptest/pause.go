@@ -7,7 +7,9 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
@@ -36,14 +38,34 @@ func (p *PauseAfterFirst) Calls() int {
 	return p.calls
 }
 
-// EachOverride runs body as two parallel subtests of a paused sweep's dry run: "paused", and
-// "paused; the dry run overrides it", told to override the pause.
-func EachOverride(t *testing.T, body func(t *testing.T, override bool)) {
-	t.Helper()
+// DryPaused is what a dry run of RunDryRunPaused previewed of its two rows: its preview, its
+// stats' count of rows left to the pause (Paused), and the spy that saw its writes.
+type DryPaused struct {
+	Preview *explain.Preview
+	Paused  int
+	Spy     *fsspy.Spy
+}
+
+// RunDryRunPaused checks that a dry run of a paused sweep reads the pause as its transactions
+// would: its preview leaves both rows to the pause (rule paused, as "keep/paused") and would
+// settle (verb, as "abandon") none; told to override the pause it would settle both. Either way
+// it writes nothing. It runs, in parallel with t's other tests, two parallel subtests: "paused",
+// and "paused; the dry run overrides it". run takes the pause, writes two rows the sweep would
+// settle, resets the spy, dry-runs the sweep (DryPreview) and checks its rows are unwritten.
+func RunDryRunPaused(t *testing.T, verb, paused string, run func(t *testing.T, override bool) DryPaused) {
+	t.Parallel()
 	for _, override := range []bool{false, true} {
 		t.Run(map[bool]string{false: "paused", true: "paused; the dry run overrides it"}[override], func(t *testing.T) {
 			t.Parallel()
-			body(t, override)
+			got := run(t, override)
+			p := got.Preview
+			switch {
+			case !override && (p.Rules[paused] != 2 || p.Counts[verb] != 0 || got.Paused != 2):
+				t.Errorf("preview %+v, paused %d; want both rows %s", p, got.Paused, paused)
+			case override && (p.Counts[verb] != 2 || got.Paused != 0):
+				t.Errorf("preview %+v, paused %d; want both rows: %s", p, got.Paused, verb)
+			}
+			NoWrites(t, got.Spy, "the dry run")
 		})
 	}
 }
