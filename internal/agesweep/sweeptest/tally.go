@@ -4,8 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -19,19 +18,19 @@ type Steps struct {
 	Failed               string // the run's step error's reason, "" when it did not fail
 }
 
-// StepsOf reads Steps from a run's stats and its error; a run that failed without a
+// StepsOf reads Steps from a run's stats of them and its error; a run that failed without a
 // workflow.StepError fails t.
-func StepsOf(t *testing.T, malformed *ledger.Malformed, invisible *ledger.Invisible, verdict *storm.Verdict, err error) Steps {
+func StepsOf(t *testing.T, steps agesweep.Steps, err error) Steps {
 	t.Helper()
 	var s Steps
-	if malformed != nil {
-		s.Malformed = malformed.Count
+	if steps.Malformed != nil {
+		s.Malformed = steps.Malformed.Count
 	}
-	if invisible != nil {
-		s.Invisible = int(invisible.Count)
+	if steps.Invisible != nil {
+		s.Invisible = int(steps.Invisible.Count)
 	}
-	if verdict != nil {
-		s.Aged, s.Live, s.Tripped, s.Overridden = verdict.Aged, verdict.Live, verdict.Tripped, verdict.Overridden
+	if v := steps.StormGuard; v != nil {
+		s.Aged, s.Live, s.Tripped, s.Overridden = v.Aged, v.Live, v.Tripped, v.Overridden
 	}
 	var se *workflow.StepError
 	if errors.As(err, &se) {
