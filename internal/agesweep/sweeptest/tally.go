@@ -2,6 +2,8 @@ package sweeptest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stalesweep/stalesweep/internal/agesweep"
@@ -16,6 +18,21 @@ type Steps struct {
 	Aged, Live           int64
 	Tripped, Overridden  bool
 	Failed               string // the run's step error's reason, "" when it did not fail
+}
+
+// Tallied fails t unless got, what a run decided in the form a tally table states it, is want,
+// compared as printed. settled, when not nil, names the list of settled ids in a tally, which a
+// want may give as just "?": any one id, since the pool's random order chose which went first.
+func Tallied[T any](t *testing.T, got, want T, settled func(*T) *[]string) {
+	t.Helper()
+	if settled != nil {
+		if w, g := settled(&want), settled(&got); slices.Equal(*w, []string{"?"}) && len(*g) == 1 {
+			*w = *g
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
 }
 
 // StepsOf reads Steps from a run's stats of them and its error; a run that failed without a
