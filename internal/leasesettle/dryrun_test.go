@@ -81,9 +81,7 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 	e.Spy.Reset()
 
 	out, o, s := e.dryRun(workflow.TriggerSchedule, false)
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run")
 	if out.Status != workflow.StateCompleted || o.Settled != 0 || len(o.Settlements) != 0 || o.Examined != 6 {
 		t.Errorf("dry run: %s, output %+v; want completed, 6 examined, nothing settled", out.Status, o)
 	}
@@ -148,9 +146,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 			t.Errorf("lease %s on age alone: %q, want held back by the guard", id, v[id])
 		}
 	}
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run")
 }
 
 // Explain's verdict on one lease for each rule, and on one no scan can see, is what the next

@@ -74,9 +74,7 @@ func TestADryRunReportsWhatTheSweepThenReclaimsAndWritesNothing(t *testing.T) {
 
 	in := pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "janitor-7"}
 	out, o, s := e.start(in, true)
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the engine's dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the engine's dry run")
 	seedIn := in
 	seedIn.DryRun = true
 	_, seedO, seedS := e.start(seedIn, false)

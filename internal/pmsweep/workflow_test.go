@@ -345,9 +345,7 @@ func TestDryRunReportsAndWritesNothing(t *testing.T) {
 	if !o.DryRun || o.Stale != 3 || len(o.Reclaimed) != 3 || o.Reclaimed[0].ReclaimStatusSHA != "" {
 		t.Errorf("dry run output = %+v", o)
 	}
-	if w := e.Spy.Writes(); len(w) != 0 { // its read-only transactions commit, writing nothing
-		t.Errorf("the dry run wrote %+v", w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run") // its read-only transactions commit, writing nothing
 	if task := e.task("task-000"); task.Status != ledger.TaskWorking {
 		t.Errorf("the dry run changed a task: %+v", task)
 	}
@@ -519,9 +517,7 @@ func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
 			t.Errorf("%s below the floor: err = %v, want validation_failed naming ttl", trig, err)
 		}
 	}
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("refused sweeps wrote %v", w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "refused sweeps")
 	if o := e.sweep(pmsweep.Input{TTL: 60}); len(o.Reclaimed) != 1 {
 		t.Errorf("the command's sweep below the floor: %+v, want the silent task reclaimed", o)
 	}
