@@ -68,7 +68,7 @@ type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the workflow.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
+	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
 // Declared is the workflow's declaration: one run covers one runner group of one organization;

@@ -36,7 +36,7 @@ type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
+	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
 // Declared is the sweep's declaration: one run covers the whole fleet; it settles on age alone;
