@@ -72,3 +72,28 @@ func TestExplainingReadsTheRowThenTheClock(t *testing.T) {
 		t.Errorf("a clock that failed: %v, want its error", err)
 	}
 }
+
+func TestAScanSkipsARowItCannotSeeOrDecode(t *testing.T) {
+	t.Parallel()
+	scan := agesweep.Scan{Field: "last_activity_at", Noun: "task", Settler: "sweep", Settles: "reclaims"}
+	for _, c := range []struct {
+		stamped             bool
+		malformed           string
+		skipped             bool
+		verdict, rule, said string
+	}{
+		{false, "", true, "skip", "invisible", "last_activity_at is missing or not a timestamp: no scan sees the task, so no sweep reclaims it (counted in stats.invisible)"},
+		{false, "x", true, "skip", "invisible", "last_activity_at is missing or not a timestamp: no scan sees the task, so no sweep reclaims it (counted in stats.invisible)"},
+		{true, "x", true, "skip", "malformed", "the task does not decode: the sweep skips it (counted in stats.malformed)"},
+		{true, "", false, "", "", ""},
+	} {
+		var e explain.Explanation
+		if got := scan.Skipped(&e, c.stamped, c.malformed); got != c.skipped || e.Verdict != c.verdict || e.Rule != c.rule || e.Detail != c.said {
+			t.Errorf("stamped %v, malformed %q: skipped %v, %s/%s %q", c.stamped, c.malformed, got, e.Verdict, e.Rule, e.Detail)
+		}
+	}
+	valid, decodes := scan.Checks(map[string]any{"last_activity_at": "yesterday"}, false, "x")
+	if valid.Name != "last_activity_at valid" || valid.OK || decodes.Name != "decodes" || decodes.OK {
+		t.Errorf("checks %+v %+v, want both failed", valid, decodes)
+	}
+}

@@ -30,3 +30,37 @@ func Explaining[T any](ctx context.Context, e *explain.Explanation, clock ledger
 	}
 	return r, now, nil
 }
+
+// Scan names, for an Explain, what a sweep's scan reads of a row before any rule is asked: its
+// staleness field, which must hold a timestamp for a scan to see the row, and its decoding,
+// without which the scan skips it.
+type Scan struct {
+	Field   string // the staleness field: "last_moved_at"
+	Noun    string // the row: "run"
+	Settler string // what settles it: "sweep"
+	Settles string // what the settler does: "settles"
+}
+
+// Checks are the scan's two checks of a row whose fields are as stored (stamped: its staleness
+// field holds a timestamp) and that decodes unless malformed says why not.
+func (s Scan) Checks(fields map[string]any, stamped bool, malformed string) (valid, decodes explain.Check) {
+	return explain.Check{Name: s.Field + " valid", OK: stamped, Detail: explain.TimestampDetail(fields[s.Field])},
+		explain.Check{Name: "decodes", OK: malformed == "", Detail: explain.DecodeDetail(malformed)}
+}
+
+// Skipped sets e's verdict, skip, for a row no scan reads (not stamped: invisible, counted in
+// stats.invisible; malformed: counted in stats.malformed), and says whether it did; the rules
+// are not asked of such a row.
+func (s Scan) Skipped(e *explain.Explanation, stamped bool, malformed string) bool {
+	switch {
+	case !stamped:
+		e.Verdict, e.Rule = "skip", "invisible"
+		e.Detail = fmt.Sprintf("%s is missing or not a timestamp: no scan sees the %s, so no %s %s it (counted in stats.invisible)", s.Field, s.Noun, s.Settler, s.Settles)
+	case malformed != "":
+		e.Verdict, e.Rule = "skip", "malformed"
+		e.Detail = fmt.Sprintf("the %s does not decode: the %s skips it (counted in stats.malformed)", s.Noun, s.Settler)
+	default:
+		return false
+	}
+	return true
+}

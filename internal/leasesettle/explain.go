@@ -34,7 +34,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		l.Status, _ = row.Fields["status"].(string)
 	}
 	e.Scope = l.OrganizationUUID + "/" + l.RunnerGroupUUID
-	stamped := row.HasTimestamp("heartbeat_at")
+	stamped := row.HasTimestamp(scan.Field)
 	group, gerr := ledger.RunnerGroup{}, ledger.ErrGroupNotFound
 	if l.RunnerGroupUUID != "" {
 		group, gerr = w.Store.GetGroup(ctx, l.RunnerGroupUUID)
@@ -69,10 +69,10 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 			return e, previewd
 		}
 	}
+	valid, decodes := scan.Checks(row.Fields, stamped, row.Malformed)
 	e.Checks = []explain.Check{
 		{Name: "status active", OK: l.Status == ledger.LeaseActive, Detail: fmt.Sprintf("status %q; the scan reads active leases only", l.Status)},
-		{Name: "heartbeat_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["heartbeat_at"])},
-		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		valid, decodes,
 		{Name: "runner group usable", OK: groupOK, Detail: groupDetail(group, gerr, l)},
 		{Name: "organization enabled", OK: facts.OrganizationEnabled || !reRead, Detail: enabledDetail(facts, reRead)},
 	}
@@ -89,10 +89,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		holderSays = fmt.Sprintf("holder %s: %s", l.HolderUUID, holder.Status)
 	}
 	switch {
-	case !stamped:
-		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "heartbeat_at is missing or not a timestamp: no scan sees the lease, so no run settles it (counted in stats.invisible)"
-	case row.Malformed != "":
-		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the lease does not decode: the run skips it (counted in stats.malformed)"
+	case scan.Skipped(&e, stamped, row.Malformed): // no run reads it: the rules are not asked
 	case !groupOK:
 		e.Verdict, e.Rule, e.Detail = "refuse", "runner_group_uuid", "a run over the lease's group is refused before it reads anything"
 	case refusal != "":
@@ -107,6 +104,9 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 	}
 	return e, nil
 }
+
+// scan names what a run's scan reads of a lease, for Explain.
+var scan = agesweep.Scan{Field: "heartbeat_at", Noun: "lease", Settler: "run", Settles: "settles"}
 
 func groupDetail(g ledger.RunnerGroup, err error, l ledger.WorkspaceLease) string {
 	switch {
