@@ -162,14 +162,9 @@ func TestExplainSaysWhatTheNextRunDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{d.terminated, d.stopped, d.missingStale, d.aliveStale, d.missingFresh, d.strangerStale, d.released, invisible}
-	said := map[string]explain.Explanation{}
-	for _, id := range ids {
-		x, err := e.wf.Explain(context.Background(), e.store, id, explain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		said[id] = x
-	}
+	said := sweeptest.ExplainEach(t, ids, func(id string) (explain.Explanation, error) {
+		return e.wf.Explain(context.Background(), e.store, id, explain.Options{})
+	})
 	_, o := e.run(map[string]any{})
 	settled := map[string]string{}
 	for _, s := range o.Settlements {

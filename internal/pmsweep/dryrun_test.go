@@ -126,14 +126,9 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{"task-000", "task-001", "task-002", "task-003", "invisible"}
-	said := map[string]explain.Explanation{}
-	for _, id := range ids {
-		x, err := e.wf.Explain(context.Background(), e.tasks, e.queue, id, explain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		said[id] = x
-	}
+	said := sweeptest.ExplainEach(t, ids, func(id string) (explain.Explanation, error) {
+		return e.wf.Explain(context.Background(), e.tasks, e.queue, id, explain.Options{})
+	})
 	e.Spy.Reset()
 	_, o, _ := e.start(pmsweep.Input{Queue: e.queue, TTL: pmsweep.TTLDefault, Reclaimer: "janitor"}, false)
 	reclaimed := map[string]bool{}

@@ -166,14 +166,9 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := []string{f.bg, f.fg, f.lone, f.orphan, f.newer, f.live, invisible}
-	verdict := map[string]explain.Explanation{}
-	for _, id := range all {
-		x, err := e.wf.Explain(context.Background(), e.store, id, explain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		verdict[id] = x
-	}
+	verdict := sweeptest.ExplainEach(t, all, func(id string) (explain.Explanation, error) {
+		return e.wf.Explain(context.Background(), e.store, id, explain.Options{})
+	})
 	floor := fmt.Sprintf(`{"older_than_ms": %d}`, runssweep.ScheduledFloorMsDefault)
 	o, _ := e.mustSweep(floor)
 	swept := map[string]bool{}
