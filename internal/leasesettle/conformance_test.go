@@ -209,10 +209,10 @@ func TestTheProbeFindsAnActiveLease(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := memstore.NewLeases()
 			if c.status != "" {
-				s.Put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: c.group, Status: c.status, HeartbeatAt: sweeptest.Epoch})
+				s.Put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: c.group, Status: c.status, HeartbeatAt: epoch})
 			}
-			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return sweeptest.Epoch })).Definition(),
-				leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10}, sweeptest.Epoch, c.want)
+			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+				leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10}, epoch, c.want)
 		})
 	}
 }

@@ -32,7 +32,7 @@ type tally struct {
 // (both tiers): which leases are abandoned and why, which are kept and why, and how each is
 // counted.
 func TestSettleDecidesAndCountsEachLease(t *testing.T) {
-	now := sweeptest.Epoch
+	now := epoch
 	const timeout = 300
 	stale, fresh := now.Add(-time.Hour), now.Add(-time.Minute)
 	// lease puts an active lease of group g held by holder, its heartbeat at `at`.

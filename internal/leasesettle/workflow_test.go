@@ -27,8 +27,10 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
 func TestDecide(t *testing.T) {
-	now := sweeptest.Epoch
+	now := epoch
 	timeout := 5 * time.Minute
 	lease := func(hbAgo time.Duration, st string) ledger.WorkspaceLease {
 		return ledger.WorkspaceLease{Status: st, HeartbeatAt: now.Add(-hbAgo)}
@@ -76,7 +78,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) leasesettle.Store) *env {
-	e := &env{Env: sweeptest.NewEnv(t), org: uuid.NewString(), group: uuid.NewString()}
+	e := &env{Env: sweeptest.NewEnv(t, epoch), org: uuid.NewString(), group: uuid.NewString()}
 	e.store = ledger.NewLeaseStore(e.FS, ledger.TxConfig{})
 	e.runner = ledgertest.Leases{Client: e.FS, Now: e.Clock.Now}
 	e.wf = leasesettle.New(sweeptest.Wrap[leasesettle.Store](e.store, wrap), cfg, ledger.LocalClock(e.Clock.Now))

@@ -210,26 +210,26 @@ func TestTheProbeFindsASilentTask(t *testing.T) {
 	}{
 		{name: "no tasks", put: func(*memstore.Tasks) {}, want: false},
 		{name: "working, recently active", put: func(s *memstore.Tasks) {
-			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskWorking, LastActivityAt: sweeptest.Epoch.Add(-59 * time.Second)})
+			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskWorking, LastActivityAt: epoch.Add(-59 * time.Second)})
 		}, want: false},
 		{name: "working, silent for the TTL", put: func(s *memstore.Tasks) {
-			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskWorking, LastActivityAt: sweeptest.Epoch.Add(-60 * time.Second)})
+			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskWorking, LastActivityAt: epoch.Add(-60 * time.Second)})
 		}, want: true},
 		{name: "silent but done", put: func(s *memstore.Tasks) {
-			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskDone, LastActivityAt: sweeptest.Epoch.Add(-time.Hour)})
+			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskDone, LastActivityAt: epoch.Add(-time.Hour)})
 		}, want: false},
 		{name: "silent in another queue", put: func(s *memstore.Tasks) {
-			s.Put(ledger.Task{Queue: "other", ID: "a", Status: ledger.TaskWorking, LastActivityAt: sweeptest.Epoch.Add(-time.Hour)})
+			s.Put(ledger.Task{Queue: "other", ID: "a", Status: ledger.TaskWorking, LastActivityAt: epoch.Add(-time.Hour)})
 		}, want: false},
 		{name: "unreadable", put: func(s *memstore.Tasks) {
-			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskWorking, LastActivityAt: sweeptest.Epoch, Malformed: "x"})
+			s.Put(ledger.Task{Queue: "q", ID: "a", Status: ledger.TaskWorking, LastActivityAt: epoch, Malformed: "x"})
 		}, want: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := memstore.NewTasks()
 			c.put(s)
-			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return sweeptest.Epoch })).Definition(),
-				pmsweep.Input{Queue: "q", TTL: 60}, sweeptest.Epoch, c.want)
+			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+				pmsweep.Input{Queue: "q", TTL: 60}, epoch, c.want)
 		})
 	}
 }

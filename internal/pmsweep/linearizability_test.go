@@ -13,7 +13,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/anishathalye/porcupine"
 
-	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
@@ -197,7 +196,7 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 	}
 	rec := &recorder{start: time.Now()}
 	var clock atomic.Int64 // distinct times make distinct entries
-	at := func() time.Time { return sweeptest.Epoch.Add(time.Duration(clock.Add(1)) * time.Microsecond) }
+	at := func() time.Time { return epoch.Add(time.Duration(clock.Add(1)) * time.Microsecond) }
 	var wg, sweeping, claiming sync.WaitGroup
 	// claimedAgain is closed once a second worker claims the task. A task can be claimed again
 	// more than once (a sweeper may reclaim a second worker's lease too), so it closes once.
@@ -357,12 +356,12 @@ func TestABlindReclaimIsReportedIllegal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	beat := sweeptest.Epoch.Add(time.Second)
+	beat := epoch.Add(time.Second)
 	rec.record(0, op{Task: l.TaskID, Kind: "heartbeat", Expect: l.HeartbeatTip, New: heartbeatID(l, beat)}, func() (bool, error) {
 		_, err := e.worker.Heartbeat(ctx, l, beat)
 		return headMoved(err)
 	})
-	reclaimAt := sweeptest.Epoch.Add(2 * time.Second)
+	reclaimAt := epoch.Add(2 * time.Second)
 	in := op{Task: l.TaskID, Kind: "reclaim", Expect: snap.HeartbeatTip, New: preemptID(l.TaskID, snap.HeartbeatTip, reclaimAt, "s")}
 
 	good := append([]porcupine.Operation(nil), rec.ops...)

@@ -33,7 +33,7 @@ type tally struct {
 // The decision and tally logic of one sweep of one queue, against the in-memory store (both
 // tiers): which tasks are reclaimed, raced or left, and how each is counted.
 func TestSweepDecidesAndCountsEachTask(t *testing.T) {
-	now := sweeptest.Epoch
+	now := epoch
 	const ttl = 300
 	stale := now.Add(-time.Hour)
 	// task puts a working task of queue q silent since `at`.

@@ -26,6 +26,8 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
 type env struct {
 	sweeptest.Env
 	tasks  *ledger.TaskStore
@@ -35,7 +37,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.Store) *env {
-	e := &env{Env: sweeptest.NewEnv(t), queue: "q-" + uuid.NewString()[:8]}
+	e := &env{Env: sweeptest.NewEnv(t, epoch), queue: "q-" + uuid.NewString()[:8]}
 	e.tasks = ledger.NewTaskStore(e.FS, ledger.TxConfig{})
 	e.worker = ledgertest.Tasks{Client: e.FS, Now: e.Clock.Now}
 	e.wf = pmsweep.New(sweeptest.Wrap[pmsweep.Store](e.tasks, wrap), cfg, ledger.LocalClock(e.Clock.Now))

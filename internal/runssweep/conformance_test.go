@@ -231,10 +231,10 @@ func TestTheProbeFindsAnIdleRun(t *testing.T) {
 				if c.done {
 					status = ledger.ExtensionSucceeded
 				}
-				s.Put(ledger.ExtensionRun{RunID: string(rune('a' + i)), Status: status, LastMovedAt: sweeptest.Epoch.Add(-d)})
+				s.Put(ledger.ExtensionRun{RunID: string(rune('a' + i)), Status: status, LastMovedAt: epoch.Add(-d)})
 			}
-			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return sweeptest.Epoch })).Definition(),
-				runssweep.Input{Limit: 10, OlderThanMs: 60000}, sweeptest.Epoch, c.want)
+			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+				runssweep.Input{Limit: 10, OlderThanMs: 60000}, epoch, c.want)
 		})
 	}
 }

@@ -31,7 +31,7 @@ type tally struct {
 // The decision and tally logic of one sweep, against the in-memory store (both tiers): which
 // runs are abandoned and which left, and how each is counted.
 func TestSweepDecidesAndCountsEachRun(t *testing.T) {
-	now := sweeptest.Epoch
+	now := epoch
 	idle := now.Add(-time.Hour)
 	// run puts a running run that last moved `at`.
 	run := func(s *memstore.ExtensionRuns, id string, at time.Time, background bool) {

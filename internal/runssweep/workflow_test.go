@@ -29,6 +29,8 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
 type env struct {
 	sweeptest.Env
 	store  *ledger.ExtensionRunStore
@@ -38,7 +40,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
-	e := &env{Env: sweeptest.NewEnv(t), tenant: "tenant-" + uuid.NewString()[:8]}
+	e := &env{Env: sweeptest.NewEnv(t, epoch), tenant: "tenant-" + uuid.NewString()[:8]}
 	e.store = ledger.NewExtensionRunStore(e.FS, ledger.TxConfig{})
 	e.app = ledgertest.ExtensionRuns{Client: e.FS, Now: e.Clock.Now}
 	e.wf = runssweep.New(sweeptest.Wrap[runssweep.Store](e.store, wrap), runssweep.Config{}, ledger.LocalClock(e.Clock.Now))

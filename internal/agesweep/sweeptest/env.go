@@ -24,16 +24,12 @@ type Env struct {
 	Engine *workflow.Engine
 }
 
-// Epoch is when the sweeps' test clocks start: the env's (NewEnv), and the now of their tests
-// against the in-memory stores.
-var Epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-
-// NewEnv connects to the emulator through a fresh spy, with the clock at Epoch; the engine is
+// NewEnv connects to the emulator through a fresh spy, with the clock at epoch; the engine is
 // the sweep's to build (Run).
-func NewEnv(t *testing.T) Env {
+func NewEnv(t *testing.T, epoch time.Time) Env {
 	t.Helper()
 	spy := fsspy.New()
-	return Env{T: t, FS: testenv.Firestore(t, spy.DialOptions()...), Spy: spy, Clock: testenv.NewClock(Epoch)}
+	return Env{T: t, FS: testenv.Firestore(t, spy.DialOptions()...), Spy: spy, Clock: testenv.NewClock(epoch)}
 }
 
 // Run sets the engine to one running def, its runs recorded in the env's Firestore.
