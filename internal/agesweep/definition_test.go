@@ -23,7 +23,7 @@ func TestAFlooredDefinitionHoldsEveryPathButTheCommandToTheFloor(t *testing.T) {
 	def := f.Definition(workflow.Declaration{Type: "x"}, 5, nil, agesweep.Body(func(_ context.Context, _ workflow.Run, in input) (int, string, error) {
 		return in.Limit, "stats", nil
 	}))
-	if !reflect.DeepEqual(def.States, workflow.Atomic) || def.Declaration.Type != "x" {
+	if !reflect.DeepEqual(def.States, workflow.Atomic) || def.Type != "x" {
 		t.Errorf("definition %+v, want the declaration's, atomic", def)
 	}
 	low := json.RawMessage(`{"limit": 4}`)
