@@ -116,7 +116,7 @@ type Config struct {
 // variable; an absent one leaves the field zero, which takes the default downstream.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{FirestoreTimeout: FirestoreTimeoutDefault, Auth: auth.Config{AcceptGcloud: true}}
-	for _, s := range settings {
+	for _, s := range Settings {
 		if v := getenv(s.Name); v != "" {
 			if err := s.read(&c, s.Name, v); err != nil {
 				return Config{}, err
