@@ -324,8 +324,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 	return nil, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
 }
 
-// enabled is one page of enabled organizations after the id `after`, and the id to resume
-// after ("" when this was the last page).
+// enabled is one page (as page) of enabled organizations.
 func (d *Dispatcher) enabled(ctx context.Context, after string) ([]string, string, error) {
 	ids, err := d.orgs.ListEnabled(ctx, after, d.cfg.PageSize)
 	if err != nil || len(ids) < d.cfg.PageSize {
