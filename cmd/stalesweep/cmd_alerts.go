@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/stalesweep/stalesweep/internal/alerts"
 )
 
 // alertsCmd writes (or, with --check, checks) what is generated from alerts.Metrics:
@@ -28,15 +26,15 @@ is not what the list generates.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The doc's table is spliced into the doc as it is under root.
 			doc := func() ([]byte, error) {
-				b, err := os.ReadFile(filepath.Join(root, alerts.DocFile))
+				b, err := os.ReadFile(filepath.Join(root, alertsDocFile))
 				if err != nil {
 					return nil, err
 				}
-				return alerts.SpliceDoc(b)
+				return spliceAlertsDoc(b)
 			}
 			return exit(c.generate("alerts", root, check, []generated{
-				{alerts.TerraformFile, alerts.TerraformJSON},
-				{alerts.DocFile, doc},
+				{alertsTerraformFile, alertsTerraformJSON},
+				{alertsDocFile, doc},
 			}))
 		},
 	}

@@ -167,10 +167,8 @@ func (s *Syncer) Sync(ctx context.Context, req message.Sync) SyncResult {
 
 // SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
 // decision is written together with a receipt for (run, row), and a request whose receipt exists
-// ends as SyncDuplicate having written nothing. A message is outside input: besides the row's
-// organization and provider, its transaction checks that the run it names exists, swept that
-// organization, and is still publishing its syncs or started this one; otherwise it ends as
-// SyncRefused having written nothing.
+// ends as SyncDuplicate having written nothing. A message is outside input: its transaction
+// also checks the run it names (refuse), else it ends as SyncRefused having written nothing.
 func (s *Syncer) SyncOnce(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, mode{once: true})
 }
@@ -364,8 +362,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	return res
 }
 
-// ReadBackTimeout bounds the read of a row whose settling transaction failed: its commit may
-// have landed though the answer was lost (WhySettledByThisRun), and only the row says.
+// ReadBackTimeout bounds readBack of a row whose settling transaction failed.
 const ReadBackTimeout = 2 * time.Second
 
 // readBack reads row uuid apart from ctx's deadline (a budget that ended mid-commit leaves the
@@ -398,6 +395,5 @@ func refused(res SyncResult, why string, log *slog.Logger) SyncResult {
 	return res
 }
 
-// stopsCalls reports whether an executor error should stop further executor calls in a run:
-// the executor package's rule.
+// stopsCalls is the executor package's rule (executor.Stops).
 func stopsCalls(err error) (string, bool) { return executor.Stops(err) }

@@ -2,7 +2,7 @@
 // whether a scan of its workflow can see it, what its executor says now, and the verdict the
 // workflow's own decision function returns for it. Each workflow explains its own rows with its
 // own scan rules and decision code (never a copy of them); this package holds the shape they
-// share and renders it for a human.
+// share (`stalesweep explain` renders it for a human).
 package explain
 
 // Options says how to explain.

@@ -43,9 +43,8 @@ type RunRecord struct {
 	Failure         *Failure       `firestore:"failure,omitempty" json:"failure,omitempty"`
 	// History lists the states the run passed through, with when it entered each.
 	History []StateEntry `firestore:"history" json:"history"`
-	// ExpireAt is when the record (and its receipts) may be deleted (ExpireField): set at the
-	// start to the notable retention, so a run that never finishes still expires, and decided
-	// again when it finishes.
+	// ExpireAt is when the record (and its receipts) may be deleted (ExpireField): the notable
+	// retention from the start (withExpiry), decided again when it finishes.
 	ExpireAt time.Time `firestore:"expire_at,omitempty" json:"expire_at,omitzero"`
 	// Scope is the scope the run covers, in workflow.ScopeValues.Key form ("fleet" for a
 	// fleet-wide workflow): what the guard and a pause name, and what runs list filters on.
@@ -134,10 +133,9 @@ type GuardClaim struct {
 
 // StartRun creates a new run record and, with a claim, takes the scope's guard in the same
 // transaction: one commit for both, and neither without the other. It fails with a
-// *GuardHeldError when a guard that has not expired is held (checked first),
-// and with ErrRunExists when the uuid is taken, and with a *PausedError when a pause the claim
-// names holds. When it takes over an expired guard it returns
-// that guard, so the caller can close the run that left it.
+// *GuardHeldError when an unexpired guard is held (checked first), ErrRunExists when the uuid is
+// taken, and a *PausedError when a pause the claim names holds. When it takes over an expired
+// guard it returns that guard, so the caller can close the run that left it.
 func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
 	if claim == nil {
 		return nil, s.CreateRun(ctx, r)
@@ -404,10 +402,8 @@ func (e *GuardHeldError) Error() string {
 
 func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
 
-// GuardStore renews and reads per-scope run guards. Store.StartRun takes a guard with its
-// record, and only a write that ends the record (Store.TransitionRun, which stalesweep runs abandon uses too)
-// deletes it: a run whose record could not be ended leaves its guard to expire, and the run that
-// takes it over closes the record.
+// GuardStore renews and reads per-scope run guards; Store.StartRun takes one with its record,
+// and only Store.TransitionRun ending the record deletes it (the package doc).
 type GuardStore struct{ client *firestore.Client }
 
 // NewGuardStore returns a store on client.
