@@ -338,7 +338,7 @@ func TestRunSweepsAnOrganizationThatOptedOutOnlyWithIncludeDisabled(t *testing.T
 	for _, doc := range []string{"absent", "disabled"} {
 		org := uuid.NewString()
 		if doc == "disabled" {
-			if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
+			if err := (ledgertest.Organizations{Client: fs}).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -121,7 +121,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 		t.Fatal(err)
 	}
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
-	wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(testenv.Fixed(now)))
+	wf := runssweep.New(store, runssweep.Config{}, ledgertest.LocalClock(testenv.Fixed(now)))
 	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerSchedule})
 	if err != nil || out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -30,7 +31,7 @@ func TestAnAmbiguousAbandonmentIsCountedByWhatTheLeaseHolds(t *testing.T) {
 		slices.Sort(ids)
 
 		store := ledger.NewLeaseStore(fault.Client(t, e.FS), ledger.TxConfig{})
-		wf := leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(e.Clock.Now))
+		wf := leasesettle.New(store, leasesettle.Config{}, ledgertest.LocalClock(e.Clock.Now))
 		run := workflow.Run{UUID: uuid.NewString(), Logger: logging.Discard()}
 		out, stats, err := wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 10})
 		if err != nil {

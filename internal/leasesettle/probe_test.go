@@ -7,6 +7,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -28,7 +29,7 @@ func TestTheProbeFindsAnActiveLease(t *testing.T) {
 			if c.status != "" {
 				s.Put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: c.group, Status: c.status, HeartbeatAt: epoch})
 			}
-			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledgertest.LocalClock(func() time.Time { return epoch })).Definition(),
 				leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10}, epoch, c.want)
 		})
 	}

@@ -92,22 +92,6 @@ func (s *ExtensionRunStore) GetExtensionRun(ctx context.Context, runID string) (
 	return r, nil
 }
 
-// GetInterlock reads a tenant's extension interlock; ok is false when there is none.
-func (s *ExtensionRunStore) GetInterlock(ctx context.Context, tenantID, extensionID string) (Interlock, bool, error) {
-	snap, err := s.interlock(tenantID, extensionID).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return Interlock{}, false, nil
-	}
-	if err != nil {
-		return Interlock{}, false, fmt.Errorf("get interlock %s: %w", InterlockID(tenantID, extensionID), err)
-	}
-	var l Interlock
-	if err := snap.DataTo(&l); err != nil {
-		return Interlock{}, false, err
-	}
-	return l, true, nil
-}
-
 // ExtensionRunCursor is where a scan of idle runs stopped.
 type ExtensionRunCursor struct {
 	LastMovedAt time.Time

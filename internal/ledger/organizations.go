@@ -37,14 +37,6 @@ func NewOrganizationStore(client *firestore.Client) *OrganizationStore {
 	return &OrganizationStore{client: client}
 }
 
-// Put writes an organization. Tests and the demo use it.
-func (s *OrganizationStore) Put(ctx context.Context, o Organization) error {
-	if _, err := s.ref(o.UUID).Set(ctx, o); err != nil {
-		return fmt.Errorf("put organization %s: %w", o.UUID, err)
-	}
-	return nil
-}
-
 func (s *OrganizationStore) ref(id string) *firestore.DocumentRef {
 	return s.client.Collection(OrganizationsCollection).Doc(id)
 }

@@ -103,7 +103,7 @@ func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
 	e := dispatchEnv{fs: fs, orgs: ledger.NewOrganizationStore(fs), ps: newPubSub(t, pipeline.SweepsDefault)}
 	for i := range enabled + disabled {
 		id := uuid.NewString()
-		if err := e.orgs.Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: i < enabled}); err != nil {
+		if err := (ledgertest.Organizations{Client: e.fs}).Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: i < enabled}); err != nil {
 			t.Fatal(err)
 		}
 		if i < enabled {

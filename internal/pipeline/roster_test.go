@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -40,7 +41,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 
 func (e *rosterEnv) put(t *testing.T, id string, enabled bool) {
 	t.Helper()
-	if err := e.orgs.Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: enabled}); err != nil {
+	if err := (ledgertest.Organizations{Client: e.fs}).Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: enabled}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -53,7 +54,7 @@ func (e *rosterEnv) tick(t *testing.T, id string) []pipeline.Report {
 		Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: seeded(), Log: logging.Discard(),
 		Config:     pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8},
 		TicksTopic: ticksTopic,
-		Probe:      ledger.LocalClock(func() time.Time { return e.now }),
+		Probe:      ledgertest.LocalClock(func() time.Time { return e.now }),
 		Roster:     e.roster, RosterMaxAge: 10 * time.Minute,
 	})
 	next := tick

@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -181,7 +182,7 @@ func (e *probeEnv) rows(t *testing.T, org string, n int, at time.Time, ref bool)
 
 func (e *probeEnv) dispatcher(defs definitions) *pipeline.Dispatcher {
 	return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: defs,
-		Log: logging.Discard(), Config: pipeline.DispatchConfig{PageSize: 50}, Probe: ledger.LocalClock(func() time.Time { return e.now })})
+		Log: logging.Discard(), Config: pipeline.DispatchConfig{PageSize: 50}, Probe: ledgertest.LocalClock(func() time.Time { return e.now })})
 }
 
 // A quiet organization costs its probe — one query, no invocation, no run, no write — and only

@@ -10,6 +10,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 )
 
 // A reclaim whose commit landed but whose answer was lost (Unavailable, which the client
@@ -37,7 +38,7 @@ func TestAnAmbiguousReclaimIsCountedByWhatTheTaskHolds(t *testing.T) {
 		e.Clock.Advance(10 * time.Minute)
 
 		store := ledger.NewTaskStore(fault.Client(t, e.FS), ledger.TxConfig{})
-		wf := pmsweep.New(store, pmsweep.Config{MaxReclaims: 1}, ledger.LocalClock(e.Clock.Now))
+		wf := pmsweep.New(store, pmsweep.Config{MaxReclaims: 1}, ledgertest.LocalClock(e.Clock.Now))
 		out, stats, err := wf.RunOnce(ctx, pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "faulted"}, false, logging.Discard())
 		if err != nil {
 			t.Fatal(err)

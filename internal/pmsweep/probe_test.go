@@ -7,6 +7,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -38,7 +39,7 @@ func TestTheProbeFindsASilentTask(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := memstore.NewTasks()
 			c.put(s)
-			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledgertest.LocalClock(func() time.Time { return epoch })).Definition(),
 				pmsweep.Input{Queue: "q", TTL: 60}, epoch, c.want)
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -221,7 +222,7 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			c.seed(s, cancel)
 			cfg := c.cfg
 			cfg.Concurrency = 1
-			wf := pmsweep.New(s, cfg, ledger.LocalClock(func() time.Time { return now }))
+			wf := pmsweep.New(s, cfg, ledgertest.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(ctx, c.in, c.override, logging.Discard())
 			got := tally{scanned: out.Scanned, stale: out.Stale, poisoned: stats.Poisoned, nearTTL: stats.NearTTL, errored: stats.Errored,
 				deferred: stats.Deferred, capped: stats.Capped, outOfBudget: stats.OutOfBudget, warned: len(out.Warnings) > 0}

@@ -40,7 +40,7 @@ func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.S
 	e := &env{Env: sweeptest.NewEnv(t, epoch), queue: "q-" + uuid.NewString()[:8]}
 	e.tasks = ledger.NewTaskStore(e.FS, ledger.TxConfig{})
 	e.worker = ledgertest.Tasks{Client: e.FS, Now: e.Clock.Now}
-	e.wf = pmsweep.New(sweeptest.Wrap[pmsweep.Store](e.tasks, wrap), cfg, ledger.LocalClock(e.Clock.Now))
+	e.wf = pmsweep.New(sweeptest.Wrap[pmsweep.Store](e.tasks, wrap), cfg, ledgertest.LocalClock(e.Clock.Now))
 	e.Run(e.wf.Definition())
 	return e
 }

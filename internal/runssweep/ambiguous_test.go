@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 )
 
 // An abandonment whose commit landed but whose answer was lost (Unavailable, which the client
@@ -25,7 +26,7 @@ func TestAnAmbiguousCommitThatLandedCountsAsSweptByThisRun(t *testing.T) {
 		bg := e.start("bg", true, time.Hour)
 		fs := fault.Client(t, e.FS)
 		store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
-		wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.Clock.Now))
+		wf := runssweep.New(store, runssweep.Config{}, ledgertest.LocalClock(e.Clock.Now))
 		run := uuid.NewString()
 		out, stats, err := wf.RunOnce(context.Background(), run, runssweep.Input{OlderThanMs: 600000, Limit: 10}, false, logging.Discard())
 		if err != nil {

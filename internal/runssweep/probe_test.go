@@ -7,6 +7,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -32,7 +33,7 @@ func TestTheProbeFindsAnIdleRun(t *testing.T) {
 				}
 				s.Put(ledger.ExtensionRun{RunID: string(rune('a' + i)), Status: status, LastMovedAt: epoch.Add(-d)})
 			}
-			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledgertest.LocalClock(func() time.Time { return epoch })).Definition(),
 				runssweep.Input{Limit: 10, OlderThanMs: 60000}, epoch, c.want)
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -231,7 +232,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			c.seed(s, cancel)
-			wf := runssweep.New(s, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(func() time.Time { return now }))
+			wf := runssweep.New(s, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledgertest.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(ctx, "run-1", c.in, c.override, logging.Discard())
 			got := tally{scanned: stats.Scanned, moved: stats.Moved, errored: stats.Errored, deferred: stats.Deferred,
 				released: stats.InterlocksReleased, heldByOther: stats.InterlocksHeldByOther, outOfBu: stats.OutOfBudget}

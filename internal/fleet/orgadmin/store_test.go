@@ -7,6 +7,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -63,7 +64,7 @@ func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 func TestOrganizationListPagesEnabledAndDisabledInIDOrder(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	admin, store := orgadmin.New(fs), ledger.NewOrganizationStore(fs)
+	admin, store := orgadmin.New(fs), ledgertest.Organizations{Client: fs}
 	ctx := context.Background()
 	for i := range 5 {
 		if err := store.Put(ctx, ledger.Organization{UUID: fmt.Sprintf("org-%d", i), SweepsEnabled: i%2 == 0}); err != nil {

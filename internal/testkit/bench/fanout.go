@@ -30,6 +30,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -280,7 +281,7 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 	var reads, writes, rosterWrites, quietSweeps int
 	for i := range period {
 		at := start.Add(time.Duration(i) * time.Minute)
-		d, err := probingDispatcher(fs, topics, "sweeps", "", pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
+		d, err := probingDispatcher(fs, topics, "sweeps", "", pipeline.DispatchConfig{}, ledgertest.LocalClock(func() time.Time { return at }))
 		if err != nil {
 			return err
 		}

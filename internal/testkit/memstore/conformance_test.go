@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -90,7 +91,7 @@ func ledgerRuns(t *testing.T) func(fs *firestore.Client) runsWorld {
 				return r
 			},
 			interlock: func(tenant, ext string) (string, bool) {
-				l, ok, err := s.GetInterlock(context.Background(), tenant, ext)
+				l, ok, err := ledgertest.ExtensionRuns{Client: fs}.Interlock(context.Background(), tenant, ext)
 				if err != nil {
 					t.Fatal(err)
 				}
