@@ -250,7 +250,7 @@ func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || out["swept"] != float64(1) || len(out) != 3 {
 		t.Errorf("output %s (%v)", stdout, err)
 	}
-	if r, _ := store.GetExtensionRun(context.Background(), "r1"); r.Outcome != ledger.OutcomeAbandoned {
+	if r, _ := ledgertest.Value(store.Row(context.Background(), "r1")); r.Outcome != ledger.OutcomeAbandoned {
 		t.Errorf("run = %+v", r)
 	}
 }

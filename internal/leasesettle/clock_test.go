@@ -58,7 +58,7 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 						t.Errorf("output %+v, want only the lease Firestore last saw two hours ago abandoned", o)
 					}
 					for _, name := range live {
-						if l, err := store.GetLease(context.Background(), name); err != nil || l.Status != ledger.LeaseActive {
+						if l, err := ledgertest.Value(store.Row(context.Background(), name)); err != nil || l.Status != ledger.LeaseActive {
 							t.Errorf("the live holder whose clock is %s lost its lease: %+v %v", name, l, err)
 						}
 					}

@@ -120,7 +120,7 @@ func (e *env) leaseIn(org, group, holder string, ago time.Duration) string {
 
 func (e *env) get(id string) ledger.WorkspaceLease {
 	e.T.Helper()
-	l, err := e.store.GetLease(context.Background(), id)
+	l, err := ledgertest.Value(e.store.Row(context.Background(), id))
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -78,20 +78,6 @@ func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *fir
 	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
 }
 
-// GetExtensionRun reads one extension run.
-func (s *ExtensionRunStore) GetExtensionRun(ctx context.Context, runID string) (ExtensionRun, error) {
-	snap, err := s.run(runID).Get(ctx)
-	if err != nil {
-		return ExtensionRun{}, fmt.Errorf("get extension run %s: %w", runID, err)
-	}
-	var r ExtensionRun
-	if err := snap.DataTo(&r); err != nil {
-		return ExtensionRun{}, fmt.Errorf("decode extension run %s: %w", runID, err)
-	}
-	r.RunID = runID
-	return r, nil
-}
-
 // ExtensionRunCursor is where a scan of idle runs stopped.
 type ExtensionRunCursor struct {
 	LastMovedAt time.Time
@@ -185,11 +171,11 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 func (s *ExtensionRunStore) settledBy(ctx context.Context, runID, uuid string) (Abandonment, bool) {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	r, err := s.GetExtensionRun(ctx, runID)
+	r, err := s.Row(ctx, runID)
 	if err != nil {
 		return Abandonment{}, false
 	}
-	return AbandonedBy(r, uuid)
+	return AbandonedBy(r.Value, uuid)
 }
 
 // Evidence keys the abandonment of a background run adds, so that a run that reads its own

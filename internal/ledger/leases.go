@@ -138,20 +138,6 @@ func (s *LeaseStore) ListGroups(ctx context.Context, org string, limit int) ([]s
 	return out, nil
 }
 
-// GetLease reads a lease.
-func (s *LeaseStore) GetLease(ctx context.Context, id string) (WorkspaceLease, error) {
-	snap, err := s.lease(id).Get(ctx)
-	if err != nil {
-		return WorkspaceLease{}, fmt.Errorf("get lease %s: %w", id, err)
-	}
-	var l WorkspaceLease
-	if err := snap.DataTo(&l); err != nil {
-		return WorkspaceLease{}, fmt.Errorf("decode lease %s: %w", id, err)
-	}
-	l.UUID = id
-	return l, nil
-}
-
 // LeaseCursor is where a scan of active leases stopped.
 type LeaseCursor struct {
 	HeartbeatAt time.Time
@@ -285,7 +271,8 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Rea
 func (s *LeaseStore) abandonedBy(ctx context.Context, leaseID, uuid string) bool {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	l, err := s.GetLease(ctx, leaseID)
+	r, err := s.Row(ctx, leaseID)
+	l := r.Value
 	return err == nil && uuid != "" && l.Status == LeaseAbandoned && l.Settlement != nil && l.Settlement.WorkflowRunUUID == uuid
 }
 

@@ -138,27 +138,17 @@ func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, 
 	return id, nil
 }
 
-// GetTask reads one task.
-func (s *TaskStore) GetTask(ctx context.Context, queue, id string) (Task, error) {
-	snap, err := s.task(queue, id).Get(ctx)
-	if err != nil {
-		return Task{}, fmt.Errorf("get task %s/%s: %w", queue, id, err)
-	}
-	var t Task
-	if err := snap.DataTo(&t); err != nil {
-		return Task{}, err
-	}
-	t.Queue, t.ID = queue, id
-	return t, nil
-}
-
 // Chain returns a task's chain, head first, following prev links from the task's tip (at most
 // limit entries).
 func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit int) ([]Entry, error) {
-	t, err := s.GetTask(ctx, queue, id)
+	r, err := s.Row(ctx, queue, id)
+	if err == nil && r.Malformed != "" {
+		err = fmt.Errorf("decode task %s/%s: %s", queue, id, r.Malformed)
+	}
 	if err != nil {
 		return nil, err
 	}
+	t := r.Value
 	tip := map[string]string{ChainStatuses: t.StatusTip, ChainReports: t.ReportTip, ChainHeartbeats: t.HeartbeatTip}[chain]
 	var out []Entry
 	for tip != "" && len(out) < limit {
@@ -336,8 +326,8 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 func (s *TaskStore) statusTipIs(ctx context.Context, queue, id, sha string) bool {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	t, err := s.GetTask(ctx, queue, id)
-	return err == nil && t.StatusTip == sha
+	r, err := s.Row(ctx, queue, id)
+	return err == nil && r.Value.StatusTip == sha
 }
 
 // PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task and

@@ -59,7 +59,7 @@ func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 						t.Errorf("output %+v, want only the task Firestore last saw two hours ago reclaimed", o)
 					}
 					for _, name := range live {
-						if task, err := tasks.GetTask(context.Background(), queue, name); err != nil || task.Status != ledger.TaskWorking || task.ReclaimCount != 0 {
+						if task, err := ledgertest.Value(tasks.Row(context.Background(), queue, name)); err != nil || task.Status != ledger.TaskWorking || task.ReclaimCount != 0 {
 							t.Errorf("the live worker whose clock is %s lost its task: %+v %v", name, task, err)
 						}
 					}

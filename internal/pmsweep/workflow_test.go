@@ -108,7 +108,7 @@ func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 
 func (e *env) task(id string) ledger.Task {
 	e.T.Helper()
-	t, err := e.tasks.GetTask(context.Background(), e.queue, id)
+	t, err := ledgertest.Value(e.tasks.Row(context.Background(), e.queue, id))
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -51,11 +51,11 @@ func TestAppsAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 						t.Errorf("swept %v, want only the run Firestore last saw two hours ago", out.Output["swept"])
 					}
 					for _, name := range live {
-						if r, err := store.GetExtensionRun(ctx, name); err != nil || r.Status != ledger.ExtensionRunning {
+						if r, err := ledgertest.Value(store.Row(ctx, name)); err != nil || r.Status != ledger.ExtensionRunning {
 							t.Errorf("the live app whose clock is %s was touched: %+v %v", name, r, err)
 						}
 					}
-					if r, _ := store.GetExtensionRun(ctx, "dead"); r.Outcome != ledger.OutcomeAbandoned {
+					if r, _ := ledgertest.Value(store.Row(ctx, "dead")); r.Outcome != ledger.OutcomeAbandoned {
 						t.Errorf("the dead run = %+v, want abandoned", r)
 					}
 				},

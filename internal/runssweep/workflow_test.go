@@ -80,7 +80,7 @@ func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
 
 func (e *env) run(id string) ledger.ExtensionRun {
 	e.T.Helper()
-	r, err := e.store.GetExtensionRun(context.Background(), id)
+	r, err := ledgertest.Value(e.store.Row(context.Background(), id))
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func ledgerRuns(t *testing.T) func(fs *firestore.Client) runsWorld {
 				set(t, fs, ledger.ExtensionInterlocksCollection+"/"+ledger.InterlockID(tenant, ext), ledger.Interlock{RunID: runID, AcquiredAt: t0})
 			},
 			get: func(id string) ledger.ExtensionRun {
-				r, err := s.GetExtensionRun(context.Background(), id)
+				r, err := ledgertest.Value(s.Row(context.Background(), id))
 				if err != nil {
 					t.Fatal(err)
 				}
