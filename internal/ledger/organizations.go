@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,11 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// ErrOrganizationDisabled says an organization has opted out of sweeps: its organizations
-// document is missing or its sweeps_enabled is not true. No scheduled, Pub/Sub or HTTP path
-// touches its rows; only the operator's own command, told to (--include-disabled), does.
-var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 
 // OrganizationsCollection holds one document per organization; the dispatcher enumerates it.
 const OrganizationsCollection = "organizations"

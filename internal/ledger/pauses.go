@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -15,18 +14,6 @@ const PausesCollection = "sweep_pauses"
 
 // PauseReasonMax bounds a pause's reason, in bytes.
 const PauseReasonMax = 1024
-
-// ErrPaused says the workflow is paused on the run's scope (or fleet-wide): no scheduled, Pub/Sub
-// or HTTP run of it starts, and no settling transaction of it writes, until it is resumed or
-// the pause ends. Only the stalesweep command and the HTTP face, told to, override it.
-var ErrPaused = errors.New("the workflow is paused on this scope")
-
-// PausedError says which pause stopped a run.
-type PausedError struct{ Pause Pause }
-
-func (e *PausedError) Error() string { return fmt.Sprintf("%v: %s", ErrPaused, e.Pause) }
-
-func (e *PausedError) Unwrap() error { return ErrPaused }
 
 // Pause is a sweep_pauses document: a workflow type stopped on one scope, or on every scope.
 type Pause struct {
