@@ -12,9 +12,6 @@ import (
 // PausesCollection holds one document per paused workflow type and scope (sweep_pauses).
 const PausesCollection = "sweep_pauses"
 
-// PauseReasonMax bounds a pause's reason, in bytes.
-const PauseReasonMax = 1024
-
 // Pause is a sweep_pauses document: a workflow type stopped on one scope, or on every scope.
 type Pause struct {
 	WorkflowType string `firestore:"workflow_type" json:"workflow_type"`
@@ -104,25 +101,6 @@ func ActivePause(pauses []Pause, now time.Time) *Pause {
 		if pauses[i].Active(now) {
 			return &pauses[i]
 		}
-	}
-	return nil
-}
-
-// Check reports why p cannot be stored, naming the field and the rule, or nil.
-func (p Pause) Check() error {
-	switch {
-	case p.WorkflowType == "":
-		return fmt.Errorf("workflow_type: required")
-	case p.PausedBy == "":
-		return fmt.Errorf("paused_by: required")
-	case p.PausedAt.IsZero():
-		return fmt.Errorf("paused_at: required")
-	case len(p.Reason) > PauseReasonMax:
-		return fmt.Errorf("reason: maxLength: longer than %d bytes", PauseReasonMax)
-	case !p.Until.IsZero() && !p.Until.After(p.PausedAt):
-		return fmt.Errorf("until: must be after paused_at")
-	case strings.HasPrefix(p.Scope, "/") || strings.HasSuffix(p.Scope, "/") || strings.Contains(p.Scope, "//"):
-		return fmt.Errorf("scope: format: %q has an empty part", p.Scope)
 	}
 	return nil
 }
