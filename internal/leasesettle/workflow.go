@@ -52,7 +52,7 @@ func Decide(l ledger.WorkspaceLease, holder ledger.HolderView, now time.Time, ti
 // Store is what the workflow needs of the ledger; *ledger.LeaseStore has it.
 type Store interface {
 	GetGroup(ctx context.Context, id string) (ledger.RunnerGroup, error)
-	ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error)
+	ScanActive(ctx context.Context, org, group string, after *ledger.Cursor, limit int) ([]ledger.WorkspaceLease, error)
 	Instances(ctx context.Context, ids []string) (map[string]ledger.RunnerInstance, error)
 	AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
 	// PreviewAbandonLease is AbandonLease in a dry run: the same reads and decision, nothing
@@ -196,11 +196,11 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var malformed ledger.Malformed
 	unread := false // the scan stopped with stale heartbeats still behind it
 	var holdersErr error
-	page := func(ctx context.Context, after *ledger.LeaseCursor, want int) ([]ledger.WorkspaceLease, error) {
+	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.WorkspaceLease, error) {
 		return w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
 	}
-	cursor := func(last ledger.WorkspaceLease) *ledger.LeaseCursor {
-		return &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
+	cursor := func(last ledger.WorkspaceLease) *ledger.Cursor {
+		return &ledger.Cursor{At: last.HeartbeatAt, ID: last.UUID}
 	}
 	want := func() int { return min(w.Config.PageSize, w.Config.MaxExamined-out.Examined) }
 	// complete: the scan read every active lease of the group

@@ -78,16 +78,10 @@ func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *fir
 	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
 }
 
-// ExtensionRunCursor is where a scan of idle runs stopped.
-type ExtensionRunCursor struct {
-	LastMovedAt time.Time
-	RunID       string
-}
-
 // ScanIdle returns up to limit running runs, of every tenant, whose last movement is before
 // deadline, least recently moved first (ties by id), after the cursor. A run that cannot be
 // decoded comes back with Malformed set (and its id and last_moved_at, for the cursor).
-func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *ExtensionRunCursor, limit int) ([]ExtensionRun, error) {
+func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *Cursor, limit int) ([]ExtensionRun, error) {
 	q := s.client.Collection(ExtensionRunsCollection).
 		Where("status", "==", ExtensionRunning).
 		Where("last_moved_at", "<", deadline).
@@ -95,7 +89,7 @@ func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, af
 		OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
-		q = q.StartAfter(after.LastMovedAt, s.run(after.RunID))
+		q = q.StartAfter(after.At, s.run(after.ID))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {

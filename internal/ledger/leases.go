@@ -138,21 +138,15 @@ func (s *LeaseStore) ListGroups(ctx context.Context, org string, limit int) ([]s
 	return out, nil
 }
 
-// LeaseCursor is where a scan of active leases stopped.
-type LeaseCursor struct {
-	HeartbeatAt time.Time
-	UUID        string
-}
-
 // ScanActive returns up to limit active leases of one group of one organization, oldest
 // heartbeat first, after the cursor. Only leases whose heartbeat_at is a timestamp are read: the
 // others cannot be judged by age and are reported as invisible (Invisible), never touched.
-func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *LeaseCursor, limit int) ([]WorkspaceLease, error) {
+func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *Cursor, limit int) ([]WorkspaceLease, error) {
 	q := s.active(org, group).Where("heartbeat_at", ">=", FirestoreMinTime).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
-		q = q.StartAfter(after.HeartbeatAt, s.lease(after.UUID))
+		q = q.StartAfter(after.At, s.lease(after.ID))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {

@@ -167,23 +167,17 @@ func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit in
 	return out, nil
 }
 
-// TaskCursor is where a scan of working tasks stopped.
-type TaskCursor struct {
-	LastActivityAt time.Time
-	ID             string
-}
-
 // ScanWorking returns up to limit working tasks of a queue, least recently active first, after
 // the cursor. Only tasks whose last_activity_at is a timestamp are read: the others cannot be
 // judged by age and are reported as invisible (Invisible), never touched. A task that cannot be
 // decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
-func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCursor, limit int) ([]Task, error) {
+func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *Cursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
 		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", FirestoreMinTime).
 		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
-		q = q.StartAfter(after.LastActivityAt, s.task(queue, after.ID))
+		q = q.StartAfter(after.At, s.task(queue, after.ID))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 // Store is what the sweep needs of the task ledger; *ledger.TaskStore has it.
 type Store interface {
-	ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error)
+	ScanWorking(ctx context.Context, queue string, after *ledger.Cursor, limit int) ([]ledger.Task, error)
 	CountTasks(ctx context.Context, queue string) (int64, error)
 	CountWorking(ctx context.Context, queue string) (int64, error)
 	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
@@ -169,11 +169,11 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	var stale []ledger.Task
 	var longestLive time.Duration
 	var malformed ledger.Malformed
-	page := func(ctx context.Context, after *ledger.TaskCursor, want int) ([]ledger.Task, error) {
+	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.Task, error) {
 		return w.Store.ScanWorking(ctx, in.Queue, after, want)
 	}
-	cursor := func(last ledger.Task) *ledger.TaskCursor {
-		return &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+	cursor := func(last ledger.Task) *ledger.Cursor {
+		return &ledger.Cursor{At: last.LastActivityAt, ID: last.ID}
 	}
 	pageSize := func() int { return w.Config.PageSize }
 	if _, err := agesweep.Pages(ctx, page, cursor, pageSize, func(page []ledger.Task, _ bool) bool {

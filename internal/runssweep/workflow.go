@@ -17,7 +17,7 @@ import (
 
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
 type Store interface {
-	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.ExtensionRunCursor, limit int) ([]ledger.ExtensionRun, error)
+	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.Cursor, limit int) ([]ledger.ExtensionRun, error)
 	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
 	CountRunning(ctx context.Context) (int64, error)
 	// Abandon reads the pause documents pauses names with the run, and leaves it
@@ -292,11 +292,11 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 	var malformed ledger.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
 	read := 0
-	page := func(ctx context.Context, after *ledger.ExtensionRunCursor, want int) ([]ledger.ExtensionRun, error) {
+	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.ExtensionRun, error) {
 		return w.Store.ScanIdle(ctx, deadline, after, want)
 	}
-	cursor := func(last ledger.ExtensionRun) *ledger.ExtensionRunCursor {
-		return &ledger.ExtensionRunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+	cursor := func(last ledger.ExtensionRun) *ledger.Cursor {
+		return &ledger.Cursor{At: last.LastMovedAt, ID: last.RunID}
 	}
 	want := func() int {
 		if len(idle) >= limit {

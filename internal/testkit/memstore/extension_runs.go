@@ -78,7 +78,7 @@ func (s *ExtensionRuns) idle(deadline time.Time) []ledger.ExtensionRun {
 }
 
 // ScanIdle is ExtensionRunStore.ScanIdle.
-func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.ExtensionRunCursor, limit int) ([]ledger.ExtensionRun, error) {
+func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.Cursor, limit int) ([]ledger.ExtensionRun, error) {
 	if err := s.enter(ctx, "ScanIdle", ""); err != nil {
 		return nil, fmt.Errorf("scan idle extension runs: %w", err)
 	}
@@ -86,7 +86,7 @@ func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after 
 	defer s.mu.Unlock()
 	var from *key
 	if after != nil {
-		from = &key{after.LastMovedAt, after.RunID}
+		from = &key{after.At, after.ID}
 	}
 	out := page(s.idle(deadline), func(r ledger.ExtensionRun) key { return key{r.LastMovedAt, r.RunID} }, from, limit)
 	for i, r := range out {

@@ -102,7 +102,7 @@ func (s *Leases) invisibleOf(org, group string) []string {
 }
 
 // ScanActive is LeaseStore.ScanActive.
-func (s *Leases) ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error) {
+func (s *Leases) ScanActive(ctx context.Context, org, group string, after *ledger.Cursor, limit int) ([]ledger.WorkspaceLease, error) {
 	if err := s.enter(ctx, "ScanActive", ""); err != nil {
 		return nil, fmt.Errorf("scan active leases of group %s: %w", group, err)
 	}
@@ -110,7 +110,7 @@ func (s *Leases) ScanActive(ctx context.Context, org, group string, after *ledge
 	defer s.mu.Unlock()
 	var from *key
 	if after != nil {
-		from = &key{after.HeartbeatAt, after.UUID}
+		from = &key{after.At, after.ID}
 	}
 	out := page(s.active(org, group), func(l ledger.WorkspaceLease) key { return key{l.HeartbeatAt, l.UUID} }, from, limit)
 	for i, l := range out {

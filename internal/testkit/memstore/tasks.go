@@ -75,7 +75,7 @@ func (s *Tasks) working(queue string) []ledger.Task {
 }
 
 // ScanWorking is TaskStore.ScanWorking.
-func (s *Tasks) ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error) {
+func (s *Tasks) ScanWorking(ctx context.Context, queue string, after *ledger.Cursor, limit int) ([]ledger.Task, error) {
 	if err := s.enter(ctx, "ScanWorking", ""); err != nil {
 		return nil, fmt.Errorf("scan working tasks of %s: %w", queue, err)
 	}
@@ -83,7 +83,7 @@ func (s *Tasks) ScanWorking(ctx context.Context, queue string, after *ledger.Tas
 	defer s.mu.Unlock()
 	var from *key
 	if after != nil {
-		from = &key{after.LastActivityAt, after.ID}
+		from = &key{after.At, after.ID}
 	}
 	out := page(s.working(queue), func(t ledger.Task) key { return key{t.LastActivityAt, t.ID} }, from, limit)
 	for i, t := range out {
