@@ -7,6 +7,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Input defaults and bounds.
@@ -88,8 +89,8 @@ type Stats struct {
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	// Malformed counts the scanned leases that could not be decoded, with a sample of paths:
 	// skipped, never abandoned.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
-	Raced     int               `json:"raced"` // changed between scan and transaction: kept
+	Malformed *workflow.Malformed `json:"malformed,omitempty"`
+	Raced     int                 `json:"raced"` // changed between scan and transaction: kept
 	// Refused counts, by rule, leases the run was not allowed to write (leasesettle.Refuse).
 	Refused     map[string]int `json:"refused,omitempty"`
 	Errored     int            `json:"errored"`       // transaction failed: nothing written

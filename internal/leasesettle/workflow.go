@@ -193,7 +193,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var candidates []ledger.WorkspaceLease
 	var reasons []string           // each candidate's reason
 	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
-	var malformed ledger.Malformed
+	var malformed workflow.Malformed
 	unread := false // the scan stopped with stale heartbeats still behind it
 	var holdersErr error
 	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.WorkspaceLease, error) {
@@ -277,7 +277,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		return out, stats, nil
 	}
 	inv, err := w.Store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
 	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread, complete, out.Examined)
 	if err != nil {
 		return fail("count", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Input defaults, as the seed gives them.
@@ -109,11 +110,11 @@ type Stats struct {
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	// Malformed counts the working tasks the scan could not decode, with a sample of paths:
 	// skipped, never reclaimed.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
-	NearTTL   int               `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
-	RacedWhy  map[string]int    `json:"raced_why"` // why each raced task was left
-	Errored   int               `json:"errored"`   // reclaim transaction failed: nothing written
-	Deferred  int               `json:"deferred"`  // stale, not handled: MaxStale or budget
+	Malformed *workflow.Malformed `json:"malformed,omitempty"`
+	NearTTL   int                 `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
+	RacedWhy  map[string]int      `json:"raced_why"` // why each raced task was left
+	Errored   int                 `json:"errored"`   // reclaim transaction failed: nothing written
+	Deferred  int                 `json:"deferred"`  // stale, not handled: MaxStale or budget
 	// Paused counts the stale tasks left because the sweep was paused on the queue (or
 	// fleet-wide) while it ran: the first reclaim that read the pause wrote nothing, and no later
 	// one was tried.

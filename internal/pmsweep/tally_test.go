@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a sweep decided, in a form a table can state.
@@ -151,13 +152,13 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			in:   in,
 			cfg:  pmsweep.Config{PageSize: 500},
 			seed: func(s *memstore.Tasks, _ func()) {
-				for i := range ledger.MalformedReadMax + 1 {
+				for i := range workflow.MalformedReadMax + 1 {
 					s.Put(ledger.Task{Queue: "q", ID: fmt.Sprintf("bad-%04d", i), Status: ledger.TaskWorking, LastActivityAt: stale.Add(-time.Hour), Malformed: "x"})
 				}
 				task(s, "behind", stale)
 				busy(s, 2000)
 			},
-			want: tally{scanned: 3002, malformed: ledger.MalformedReadMax, capped: true, stale: ledger.MalformedReadMax + 2, deferred: ledger.MalformedReadMax + 2, aged: ledger.MalformedReadMax + 2, live: 3002},
+			want: tally{scanned: 3002, malformed: workflow.MalformedReadMax, capped: true, stale: workflow.MalformedReadMax + 2, deferred: workflow.MalformedReadMax + 2, aged: workflow.MalformedReadMax + 2, live: 3002},
 		},
 		{
 			name: "a failed reclaim is counted; the others go ahead",

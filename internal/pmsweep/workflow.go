@@ -168,7 +168,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	// MaxStale (the rest are counted below, not read).
 	var stale []ledger.Task
 	var longestLive time.Duration
-	var malformed ledger.Malformed
+	var malformed workflow.Malformed
 	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.Task, error) {
 		return w.Store.ScanWorking(ctx, in.Queue, after, want)
 	}
@@ -179,7 +179,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	if _, err := agesweep.Pages(ctx, page, cursor, pageSize, func(page []ledger.Task, _ bool) bool {
 		for _, t := range page {
 			if t.Malformed != "" {
-				if malformed.Count == ledger.MalformedReadMax {
+				if malformed.Count == workflow.MalformedReadMax {
 					stats.Capped = true // more unreadable tasks than one run reads past
 					return false
 				}
@@ -215,7 +215,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 		return fail("count", err)
 	}
 	inv, err := w.Store.Invisible(ctx, in.Queue)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
 	if stats.NearTTL > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d working tasks have been silent for more than 2/3 of the TTL (longest %ds of %ds) without being stale yet: "+

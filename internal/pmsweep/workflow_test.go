@@ -698,7 +698,7 @@ func TestOneMalformedTaskIsSkippedAndTheRestOfTheQueueIsSwept(t *testing.T) {
 	if o.Scanned != 5 || o.Stale != 3 {
 		t.Errorf("scanned %d stale %d, want 5 (every task of the queue) and 3", o.Scanned, o.Stale)
 	}
-	var m ledger.Malformed
+	var m workflow.Malformed
 	testenv.Decode(t, out.Stats["malformed"], &m)
 	if want := ledger.TaskQueuesCollection + "/" + e.queue + "/" + ledger.TasksCollection + "/task-001"; m.Count != 1 || !slices.Equal(m.Sample, []string{want}) {
 		t.Errorf("stats.malformed = %+v, want 1: %s", m, want)

@@ -7,6 +7,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Input defaults and bounds, as seed 000 gives them.
@@ -69,11 +70,11 @@ type Stats struct {
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	// Malformed counts the scanned runs that could not be decoded, with a sample of paths:
 	// skipped, never settled.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
-	Moved     int               `json:"moved"`    // moved (or finished) after the scan: left alone
-	NotIdle   int               `json:"not_idle"` // no longer past the deadline
-	Errored   int               `json:"errored"`  // transaction failed: nothing written
-	Deferred  int               `json:"deferred"` // not attempted: budget spent
+	Malformed *workflow.Malformed `json:"malformed,omitempty"`
+	Moved     int                 `json:"moved"`    // moved (or finished) after the scan: left alone
+	NotIdle   int                 `json:"not_idle"` // no longer past the deadline
+	Errored   int                 `json:"errored"`  // transaction failed: nothing written
+	Deferred  int                 `json:"deferred"` // not attempted: budget spent
 	// Paused counts the idle runs left because the sweep was paused fleet-wide while it ran: the
 	// first abandonment that read the pause wrote nothing, and no later one was tried.
 	Paused                int    `json:"paused"`

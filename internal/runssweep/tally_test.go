@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a run decided, in a form a table can state.
@@ -175,13 +176,13 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			name: "a scan reads past at most MalformedReadMax malformed runs beyond its limit, then counts",
 			in:   runssweep.Input{Limit: 2, OlderThanMs: 60000},
 			seed: func(s *memstore.ExtensionRuns, _ func()) {
-				for i := range ledger.MalformedReadMax + 5 {
+				for i := range workflow.MalformedReadMax + 5 {
 					s.Put(ledger.ExtensionRun{RunID: fmt.Sprintf("bad-%04d", i), Status: ledger.ExtensionRunning, LastMovedAt: idle.Add(-time.Hour), Malformed: "x"})
 				}
 				run(s, "behind", idle, false)
 				quiet(s, 3000)
 			},
-			want: tally{scanned: ledger.MalformedReadMax + 2, malformed: ledger.MalformedReadMax + 2, aged: ledger.MalformedReadMax + 6, live: 4006},
+			want: tally{scanned: workflow.MalformedReadMax + 2, malformed: workflow.MalformedReadMax + 2, aged: workflow.MalformedReadMax + 6, live: 4006},
 		},
 		{
 			name: "the storm guard abandons none when most of the fleet looks idle",

@@ -155,7 +155,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 		return out, stats, agesweep.StoreError("scan", err)
 	}
 	inv, err := w.Store.Invisible(ctx)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
 	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
 	// still a storm. A scan that came back short of its limit read them all; a full one is
@@ -285,11 +285,11 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 }
 
 // scan reads up to limit idle runs that decode, least recently moved first, noting the ones that
-// do not in stats and reading past them (at most ledger.MalformedReadMax of them: malformed rows are the oldest forever, and must not take the limit's places in every run). capped says it
+// do not in stats and reading past them (at most workflow.MalformedReadMax of them: malformed rows are the oldest forever, and must not take the limit's places in every run). capped says it
 // stopped there with more behind.
 func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stats *Stats, log *slog.Logger) ([]ledger.ExtensionRun, bool, error) {
 	var idle []ledger.ExtensionRun
-	var malformed ledger.Malformed
+	var malformed workflow.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
 	read := 0
 	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.ExtensionRun, error) {
@@ -302,7 +302,7 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 		if len(idle) >= limit {
 			return 0
 		}
-		return min(limit-len(idle), limit+ledger.MalformedReadMax-read)
+		return min(limit-len(idle), limit+workflow.MalformedReadMax-read)
 	}
 	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.ExtensionRun, _ bool) bool {
 		read += len(page)

@@ -21,7 +21,7 @@ type Steps struct {
 
 // StepsOf reads Steps from a run's stats and its error; a run that failed without a
 // workflow.StepError fails t.
-func StepsOf(t *testing.T, malformed *ledger.Malformed, invisible *ledger.Invisible, verdict *storm.Verdict, err error) Steps {
+func StepsOf(t *testing.T, malformed *workflow.Malformed, invisible *ledger.Invisible, verdict *storm.Verdict, err error) Steps {
 	t.Helper()
 	var s Steps
 	if malformed != nil {
