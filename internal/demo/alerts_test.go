@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -233,7 +234,7 @@ func dispatchIncidents(t *testing.T, log *slog.Logger) {
 	tick := pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: []byte(`{"ttl": 600}`), TickID: "tick-" + uuid.NewString()}
 
 	dispatcher := func(pub pipeline.Publisher, cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
-		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: pipeline.SweepsDefault,
+		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: orgadmin.New(fs), Publisher: pub, SweepsTopic: pipeline.SweepsDefault,
 			Workflows: defs, Log: log, Config: cfg, ListQueues: queues})
 	}
 	capped := dispatcher(publisher{}, pipeline.DispatchConfig{ListMax: 2})

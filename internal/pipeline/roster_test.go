@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -32,7 +33,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	e := &rosterEnv{spy: spy, roster: rosterstore.New(fs, ledger.Retention{}, nil), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
+	e.fs, e.orgs, e.ps = fs, orgadmin.New(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
 	for i := range enabled + disabled {
 		e.put(t, fmt.Sprintf("org-%03d", i), i < enabled)
 	}

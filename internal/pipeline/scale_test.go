@@ -13,6 +13,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -145,7 +146,7 @@ func newProbeEnv(t *testing.T, orgs int) *probeEnv {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	e := &probeEnv{spy: spy, store: ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault)
+	e.fs, e.orgs, e.ps = fs, orgadmin.New(fs), newPubSub(t, pipeline.SweepsDefault)
 	bw := fs.BulkWriter(context.Background())
 	for range orgs {
 		id := uuid.NewString()

@@ -150,7 +150,7 @@ type Engine struct {
 	log        *slog.Logger
 }
 
-// Organizations says whether an organization has sweeps enabled (*ledger.OrganizationStore).
+// Organizations says whether an organization has sweeps enabled (*orgadmin.Store).
 type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -343,7 +344,7 @@ func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic, tick
 		return nil, err
 	}
 	return pipeline.NewDispatcher(pipeline.DispatcherOptions{
-		Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: topic, Config: cfg, Log: slog.New(slog.DiscardHandler),
+		Orgs: orgadmin.New(fs), Publisher: pub, SweepsTopic: topic, Config: cfg, Log: slog.New(slog.DiscardHandler),
 		Workflows:  workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)),
 		Probe:      clock,
 		Roster:     rosterstore.New(fs, ledger.Retention{}, nil),
