@@ -58,8 +58,8 @@ type Store interface {
 	// PreviewAbandonLease is AbandonLease in a dry run: the same reads and decision, nothing
 	// written.
 	PreviewAbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
-	CountActive(ctx context.Context, org, group string) (int64, error)
-	CountStale(ctx context.Context, org, group string, before time.Time) (int64, error)
+	// CountActive counts the group's active leases; with a `before` (not zero), the stale ones.
+	CountActive(ctx context.Context, org, group string, before time.Time) (int64, error)
 	Invisible(ctx context.Context, org, group string) (ledger.Invisible, error)
 }
 
@@ -341,7 +341,7 @@ var guard = agesweep.Guard{Aged: "aged", Live: "active", Settling: "abandoning"}
 func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread, complete bool, examined int) (storm.Verdict, error) {
 	aged := ageAlone
 	if unread {
-		total, err := w.Store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
+		total, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
 		if err != nil {
 			return storm.Verdict{}, err
 		}
@@ -350,7 +350,7 @@ func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout t
 	if complete {
 		return w.Config.Storm.Judge(aged, int64(examined)), nil
 	}
-	live, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	live, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, time.Time{})
 	if err != nil {
 		return storm.Verdict{}, err
 	}

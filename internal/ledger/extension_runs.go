@@ -107,18 +107,13 @@ func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, af
 	return out, nil
 }
 
-// CountRunning counts running runs of every tenant: the fleet's live rows, for the storm guard.
-// It is an aggregation query (billed by index entries read, no documents).
-func (s *ExtensionRunStore) CountRunning(ctx context.Context) (int64, error) {
+// CountRunning counts running runs of every tenant: the fleet's live rows, for the storm guard;
+// with a deadline (not zero), those whose last movement is before it, the rows a sweep would
+// abandon were it unbounded. It is an aggregation query (billed by index entries read, no
+// documents).
+func (s *ExtensionRunStore) CountRunning(ctx context.Context, deadline time.Time) (int64, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
-	return Count(ctx, q, "count running extension runs")
-}
-
-// CountIdle counts running runs whose last movement is before deadline: the rows a sweep
-// would abandon, were it unbounded.
-func (s *ExtensionRunStore) CountIdle(ctx context.Context, deadline time.Time) (int64, error) {
-	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning).Where("last_moved_at", "<", deadline)
-	return Count(ctx, q, "count idle extension runs")
+	return countBefore(ctx, q, "last_moved_at", deadline, "count running extension runs", "count idle extension runs")
 }
 
 // Abandonment is what the sweep decided about one run.

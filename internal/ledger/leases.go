@@ -164,14 +164,10 @@ func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *C
 	return out, nil
 }
 
-// CountActive counts one group's active leases: its live rows, for the storm guard.
-func (s *LeaseStore) CountActive(ctx context.Context, org, group string) (int64, error) {
-	return Count(ctx, s.active(org, group), "count active leases of group "+group)
-}
-
-// CountStale counts one group's active leases whose heartbeat is before `before`.
-func (s *LeaseStore) CountStale(ctx context.Context, org, group string, before time.Time) (int64, error) {
-	return Count(ctx, s.active(org, group).Where("heartbeat_at", "<", before), "count stale leases of group "+group)
+// CountActive counts one group's active leases: its live rows, for the storm guard; with a
+// `before` (not zero), those whose heartbeat is before it, the stale ones.
+func (s *LeaseStore) CountActive(ctx context.Context, org, group string, before time.Time) (int64, error) {
+	return countBefore(ctx, s.active(org, group), "heartbeat_at", before, "count active leases of group "+group, "count stale leases of group "+group)
 }
 
 func (s *LeaseStore) active(org, group string) firestore.Query {

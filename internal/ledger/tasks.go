@@ -200,22 +200,26 @@ func (s *TaskStore) CountTasks(ctx context.Context, queue string) (int64, error)
 	return Count(ctx, s.queue(queue).Collection(TasksCollection).Query, "count tasks of "+queue)
 }
 
-// CountWorking counts a queue's working tasks with an aggregation query (no documents read).
-func (s *TaskStore) CountWorking(ctx context.Context, queue string) (int64, error) {
+// CountWorking counts a queue's working tasks with an aggregation query (no documents read);
+// with a `before` (not zero), those whose last activity is before it, the silent ones a sweep
+// would reclaim were it unbounded.
+func (s *TaskStore) CountWorking(ctx context.Context, queue string, before time.Time) (int64, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
-	return Count(ctx, q, "count working tasks of "+queue)
-}
-
-// CountSilent counts a queue's working tasks whose last activity is before `before`: the tasks
-// a sweep would reclaim, were it unbounded.
-func (s *TaskStore) CountSilent(ctx context.Context, queue string, before time.Time) (int64, error) {
-	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking).Where("last_activity_at", "<", before)
-	return Count(ctx, q, "count silent tasks of "+queue)
+	return countBefore(ctx, q, "last_activity_at", before, "count working tasks of "+queue, "count silent tasks of "+queue)
 }
 
 // Count runs q as a count aggregation outside any transaction; what names it in the error.
 func Count(ctx context.Context, q firestore.Query, what string) (int64, error) {
 	return countIn(ctx, nil, q, what)
+}
+
+// countBefore counts the live rows q matches, all of them (named all in the error) when before
+// is zero, else those whose staleness field is before it (named stale).
+func countBefore(ctx context.Context, q firestore.Query, field string, before time.Time, all, stale string) (int64, error) {
+	if before.IsZero() {
+		return Count(ctx, q, all)
+	}
+	return Count(ctx, q.Where(field, "<", before), stale)
 }
 
 // ListQueues returns up to limit queue ids, including queues that have tasks but no document of

@@ -20,8 +20,8 @@ import (
 type Store interface {
 	ScanWorking(ctx context.Context, queue string, after *ledger.Cursor, limit int) ([]ledger.Task, error)
 	CountTasks(ctx context.Context, queue string) (int64, error)
-	CountWorking(ctx context.Context, queue string) (int64, error)
-	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
+	// CountWorking counts the queue's working tasks; with a `before` (not zero), the silent ones.
+	CountWorking(ctx context.Context, queue string, before time.Time) (int64, error)
 	// ReclaimTask reads the pause documents pauses names with the task, and leaves it
 	// (ledger.LeftPaused) when one holds.
 	ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
@@ -210,7 +210,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	if out.Scanned, err = w.Store.CountTasks(ctx, in.Queue); err != nil {
 		return fail("count", err)
 	}
-	n, err := w.Store.CountWorking(ctx, in.Queue)
+	n, err := w.Store.CountWorking(ctx, in.Queue, time.Time{})
 	if err != nil {
 		return fail("count", err)
 	}
@@ -227,7 +227,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	// unless it stopped at MaxStale; then they are counted.
 	silent := int64(len(stale))
 	if stats.Capped {
-		if silent, err = w.Store.CountSilent(ctx, in.Queue, now.Add(-ttl)); err != nil {
+		if silent, err = w.Store.CountWorking(ctx, in.Queue, now.Add(-ttl)); err != nil {
 			return fail("count", err)
 		}
 		silent = max(silent, int64(len(stale))) // a task read stale may have moved since

@@ -163,7 +163,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				run(s, "b", idle, false)
 				quiet(s, 20)
 				s.Fail = func(op, _ string) error {
-					if op == "CountIdle" { // between the scan and the count, both apps move
+					if op == "CountRunning" { // between the scan and the counts, both apps move
 						s.Move("a", now)
 						s.Move("b", now)
 					}

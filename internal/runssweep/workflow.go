@@ -18,8 +18,8 @@ import (
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
 type Store interface {
 	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.Cursor, limit int) ([]ledger.ExtensionRun, error)
-	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
-	CountRunning(ctx context.Context) (int64, error)
+	// CountRunning counts the running runs; with a deadline (not zero), the idle ones.
+	CountRunning(ctx context.Context, deadline time.Time) (int64, error)
 	// Abandon reads the pause documents pauses names with the run, and leaves it
 	// (ledger.LeftPaused) when one holds.
 	Abandon(ctx context.Context, runID string, pauses []string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
@@ -162,12 +162,12 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	// followed by a count.
 	aged := int64(len(idle))
 	if len(idle) == in.Limit || capped {
-		if aged, err = w.Store.CountIdle(ctx, deadline); err != nil {
+		if aged, err = w.Store.CountRunning(ctx, deadline); err != nil {
 			return out, stats, agesweep.StoreError("count", err)
 		}
 		aged = max(aged, int64(len(idle))) // a run read idle may have moved since
 	}
-	live, err := w.Store.CountRunning(ctx)
+	live, err := w.Store.CountRunning(ctx, time.Time{})
 	if err != nil {
 		return out, stats, agesweep.StoreError("count", err)
 	}

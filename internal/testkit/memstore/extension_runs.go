@@ -97,23 +97,17 @@ func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after 
 	return out, nil
 }
 
-// CountIdle is ExtensionRunStore.CountIdle.
-func (s *ExtensionRuns) CountIdle(ctx context.Context, deadline time.Time) (int64, error) {
-	if err := s.enter(ctx, "CountIdle", ""); err != nil {
-		return 0, fmt.Errorf("count idle extension runs: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return int64(len(s.idle(deadline))), nil
-}
-
-// CountRunning is ExtensionRunStore.CountRunning: invisible runs are running too.
-func (s *ExtensionRuns) CountRunning(ctx context.Context) (int64, error) {
+// CountRunning is ExtensionRunStore.CountRunning: invisible runs are running too, and never
+// idle.
+func (s *ExtensionRuns) CountRunning(ctx context.Context, deadline time.Time) (int64, error) {
 	if err := s.enter(ctx, "CountRunning", ""); err != nil {
-		return 0, fmt.Errorf("count running extension runs: %w", err)
+		return 0, fmt.Errorf("%s: %w", countWhat(deadline, "count running extension runs", "count idle extension runs"), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !deadline.IsZero() {
+		return int64(len(s.idle(deadline))), nil
+	}
 	n := int64(len(s.invisible))
 	for _, r := range s.runs {
 		if r.Status == ledger.ExtensionRunning {

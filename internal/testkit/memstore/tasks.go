@@ -104,23 +104,16 @@ func (s *Tasks) CountTasks(ctx context.Context, queue string) (int64, error) {
 	return int64(len(s.tasks[queue]) + len(s.invisible[queue])), nil
 }
 
-// CountWorking is TaskStore.CountWorking: invisible tasks are working too.
-func (s *Tasks) CountWorking(ctx context.Context, queue string) (int64, error) {
+// CountWorking is TaskStore.CountWorking: invisible tasks are working too, and never silent.
+func (s *Tasks) CountWorking(ctx context.Context, queue string, before time.Time) (int64, error) {
 	if err := s.enter(ctx, "CountWorking", ""); err != nil {
-		return 0, fmt.Errorf("count working tasks of %s: %w", queue, err)
+		return 0, fmt.Errorf("%s of %s: %w", countWhat(before, "count working tasks", "count silent tasks"), queue, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.working(queue)) + len(s.invisible[queue])), nil
-}
-
-// CountSilent is TaskStore.CountSilent.
-func (s *Tasks) CountSilent(ctx context.Context, queue string, before time.Time) (int64, error) {
-	if err := s.enter(ctx, "CountSilent", ""); err != nil {
-		return 0, fmt.Errorf("count silent tasks of %s: %w", queue, err)
+	if before.IsZero() {
+		return int64(len(s.working(queue)) + len(s.invisible[queue])), nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var n int64
 	for _, t := range s.working(queue) {
 		if t.LastActivityAt.Before(before) {
