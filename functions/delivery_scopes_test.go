@@ -173,7 +173,7 @@ func runsWhere(field string, value any) func(context.Context, *firestore.Client,
 func executionScope(t *testing.T, w world) (org string, docs []trackedDoc, lateSync pubsubMessage, earlier string) {
 	t.Helper()
 	org = uuid.NewString()
-	if err := ledger.NewOrganizationStore(w.fs).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+	if err := (ledgertest.Organizations{Client: w.fs}).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	stale, fresh := time.Now().Add(-staleAge), time.Now().Add(-freshAge)

@@ -17,6 +17,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -32,7 +33,7 @@ type fleet struct {
 func seedFleet(t *testing.T, w world, n, enabled int) fleet {
 	t.Helper()
 	f := fleet{enabled: map[string]bool{}, terminal: map[string][]string{}, alive: map[string][]string{}}
-	orgs := ledger.NewOrganizationStore(w.fs)
+	orgs := ledgertest.Organizations{Client: w.fs}
 	for i := range n {
 		org := uuid.NewString()
 		f.orgs = append(f.orgs, org)
@@ -258,7 +259,7 @@ func cloudEventData(push []byte) string {
 func TestMalformedMessagesAreAcknowledgedAndChangeNothing(t *testing.T) {
 	w := newWorld(t)
 	org := uuid.NewString()
-	if err := ledger.NewOrganizationStore(w.fs).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+	if err := (ledgertest.Organizations{Client: w.fs}).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	id := w.stale(t, org, kindSucceeded)

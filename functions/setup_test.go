@@ -28,6 +28,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -208,7 +209,7 @@ func (w world) sweepRun(t *testing.T, run, org string, started ...string) {
 // organization writes organizations/{org} with sweeps_enabled set to enabled.
 func (w world) organization(t *testing.T, org string, enabled bool) {
 	t.Helper()
-	if err := ledger.NewOrganizationStore(w.fs).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: enabled}); err != nil {
+	if err := (ledgertest.Organizations{Client: w.fs}).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: enabled}); err != nil {
 		t.Fatal(err)
 	}
 }

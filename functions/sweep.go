@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -56,10 +55,10 @@ func acknowledge(ctx context.Context, log *slog.Logger, out workflow.Outcome, er
 	case errors.Is(err, workflow.ErrDuplicateRun):
 		log.InfoContext(ctx, "duplicate delivery of a run that already started; acknowledged", "workflow_run_uuid", out.RunUUID)
 		return nil
-	case errors.Is(err, ledger.ErrOrganizationDisabled):
+	case errors.Is(err, workflow.ErrOrganizationDisabled):
 		log.WarnContext(ctx, "skipped: the organization opted out of sweeps; acknowledged without a run", "error", err.Error())
 		return nil
-	case errors.Is(err, ledger.ErrPaused):
+	case errors.Is(err, runstore.ErrPaused):
 		// Acknowledged: redelivering would only meet the pause again, and a tick after the
 		// resume sweeps the scope.
 		log.WarnContext(ctx, "skipped: the workflow is paused on this scope; acknowledged without a run", "workflow_run_uuid", out.RunUUID, "error", err.Error())

@@ -248,7 +248,7 @@ func TestPMSweepsTTLHasAFloorOffTheCommandLine(t *testing.T) {
 	if code, _ := post(t, "/Dispatch", ceHeaders("tick-"+queue), []byte(cloudEventData(pushBody([]byte(tick), nil, "tick-"+queue)))); code != http.StatusOK {
 		t.Errorf("tick: %d", code)
 	}
-	if got, err := ledger.NewTaskStore(w.fs, ledger.TxConfig{}).GetTask(ctx, queue, "t1"); err != nil || got.Status != ledger.TaskWorking {
+	if got, err := ledgertest.Value(ledger.NewTaskStore(w.fs, ledger.TxConfig{}).Row(ctx, queue, "t1")); err != nil || got.Status != ledger.TaskWorking {
 		t.Errorf("task = %+v, %v: still working", got, err)
 	}
 	if writes := writesUnder(mark, ledger.TaskQueuesCollection+"/"+queue); len(writes.all) != 0 {

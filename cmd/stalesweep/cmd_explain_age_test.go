@@ -77,13 +77,13 @@ func TestExplainAnAppInvocationATaskAndALease(t *testing.T) {
 	if code, _, stderr := invoke(t, "explain", "tasks/a/b/c"); code != exitInvalid || !strings.Contains(stderr, "tasks/QUEUE/TASK_ID") {
 		t.Errorf("explain tasks/a/b/c: exit %d (%s)", code, stderr)
 	}
-	if r, _ := ledger.NewExtensionRunStore(fs, ledger.TxConfig{}).GetExtensionRun(ctx, "r1"); r.Status != ledger.ExtensionRunning {
+	if r, _ := ledgertest.Value(ledger.NewExtensionRunStore(fs, ledger.TxConfig{}).Row(ctx, "r1")); r.Status != ledger.ExtensionRunning {
 		t.Errorf("explain changed the run: %+v", r)
 	}
-	if l, _ := ledger.NewLeaseStore(fs, ledger.TxConfig{}).GetLease(ctx, lease); l.Status != ledger.LeaseActive {
+	if l, _ := ledgertest.Value(ledger.NewLeaseStore(fs, ledger.TxConfig{}).Row(ctx, lease)); l.Status != ledger.LeaseActive {
 		t.Errorf("explain changed the lease: %+v", l)
 	}
-	if task, _ := ledger.NewTaskStore(fs, ledger.TxConfig{}).GetTask(ctx, "builds", "a"); task.Status != ledger.TaskWorking {
+	if task, _ := ledgertest.Value(ledger.NewTaskStore(fs, ledger.TxConfig{}).Row(ctx, "builds", "a")); task.Status != ledger.TaskWorking {
 		t.Errorf("explain changed the task: %+v", task)
 	}
 }

@@ -53,7 +53,7 @@ func TestOrgsEnableDisableAndListThroughTheLedgerTheSweepsRead(t *testing.T) {
 	if code, out, _ := invoke(t, "orgs", "enable", a); code != exitOK || !strings.Contains(out, "already enabled: "+a) {
 		t.Errorf("enable again: exit %d, %q", code, out)
 	}
-	if ok, err := ledger.NewOrganizationStore(fs).Enabled(t.Context(), a); err != nil || !ok {
+	if ok, err := orgadmin.New(fs).Enabled(t.Context(), a); err != nil || !ok {
 		t.Fatalf("the ledger says enabled %t, %v", ok, err)
 	}
 	if code, _, stderr := invoke(t, "run", syncType, "--data", data); code != exitOK {

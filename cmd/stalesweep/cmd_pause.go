@@ -47,8 +47,8 @@ start with "override_pause": true still run it. Pausing again replaces the reaso
 		switch {
 		case strings.TrimSpace(*reason) == "":
 			return c.usageError(cmd, "--reason: required: say why, for whoever the pause stops")
-		case len(*reason) > ledger.PauseReasonMax:
-			return c.usageError(cmd, "--reason: at most %d bytes", ledger.PauseReasonMax)
+		case len(*reason) > pausestore.ReasonMax:
+			return c.usageError(cmd, "--reason: at most %d bytes", pausestore.ReasonMax)
 		case *dur < 0 || *dur > PauseForMax:
 			return c.usageError(cmd, "--for: between 1s and %s, got %s", PauseForMax, *dur)
 		}

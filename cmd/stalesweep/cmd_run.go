@@ -15,8 +15,8 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Formats of what a run prints (-o).
@@ -164,10 +164,10 @@ func startErrorCode(err error, stderr io.Writer, name string) int {
 	switch {
 	case workflow.IsValidation(err):
 		return exitInvalid
-	case errors.Is(err, ledger.ErrOrganizationDisabled):
+	case errors.Is(err, workflow.ErrOrganizationDisabled):
 		fmt.Fprintf(stderr, "stalesweep %s: to sweep it anyway, add --include-disabled\n", name)
 		return exitInvalid
-	case errors.Is(err, ledger.ErrPaused):
+	case errors.Is(err, runstore.ErrPaused):
 		fmt.Fprintf(stderr, "stalesweep %s: to run it anyway, add --override-pause; to lift the pause, stalesweep resume\n", name)
 		return exitPaused
 	case contract.CodeOf(err) == contract.CodeConflict:

@@ -346,8 +346,8 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v", id, err)
 		case strings.TrimSpace(*reason) == "":
 			return c.usageError(cmd, "--reason: required: say why the run is ended, for whoever reads its record")
-		case len(*reason) > ledger.PauseReasonMax:
-			return c.usageError(cmd, "--reason: at most %d bytes", ledger.PauseReasonMax)
+		case len(*reason) > pausestore.ReasonMax:
+			return c.usageError(cmd, "--reason: at most %d bytes", pausestore.ReasonMax)
 		}
 		fsc, cfg, code := c.openFirestore("runs abandon", *project)
 		if fsc == nil {

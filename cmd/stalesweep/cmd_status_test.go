@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -24,7 +25,7 @@ func TestStatusShowsTheNextTickFleetWideAndWritesNothing(t *testing.T) {
 	fake, fs, _ := cloudRunWorld(t)
 	stale, quiet, paused, optedOut := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
 	testenv.Enable(t, fs, stale, quiet, paused)
-	if err := ledger.NewOrganizationStore(fs).Put(t.Context(), ledger.Organization{UUID: optedOut}); err != nil {
+	if err := (ledgertest.Organizations{Client: fs}).Put(t.Context(), ledger.Organization{UUID: optedOut}); err != nil {
 		t.Fatal(err)
 	}
 	staleRow(t, fs, fake, stale, "row-stale-old", cloudrunfake.Running)

@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
@@ -55,7 +56,7 @@ func TestExitCodes(t *testing.T) {
 	ctx := context.Background()
 	enabled, optedOut, held, orgToggle := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
 	testenv.Enable(t, fs, enabled, held)
-	if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: optedOut, SweepsEnabled: false}); err != nil {
+	if err := (ledgertest.Organizations{Client: fs}).Put(ctx, ledger.Organization{UUID: optedOut, SweepsEnabled: false}); err != nil {
 		t.Fatal(err)
 	}
 	staleRow(t, fs, fake, enabled, "row-1", cloudrunfake.Succeeded)

@@ -27,7 +27,7 @@ const (
 	exitConflict = 3
 	// exitNotFound: the row or run asked for does not exist.
 	exitNotFound = 4
-	// exitPaused: the workflow is paused on the run's scope (errors.Is(err, ledger.ErrPaused)).
+	// exitPaused: the workflow is paused on the run's scope (errors.Is(err, runstore.ErrPaused)).
 	exitPaused = 5
 )
 

@@ -250,7 +250,7 @@ func TestRunTheFleetSweepUnclampedFromTheCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil || out["swept"] != float64(1) || len(out) != 3 {
 		t.Errorf("output %s (%v)", stdout, err)
 	}
-	if r, _ := store.GetExtensionRun(context.Background(), "r1"); r.Outcome != ledger.OutcomeAbandoned {
+	if r, _ := ledgertest.Value(store.Row(context.Background(), "r1")); r.Outcome != ledger.OutcomeAbandoned {
 		t.Errorf("run = %+v", r)
 	}
 }
@@ -338,7 +338,7 @@ func TestRunSweepsAnOrganizationThatOptedOutOnlyWithIncludeDisabled(t *testing.T
 	for _, doc := range []string{"absent", "disabled"} {
 		org := uuid.NewString()
 		if doc == "disabled" {
-			if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
+			if err := (ledgertest.Organizations{Client: fs}).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
 				t.Fatal(err)
 			}
 		}

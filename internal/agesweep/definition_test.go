@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -59,12 +60,12 @@ func TestExplainingReadsTheRowThenTheClock(t *testing.T) {
 		return ledger.Row[string]{Fields: map[string]any{"id": id}, Value: id}, nil
 	}
 	e := explain.Explanation{ID: "r1"}
-	r, at, err := agesweep.Explaining(context.Background(), &e, ledger.LocalClock(func() time.Time { return now }), row)
+	r, at, err := agesweep.Explaining(context.Background(), &e, ledgertest.LocalClock(func() time.Time { return now }), row)
 	if err != nil || r.Value != "r1" || !at.Equal(now) || e.Row["id"] != "r1" {
 		t.Errorf("explaining = %+v %v %v, row noted %v", r, at, err, e.Row)
 	}
 	missing := explain.Explanation{ID: "r2"}
-	if _, _, err := agesweep.Explaining(context.Background(), &missing, ledger.LocalClock(func() time.Time { return now }), row); !errors.Is(err, ledger.ErrNoRow) {
+	if _, _, err := agesweep.Explaining(context.Background(), &missing, ledgertest.LocalClock(func() time.Time { return now }), row); !errors.Is(err, ledger.ErrNoRow) {
 		t.Errorf("a missing row: %v, want the read's error", err)
 	}
 	down := errors.New("unavailable")

@@ -5,7 +5,7 @@
 //	clock       now is read once (Sweep.Now), from Firestore's clock, and every age in the run
 //	            is judged on it
 //	scan        the scope's aged rows, oldest first, a page at a time (Pages), within the sweep's
-//	            bound; a row that does not decode is noted (ledger.Malformed) and read past,
+//	            bound; a row that does not decode is noted (workflow.Malformed) and read past,
 //	            never settled
 //	invisible   the scope's rows no scan can see are counted and reported, never settled
 //	guard       the aged rows (all of them, not only this run's share) against the live ones:

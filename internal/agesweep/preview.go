@@ -2,8 +2,8 @@ package agesweep
 
 import (
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // PreviewFailed notes in a dry run's preview a candidate whose read-only transaction returned
@@ -24,7 +24,7 @@ func PreviewFailed(p *explain.Preview, id string, err error, outOfBudget bool) b
 // NewPreview is a dry run's preview once the guard has judged (verdict): re-read with
 // read-only transactions, saying whether the guard would stop the run, and counting the
 // malformed rows the scan read past (malformed, nil for none).
-func NewPreview(verdict storm.Verdict, malformed *ledger.Malformed) *explain.Preview {
+func NewPreview(verdict storm.Verdict, malformed *workflow.Malformed) *explain.Preview {
 	p := explain.NewPreview(explain.ReadOnlyTransaction)
 	p.StormGuardWouldStop = verdict.Holds()
 	if malformed != nil {

@@ -4,6 +4,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Steps is what every age sweep's Stats report of the steps they share (doc.go); each embeds
@@ -14,7 +15,7 @@ type Steps struct {
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	// Malformed counts the scanned rows that could not be decoded, with a sample of paths:
 	// skipped, never settled.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
+	Malformed *workflow.Malformed `json:"malformed,omitempty"`
 	// StormGuard is the guard's verdict: the aged rows (all of them, not only this run's share)
 	// against the live ones, as the sweep's Guard names them.
 	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`

@@ -32,7 +32,7 @@ const (
 	// BlindExecutor: an executor target was judged blind (internal/blindguard): none of its rows
 	// is settled lost until an operator clears it. Fields: target.
 	BlindExecutor Event = "blind_executor"
-	// InvisibleRows: a run counted active rows no scan can see (ledger.ReportInvisible). Fields:
+	// InvisibleRows: a run counted active rows no scan can see (workflow.ReportInvisible). Fields:
 	// workflow_type (and collection, which names the queue of a pm.sweep: not a label).
 	InvisibleRows Event = "invisible_rows"
 	// RunFailed: a workflow run ended failed (the engine's summary line). Fields: workflow_type,

@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
@@ -145,7 +146,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		return defs, nil
 	}
 
-	orgs := ledger.NewOrganizationStore(a.Firestore)
+	orgs := orgadmin.New(a.Firestore)
 	pauses := pausestore.New(a.Firestore)
 	engineOpts := workflow.Options{
 		Runs:       runstore.New(a.Firestore),

@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -121,7 +122,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 		t.Fatal(err)
 	}
 	store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
-	wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(testenv.Fixed(now)))
+	wf := runssweep.New(store, runssweep.Config{}, ledgertest.LocalClock(testenv.Fixed(now)))
 	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: testenv.Fixed(now), Log: log}, wf.Definition())
 	out, err := engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerSchedule})
 	if err != nil || out.Status != workflow.StateFailed || !errors.Is(out.Err, storm.ErrTripped) {
@@ -233,7 +234,7 @@ func dispatchIncidents(t *testing.T, log *slog.Logger) {
 	tick := pipeline.Tick{WorkflowType: contract.PMSweep, InitialData: []byte(`{"ttl": 600}`), TickID: "tick-" + uuid.NewString()}
 
 	dispatcher := func(pub pipeline.Publisher, cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
-		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: pipeline.SweepsDefault,
+		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: orgadmin.New(fs), Publisher: pub, SweepsTopic: pipeline.SweepsDefault,
 			Workflows: defs, Log: log, Config: cfg, ListQueues: queues})
 	}
 	capped := dispatcher(publisher{}, pipeline.DispatchConfig{ListMax: 2})

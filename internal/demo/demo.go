@@ -150,12 +150,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	orgA, orgB := uuid.NewString(), uuid.NewString()
 	// The demo organization has sweeps enabled; the other has opted out, and nothing may touch
 	// it whatever names it.
-	orgs := ledger.NewOrganizationStore(fs)
-	if err := orgs.Put(ctx, ledger.Organization{UUID: orgA, SweepsEnabled: true}); err != nil {
-		return Result{}, err
-	}
-	if err := orgs.Put(ctx, ledger.Organization{UUID: orgB, SweepsEnabled: false}); err != nil {
-		return Result{}, err
+	for _, o := range []ledger.Organization{{UUID: orgA, SweepsEnabled: true}, {UUID: orgB, SweepsEnabled: false}} {
+		if _, err := fs.Collection(ledger.OrganizationsCollection).Doc(o.UUID).Set(ctx, o); err != nil {
+			return Result{}, fmt.Errorf("put organization %s: %w", o.UUID, err)
+		}
 	}
 	rows, err := seed(ctx, fs, fake, orgA, orgB, time.Now())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // Input defaults and bounds, as the seed gives them; the input schema carries the same numbers
@@ -107,13 +108,13 @@ type Stats struct {
 	Deferred int            `json:"deferred"`          // not started: executor stopped or budget spent
 	// Malformed counts undecodable rows (also counted as missing metadata), with a sample of
 	// paths: skipped, never settled.
-	Malformed   *ledger.Malformed `json:"malformed,omitempty"`
-	ScanCapped  bool              `json:"scan_capped"`         // the scan stopped at its document cap
-	StoppedBy   string            `json:"stopped_by"`          // why executor calls stopped early, if they did
-	OutOfBudget bool              `json:"out_of_budget"`       // the run's budget ran out
-	Published   int               `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
-	Errors      []RowError        `json:"errors,omitempty"`    // the first MaxErrors per-row errors
-	Skipped     []string          `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
+	Malformed   *workflow.Malformed `json:"malformed,omitempty"`
+	ScanCapped  bool                `json:"scan_capped"`         // the scan stopped at its document cap
+	StoppedBy   string              `json:"stopped_by"`          // why executor calls stopped early, if they did
+	OutOfBudget bool                `json:"out_of_budget"`       // the run's budget ran out
+	Published   int                 `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
+	Errors      []RowError          `json:"errors,omitempty"`    // the first MaxErrors per-row errors
+	Skipped     []string            `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
 	// Preview is, in a dry run, what the run would have done (preview.go); the counts above of
 	// what it did to rows then stay empty.
 	Preview *Preview `json:"preview,omitempty"`

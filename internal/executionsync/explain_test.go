@@ -96,7 +96,7 @@ func demoFleet(e *env) ([]string, string) {
 		e.put(row{observedAt: old, active: true, ref: "not-a-map"}),
 	)
 	optedOut := uuid.NewString()
-	if err := ledger.NewOrganizationStore(e.fs).Put(ctx, ledger.Organization{UUID: optedOut, SweepsEnabled: false}); err != nil {
+	if err := (ledgertest.Organizations{Client: e.fs}).Put(ctx, ledger.Organization{UUID: optedOut, SweepsEnabled: false}); err != nil {
 		e.t.Fatal(err)
 	}
 	ids = append(ids, e.put(row{org: optedOut, observedAt: old, active: true, exec: succeeded}))

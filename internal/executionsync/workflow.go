@@ -231,7 +231,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		log.Warn("executor calls stopped for the rest of the run", "stopped_by", stats.StoppedBy, "deferred", stats.Deferred)
 	}
 	c := <-invisible
-	stats.Invisible = ledger.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", c.inv, c.err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.ExecutionsCollection, "observed_at", c.inv, c.err)
 	if run.DryRun {
 		// Nothing was settled, refreshed or held: the preview says what would have been.
 		stats.Preview = preview(results, stats.Skipped, out.SkippedMissingMetadataCount)
@@ -289,7 +289,7 @@ func (r reach) unreachable() bool { return r.answered == 0 && r.other == 0 && r.
 // has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped
 // for missing metadata.
 func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats, log *slog.Logger) ([]message.Sync, error) {
-	var malformed ledger.Malformed
+	var malformed workflow.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
 	maxDocs := in.Limit * w.cfg.ScanFactor
 	var reqs []message.Sync

@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/seeds"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -646,7 +647,7 @@ func TestARowIsSettledOnlyIfItsTransactionFindsItTheRunsToWrite(t *testing.T) {
 
 func (e *env) optOut(org string) {
 	e.t.Helper()
-	if err := ledger.NewOrganizationStore(e.fs).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
+	if err := (ledgertest.Organizations{Client: e.fs}).Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: false}); err != nil {
 		e.t.Error(err)
 	}
 }

@@ -167,6 +167,6 @@ func (r Reader) OldestStale(ctx context.Context, org, provider string, now time.
 		return StaleRow{}, false, err
 	}
 	// The cursor holds the stored observed_at, which a row that does not decode still has.
-	return StaleRow{Provider: provider, RunnerExecutionUUID: rows[0].UUID, ObservedAt: cur.ObservedAt,
-		AgeSeconds: int64(now.Sub(cur.ObservedAt) / time.Second)}, true, nil
+	return StaleRow{Provider: provider, RunnerExecutionUUID: rows[0].UUID, ObservedAt: cur.At,
+		AgeSeconds: int64(now.Sub(cur.At) / time.Second)}, true, nil
 }

@@ -123,7 +123,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 		return Status{}, fmt.Errorf("read Firestore's clock: %w", err)
 	}
 	st := Status{At: now, Workflows: []WorkflowStatus{}, BlindTargets: []BlindTarget{}}
-	orgs := ledger.NewOrganizationStore(f.Firestore)
+	orgs := orgadmin.New(f.Firestore)
 	admin := orgadmin.New(f.Firestore)
 	reader := Reader{Orgs: admin, Runs: runstore.New(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
 	pauses := pausestore.New(f.Firestore)
@@ -154,7 +154,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	return st, nil
 }
 
-func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *ledger.OrganizationStore, pauses *pausestore.Store) (WorkflowStatus, error) {
+func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *orgadmin.Store, pauses *pausestore.Store) (WorkflowStatus, error) {
 	ws := WorkflowStatus{WorkflowType: string(t), Work: []ScopeWork{}, Paused: []ledger.Pause{}}
 	data := cfg.Data[t]
 	if data == nil {

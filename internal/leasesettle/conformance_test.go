@@ -142,7 +142,7 @@ func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
 					t.Errorf("output %+v, want only the lease Firestore last saw two hours ago abandoned", o)
 				}
 				for _, name := range live {
-					if l, err := store.GetLease(context.Background(), name); err != nil || l.Status != ledger.LeaseActive {
+					if l, err := ledgertest.Value(store.Row(context.Background(), name)); err != nil || l.Status != ledger.LeaseActive {
 						t.Errorf("the live holder whose clock is %s lost its lease: %+v %v", name, l, err)
 					}
 				}
@@ -165,7 +165,7 @@ func TestAnAmbiguousAbandonmentIsCountedByWhatTheLeaseHolds(t *testing.T) {
 		slices.Sort(ids)
 
 		store := ledger.NewLeaseStore(fault.Client(t, e.FS), ledger.TxConfig{})
-		wf := leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(e.Clock.Now))
+		wf := leasesettle.New(store, leasesettle.Config{}, ledgertest.LocalClock(e.Clock.Now))
 		run := workflow.Run{UUID: uuid.NewString(), Logger: logging.Discard()}
 		out, stats, err := wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 10})
 		if err != nil {
@@ -211,7 +211,7 @@ func TestTheProbeFindsAnActiveLease(t *testing.T) {
 			if c.status != "" {
 				s.Put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: c.group, Status: c.status, HeartbeatAt: epoch})
 			}
-			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+			sweeptest.Probe(t, leasesettle.New(s, leasesettle.Config{}, ledgertest.LocalClock(func() time.Time { return epoch })).Definition(),
 				leasesettle.Input{OrganizationUUID: "o", RunnerGroupUUID: "g", MaxSettlements: 10}, epoch, c.want)
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -232,7 +233,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 			c.seed(s)
 			cfg := c.cfg
 			cfg.Concurrency = 1
-			wf := leasesettle.New(s, cfg, ledger.LocalClock(func() time.Time { return now }))
+			wf := leasesettle.New(s, cfg, ledgertest.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(context.Background(), workflow.Run{UUID: "run-1", Logger: logging.Discard(),
 				StormOverride: c.override, IncludeDisabled: c.includeDisabled}, c.in)
 			got := tally{settled: map[string]string{}, kept: maps.Clone(stats.Kept), examined: out.Examined, raced: stats.Raced,

@@ -52,14 +52,14 @@ func Decide(l ledger.WorkspaceLease, holder ledger.HolderView, now time.Time, ti
 // Store is what the workflow needs of the ledger; *ledger.LeaseStore has it.
 type Store interface {
 	GetGroup(ctx context.Context, id string) (ledger.RunnerGroup, error)
-	ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error)
+	ScanActive(ctx context.Context, org, group string, after *ledger.Cursor, limit int) ([]ledger.WorkspaceLease, error)
 	Instances(ctx context.Context, ids []string) (map[string]ledger.RunnerInstance, error)
 	AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
 	// PreviewAbandonLease is AbandonLease in a dry run: the same reads and decision, nothing
 	// written.
 	PreviewAbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
-	CountActive(ctx context.Context, org, group string) (int64, error)
-	CountStale(ctx context.Context, org, group string, before time.Time) (int64, error)
+	// CountActive counts the group's active leases; with a `before` (not zero), the stale ones.
+	CountActive(ctx context.Context, org, group string, before time.Time) (int64, error)
 	Invisible(ctx context.Context, org, group string) (ledger.Invisible, error)
 }
 
@@ -184,14 +184,14 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	var candidates []ledger.WorkspaceLease
 	var reasons []string           // each candidate's reason
 	var ageAlone, staleOther int64 // examined leases with a stale heartbeat: abandoned on age alone, or judged otherwise
-	var malformed ledger.Malformed
+	var malformed workflow.Malformed
 	unread := false // the scan stopped with stale heartbeats still behind it
 	var holdersErr error
-	page := func(ctx context.Context, after *ledger.LeaseCursor, want int) ([]ledger.WorkspaceLease, error) {
+	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.WorkspaceLease, error) {
 		return w.Store.ScanActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, after, want)
 	}
-	cursor := func(last ledger.WorkspaceLease) *ledger.LeaseCursor {
-		return &ledger.LeaseCursor{HeartbeatAt: last.HeartbeatAt, UUID: last.UUID}
+	cursor := func(last ledger.WorkspaceLease) *ledger.Cursor {
+		return &ledger.Cursor{At: last.HeartbeatAt, ID: last.UUID}
 	}
 	want := func() int { return min(w.Config.PageSize, w.Config.MaxExamined-out.Examined) }
 	// complete: the scan read every active lease of the group
@@ -268,7 +268,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		return out, stats, nil
 	}
 	inv, err := w.Store.Invisible(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.WorkspaceLeasesCollection, "heartbeat_at", inv, err)
 	verdict, err := w.judge(ctx, in, now, timeout, ageAlone, staleOther, unread, complete, out.Examined)
 	if err != nil {
 		return fail("count", err)
@@ -332,7 +332,7 @@ var guard = agesweep.Guard{Aged: "aged", Live: "active", Settling: "abandoning"}
 func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread, complete bool, examined int) (storm.Verdict, error) {
 	aged := ageAlone
 	if unread {
-		total, err := w.Store.CountStale(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
+		total, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, now.Add(-timeout))
 		if err != nil {
 			return storm.Verdict{}, err
 		}
@@ -341,7 +341,7 @@ func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout t
 	if complete {
 		return w.Config.Storm.Judge(aged, int64(examined)), nil
 	}
-	live, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID)
+	live, err := w.Store.CountActive(ctx, in.OrganizationUUID, in.RunnerGroupUUID, time.Time{})
 	if err != nil {
 		return storm.Verdict{}, err
 	}

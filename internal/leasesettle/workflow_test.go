@@ -81,7 +81,7 @@ func newEnv(t *testing.T, cfg leasesettle.Config, wrap func(leasesettle.Store) l
 	e := &env{Env: sweeptest.NewEnv(t, epoch), org: uuid.NewString(), group: uuid.NewString()}
 	e.store = ledger.NewLeaseStore(e.FS, ledger.TxConfig{})
 	e.runner = ledgertest.Leases{Client: e.FS, Now: e.Clock.Now}
-	e.wf = leasesettle.New(sweeptest.Wrap[leasesettle.Store](e.store, wrap), cfg, ledger.LocalClock(e.Clock.Now))
+	e.wf = leasesettle.New(sweeptest.Wrap[leasesettle.Store](e.store, wrap), cfg, ledgertest.LocalClock(e.Clock.Now))
 	e.Run(e.wf.Definition())
 	if err := e.runner.PutGroup(context.Background(), ledger.RunnerGroup{UUID: e.group, OrganizationUUID: e.org, HeartbeatTimeoutSeconds: 300}); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func (e *env) leaseIn(org, group, holder string, ago time.Duration) string {
 
 func (e *env) get(id string) ledger.WorkspaceLease {
 	e.T.Helper()
-	l, err := e.store.GetLease(context.Background(), id)
+	l, err := ledgertest.Value(e.store.Row(context.Background(), id))
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func (e *env) move(lease, field, value string) {
 // optOut sets the env's organization's sweeps_enabled to false.
 func (e *env) optOut() {
 	e.T.Helper()
-	if err := ledger.NewOrganizationStore(e.FS).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
+	if err := (ledgertest.Organizations{Client: e.FS}).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
 		e.T.Fatal(err)
 	}
 }

@@ -40,8 +40,3 @@ func ServerClock(client *firestore.Client) Clock {
 		return snap.ReadTime.UTC(), nil
 	}
 }
-
-// LocalClock is a process clock as a Clock: for tests, which move time by hand.
-func LocalClock(now func() time.Time) Clock {
-	return func(context.Context) (time.Time, error) { return now(), nil }
-}

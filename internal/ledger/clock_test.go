@@ -38,7 +38,7 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 		if err := app.Move(ctx, "run-"+name); err != nil {
 			t.Fatal(err)
 		}
-		r, err := runs.GetExtensionRun(ctx, "run-"+name)
+		r, err := ledgertest.Value(runs.Row(ctx, "run-"+name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 		if _, err := worker.Heartbeat(ctx, l, at); err != nil {
 			t.Fatal(err)
 		}
-		task, err := tasks.GetTask(ctx, "q", l.TaskID)
+		task, err := ledgertest.Value(tasks.Row(ctx, "q", l.TaskID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 		if err := runner.Heartbeat(ctx, "lease-"+name, "h"); err != nil {
 			t.Fatal(err)
 		}
-		lease, err := leases.GetLease(ctx, "lease-"+name)
+		lease, err := ledgertest.Value(leases.Row(ctx, "lease-"+name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -139,10 +139,12 @@ type ScanQuery struct {
 	After            *Cursor // resume after this row; nil starts from the oldest
 }
 
-// Cursor is where a scan stopped: the last row's observed_at and id.
+// Cursor is where a scan stopped: the last row's value of the field the scan orders on
+// (observed_at, last_moved_at, last_activity_at, heartbeat_at) and its document id. Every scan
+// pages on one.
 type Cursor struct {
-	ObservedAt time.Time
-	UUID       string
+	At time.Time
+	ID string
 }
 
 // Scan returns one page of stale active rows of one organization and provider, oldest observed
@@ -161,7 +163,7 @@ func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *C
 		OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(q.PageSize)
 	if q.After != nil {
-		query = query.StartAfter(q.After.ObservedAt, s.ref(q.After.UUID))
+		query = query.StartAfter(q.After.At, s.ref(q.After.ID))
 	}
 	snaps, err := query.Documents(ctx).GetAll()
 	if err != nil {
@@ -178,7 +180,7 @@ func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *C
 		// The cursor needs the stored observed_at even when the rest would not decode.
 		if v, err := snap.DataAt("observed_at"); err == nil {
 			if t, ok := v.(time.Time); ok {
-				cur = &Cursor{ObservedAt: t, UUID: snap.Ref.ID}
+				cur = &Cursor{At: t, ID: snap.Ref.ID}
 			}
 		}
 	}

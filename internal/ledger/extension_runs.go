@@ -78,46 +78,10 @@ func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *fir
 	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
 }
 
-// GetExtensionRun reads one extension run.
-func (s *ExtensionRunStore) GetExtensionRun(ctx context.Context, runID string) (ExtensionRun, error) {
-	snap, err := s.run(runID).Get(ctx)
-	if err != nil {
-		return ExtensionRun{}, fmt.Errorf("get extension run %s: %w", runID, err)
-	}
-	var r ExtensionRun
-	if err := snap.DataTo(&r); err != nil {
-		return ExtensionRun{}, fmt.Errorf("decode extension run %s: %w", runID, err)
-	}
-	r.RunID = runID
-	return r, nil
-}
-
-// GetInterlock reads a tenant's extension interlock; ok is false when there is none.
-func (s *ExtensionRunStore) GetInterlock(ctx context.Context, tenantID, extensionID string) (Interlock, bool, error) {
-	snap, err := s.interlock(tenantID, extensionID).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return Interlock{}, false, nil
-	}
-	if err != nil {
-		return Interlock{}, false, fmt.Errorf("get interlock %s: %w", InterlockID(tenantID, extensionID), err)
-	}
-	var l Interlock
-	if err := snap.DataTo(&l); err != nil {
-		return Interlock{}, false, err
-	}
-	return l, true, nil
-}
-
-// ExtensionRunCursor is where a scan of idle runs stopped.
-type ExtensionRunCursor struct {
-	LastMovedAt time.Time
-	RunID       string
-}
-
 // ScanIdle returns up to limit running runs, of every tenant, whose last movement is before
 // deadline, least recently moved first (ties by id), after the cursor. A run that cannot be
 // decoded comes back with Malformed set (and its id and last_moved_at, for the cursor).
-func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *ExtensionRunCursor, limit int) ([]ExtensionRun, error) {
+func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *Cursor, limit int) ([]ExtensionRun, error) {
 	q := s.client.Collection(ExtensionRunsCollection).
 		Where("status", "==", ExtensionRunning).
 		Where("last_moved_at", "<", deadline).
@@ -125,7 +89,7 @@ func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, af
 		OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
-		q = q.StartAfter(after.LastMovedAt, s.run(after.RunID))
+		q = q.StartAfter(after.At, s.run(after.ID))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
@@ -143,18 +107,13 @@ func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, af
 	return out, nil
 }
 
-// CountRunning counts running runs of every tenant: the fleet's live rows, for the storm guard.
-// It is an aggregation query (billed by index entries read, no documents).
-func (s *ExtensionRunStore) CountRunning(ctx context.Context) (int64, error) {
+// CountRunning counts running runs of every tenant: the fleet's live rows, for the storm guard;
+// with a deadline (not zero), those whose last movement is before it, the rows a sweep would
+// abandon were it unbounded. It is an aggregation query (billed by index entries read, no
+// documents).
+func (s *ExtensionRunStore) CountRunning(ctx context.Context, deadline time.Time) (int64, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
-	return Count(ctx, q, "count running extension runs")
-}
-
-// CountIdle counts running runs whose last movement is before deadline: the rows a sweep
-// would abandon, were it unbounded.
-func (s *ExtensionRunStore) CountIdle(ctx context.Context, deadline time.Time) (int64, error) {
-	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning).Where("last_moved_at", "<", deadline)
-	return Count(ctx, q, "count idle extension runs")
+	return countBefore(ctx, q, "last_moved_at", deadline, "count running extension runs", "count idle extension runs")
 }
 
 // Abandonment is what the sweep decided about one run.
@@ -201,11 +160,11 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 func (s *ExtensionRunStore) settledBy(ctx context.Context, runID, uuid string) (Abandonment, bool) {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	r, err := s.GetExtensionRun(ctx, runID)
+	r, err := s.Row(ctx, runID)
 	if err != nil {
 		return Abandonment{}, false
 	}
-	return AbandonedBy(r, uuid)
+	return AbandonedBy(r.Value, uuid)
 }
 
 // Evidence keys the abandonment of a background run adds, so that a run that reads its own

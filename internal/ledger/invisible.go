@@ -3,12 +3,9 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"cloud.google.com/go/firestore"
-
-	"github.com/stalesweep/stalesweep/internal/alerts"
 )
 
 // Invisible is what a scope holds that no scan can see: active rows whose staleness field is
@@ -21,14 +18,6 @@ type Invisible struct {
 	// Sample holds up to InvisibleSampleMax of their ids, found among the first
 	// invisibleScanMax active rows by id; it may miss some when the scope has more.
 	Sample []string `json:"sample,omitempty"`
-}
-
-// stat is v for a run's stats: nil when nothing is invisible.
-func (v Invisible) stat() *Invisible {
-	if v.Count == 0 {
-		return nil
-	}
-	return &v
 }
 
 // Bounds of the sample of invisible rows.
@@ -176,21 +165,6 @@ func (s *TaskStore) Invisible(ctx context.Context, queue string) (Invisible, err
 // a timestamp.
 func (s *LeaseStore) Invisible(ctx context.Context, org, group string) (Invisible, error) {
 	return invisible(ctx, s.active(org, group), "heartbeat_at", "leases of group "+group)
-}
-
-// ReportInvisible logs what a count of invisible rows found (v, err) — WARNING naming the
-// collection, the field a writer must stamp, and a sample of ids — and returns it for a run's
-// stats. A failed count is logged, not fatal: it is a report, not a rule, and reads as nothing.
-func ReportInvisible(log *slog.Logger, collection, field string, v Invisible, err error) *Invisible {
-	switch {
-	case err != nil:
-		log.Warn("could not count the active rows no scan can see", "collection", collection, "error", err.Error())
-		return nil
-	case v.Count > 0:
-		log.Warn("active rows no scan can see: their "+field+" is missing or not a timestamp; a writer must stamp it (docs/data-model.md); they are never settled",
-			alerts.InvisibleRows.Attr(), "collection", collection, "invisible", v.Count, "sample", v.Sample)
-	}
-	return v.stat()
 }
 
 func isTime(v any) bool {

@@ -138,35 +138,15 @@ func (s *LeaseStore) ListGroups(ctx context.Context, org string, limit int) ([]s
 	return out, nil
 }
 
-// GetLease reads a lease.
-func (s *LeaseStore) GetLease(ctx context.Context, id string) (WorkspaceLease, error) {
-	snap, err := s.lease(id).Get(ctx)
-	if err != nil {
-		return WorkspaceLease{}, fmt.Errorf("get lease %s: %w", id, err)
-	}
-	var l WorkspaceLease
-	if err := snap.DataTo(&l); err != nil {
-		return WorkspaceLease{}, fmt.Errorf("decode lease %s: %w", id, err)
-	}
-	l.UUID = id
-	return l, nil
-}
-
-// LeaseCursor is where a scan of active leases stopped.
-type LeaseCursor struct {
-	HeartbeatAt time.Time
-	UUID        string
-}
-
 // ScanActive returns up to limit active leases of one group of one organization, oldest
 // heartbeat first, after the cursor. Only leases whose heartbeat_at is a timestamp are read: the
 // others cannot be judged by age and are reported as invisible (Invisible), never touched.
-func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *LeaseCursor, limit int) ([]WorkspaceLease, error) {
+func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *Cursor, limit int) ([]WorkspaceLease, error) {
 	q := s.active(org, group).Where("heartbeat_at", ">=", FirestoreMinTime).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
-		q = q.StartAfter(after.HeartbeatAt, s.lease(after.UUID))
+		q = q.StartAfter(after.At, s.lease(after.ID))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
@@ -184,14 +164,10 @@ func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *L
 	return out, nil
 }
 
-// CountActive counts one group's active leases: its live rows, for the storm guard.
-func (s *LeaseStore) CountActive(ctx context.Context, org, group string) (int64, error) {
-	return Count(ctx, s.active(org, group), "count active leases of group "+group)
-}
-
-// CountStale counts one group's active leases whose heartbeat is before `before`.
-func (s *LeaseStore) CountStale(ctx context.Context, org, group string, before time.Time) (int64, error) {
-	return Count(ctx, s.active(org, group).Where("heartbeat_at", "<", before), "count stale leases of group "+group)
+// CountActive counts one group's active leases: its live rows, for the storm guard; with a
+// `before` (not zero), those whose heartbeat is before it, the stale ones.
+func (s *LeaseStore) CountActive(ctx context.Context, org, group string, before time.Time) (int64, error) {
+	return countBefore(ctx, s.active(org, group), "heartbeat_at", before, "count active leases of group "+group, "count stale leases of group "+group)
 }
 
 func (s *LeaseStore) active(org, group string) firestore.Query {
@@ -285,7 +261,8 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Rea
 func (s *LeaseStore) abandonedBy(ctx context.Context, leaseID, uuid string) bool {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	l, err := s.GetLease(ctx, leaseID)
+	r, err := s.Row(ctx, leaseID)
+	l := r.Value
 	return err == nil && uuid != "" && l.Status == LeaseAbandoned && l.Settlement != nil && l.Settlement.WorkflowRunUUID == uuid
 }
 

@@ -94,7 +94,7 @@ func TestScanMarksUndecodableRowsInsteadOfFailing(t *testing.T) {
 	if len(rows) != 2 || rows[0].UUID != "bad" || rows[0].Malformed == "" || rows[1].Malformed != "" {
 		t.Fatalf("rows = %+v", rows)
 	}
-	if cur == nil || cur.UUID != "good" {
+	if cur == nil || cur.ID != "good" {
 		t.Errorf("cursor = %+v, want after good", cur)
 	}
 }

@@ -329,7 +329,7 @@ func TestTheSweepPreemptsAJavaScriptWorkerAndAnotherReclaimsTheTask(t *testing.T
 	dead, alive := run.LeftWorking[0], run.LeftWorking[1]
 
 	// The sweep reclaims the dead worker's task, on what it saw.
-	seen, err := store.GetTask(ctx, queue, dead.Task)
+	seen, err := ledgertest.Value(store.Row(ctx, queue, dead.Task))
 	if err != nil {
 		t.Fatal(err)
 	}

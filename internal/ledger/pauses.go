@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,21 +11,6 @@ import (
 
 // PausesCollection holds one document per paused workflow type and scope (sweep_pauses).
 const PausesCollection = "sweep_pauses"
-
-// PauseReasonMax bounds a pause's reason, in bytes.
-const PauseReasonMax = 1024
-
-// ErrPaused says the workflow is paused on the run's scope (or fleet-wide): no scheduled, Pub/Sub
-// or HTTP run of it starts, and no settling transaction of it writes, until it is resumed or
-// the pause ends. Only the stalesweep command and the HTTP face, told to, override it.
-var ErrPaused = errors.New("the workflow is paused on this scope")
-
-// PausedError says which pause stopped a run.
-type PausedError struct{ Pause Pause }
-
-func (e *PausedError) Error() string { return fmt.Sprintf("%v: %s", ErrPaused, e.Pause) }
-
-func (e *PausedError) Unwrap() error { return ErrPaused }
 
 // Pause is a sweep_pauses document: a workflow type stopped on one scope, or on every scope.
 type Pause struct {
@@ -117,25 +101,6 @@ func ActivePause(pauses []Pause, now time.Time) *Pause {
 		if pauses[i].Active(now) {
 			return &pauses[i]
 		}
-	}
-	return nil
-}
-
-// Check reports why p cannot be stored, naming the field and the rule, or nil.
-func (p Pause) Check() error {
-	switch {
-	case p.WorkflowType == "":
-		return fmt.Errorf("workflow_type: required")
-	case p.PausedBy == "":
-		return fmt.Errorf("paused_by: required")
-	case p.PausedAt.IsZero():
-		return fmt.Errorf("paused_at: required")
-	case len(p.Reason) > PauseReasonMax:
-		return fmt.Errorf("reason: maxLength: longer than %d bytes", PauseReasonMax)
-	case !p.Until.IsZero() && !p.Until.After(p.PausedAt):
-		return fmt.Errorf("until: must be after paused_at")
-	case strings.HasPrefix(p.Scope, "/") || strings.HasSuffix(p.Scope, "/") || strings.Contains(p.Scope, "//"):
-		return fmt.Errorf("scope: format: %q has an empty part", p.Scope)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package ledger_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,24 +53,5 @@ func TestPauseCoversItsScopeAndTheScopesUnderIt(t *testing.T) {
 	}
 	if !(ledger.Pause{}).Active(t0.Add(100 * 365 * 24 * time.Hour)) {
 		t.Error("a pause without an end must hold")
-	}
-}
-
-func TestPauseCheckNamesTheField(t *testing.T) {
-	t.Parallel()
-	ok := ledger.Pause{WorkflowType: "pm.sweep", PausedBy: "x", PausedAt: t0}
-	for field, p := range map[string]ledger.Pause{
-		"workflow_type": {PausedBy: "x", PausedAt: t0},
-		"paused_by":     {WorkflowType: "pm.sweep", PausedAt: t0},
-		"until":         {WorkflowType: "pm.sweep", PausedBy: "x", PausedAt: t0, Until: t0},
-		"scope":         {WorkflowType: "pm.sweep", PausedBy: "x", PausedAt: t0, Scope: "org/"},
-	} {
-		err := p.Check()
-		if err == nil || !strings.HasPrefix(err.Error(), field+":") {
-			t.Errorf("%s: Check() = %v, want an error naming %s", field, err, field)
-		}
-	}
-	if err := ok.Check(); err != nil {
-		t.Error(err)
 	}
 }

@@ -14,8 +14,9 @@ import (
 // ErrNoRow is the error of a row read by id that does not exist.
 var ErrNoRow = errors.New("no such document")
 
-// Row is one document as stored, read by id for explain: its fields as Firestore returns them,
-// and the row decoded into its type, or why it does not decode.
+// Row is one document as stored, read by id (explain, and a settlement read back after an
+// ambiguous commit): its fields as Firestore returns them, and the row decoded into its type, or
+// why it does not decode.
 type Row[T any] struct {
 	Fields    map[string]any
 	Value     T

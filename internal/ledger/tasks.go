@@ -138,27 +138,17 @@ func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, 
 	return id, nil
 }
 
-// GetTask reads one task.
-func (s *TaskStore) GetTask(ctx context.Context, queue, id string) (Task, error) {
-	snap, err := s.task(queue, id).Get(ctx)
-	if err != nil {
-		return Task{}, fmt.Errorf("get task %s/%s: %w", queue, id, err)
-	}
-	var t Task
-	if err := snap.DataTo(&t); err != nil {
-		return Task{}, err
-	}
-	t.Queue, t.ID = queue, id
-	return t, nil
-}
-
 // Chain returns a task's chain, head first, following prev links from the task's tip (at most
 // limit entries).
 func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit int) ([]Entry, error) {
-	t, err := s.GetTask(ctx, queue, id)
+	r, err := s.Row(ctx, queue, id)
+	if err == nil && r.Malformed != "" {
+		err = fmt.Errorf("decode task %s/%s: %s", queue, id, r.Malformed)
+	}
 	if err != nil {
 		return nil, err
 	}
+	t := r.Value
 	tip := map[string]string{ChainStatuses: t.StatusTip, ChainReports: t.ReportTip, ChainHeartbeats: t.HeartbeatTip}[chain]
 	var out []Entry
 	for tip != "" && len(out) < limit {
@@ -177,23 +167,17 @@ func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit in
 	return out, nil
 }
 
-// TaskCursor is where a scan of working tasks stopped.
-type TaskCursor struct {
-	LastActivityAt time.Time
-	ID             string
-}
-
 // ScanWorking returns up to limit working tasks of a queue, least recently active first, after
 // the cursor. Only tasks whose last_activity_at is a timestamp are read: the others cannot be
 // judged by age and are reported as invisible (Invisible), never touched. A task that cannot be
 // decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
-func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *TaskCursor, limit int) ([]Task, error) {
+func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *Cursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
 		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", FirestoreMinTime).
 		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
-		q = q.StartAfter(after.LastActivityAt, s.task(queue, after.ID))
+		q = q.StartAfter(after.At, s.task(queue, after.ID))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
@@ -216,22 +200,26 @@ func (s *TaskStore) CountTasks(ctx context.Context, queue string) (int64, error)
 	return Count(ctx, s.queue(queue).Collection(TasksCollection).Query, "count tasks of "+queue)
 }
 
-// CountWorking counts a queue's working tasks with an aggregation query (no documents read).
-func (s *TaskStore) CountWorking(ctx context.Context, queue string) (int64, error) {
+// CountWorking counts a queue's working tasks with an aggregation query (no documents read);
+// with a `before` (not zero), those whose last activity is before it, the silent ones a sweep
+// would reclaim were it unbounded.
+func (s *TaskStore) CountWorking(ctx context.Context, queue string, before time.Time) (int64, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
-	return Count(ctx, q, "count working tasks of "+queue)
-}
-
-// CountSilent counts a queue's working tasks whose last activity is before `before`: the tasks
-// a sweep would reclaim, were it unbounded.
-func (s *TaskStore) CountSilent(ctx context.Context, queue string, before time.Time) (int64, error) {
-	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking).Where("last_activity_at", "<", before)
-	return Count(ctx, q, "count silent tasks of "+queue)
+	return countBefore(ctx, q, "last_activity_at", before, "count working tasks of "+queue, "count silent tasks of "+queue)
 }
 
 // Count runs q as a count aggregation outside any transaction; what names it in the error.
 func Count(ctx context.Context, q firestore.Query, what string) (int64, error) {
 	return countIn(ctx, nil, q, what)
+}
+
+// countBefore counts the live rows q matches, all of them (named all in the error) when before
+// is zero, else those whose staleness field is before it (named stale).
+func countBefore(ctx context.Context, q firestore.Query, field string, before time.Time, all, stale string) (int64, error) {
+	if before.IsZero() {
+		return Count(ctx, q, all)
+	}
+	return Count(ctx, q.Where(field, "<", before), stale)
 }
 
 // ListQueues returns up to limit queue ids, including queues that have tasks but no document of
@@ -336,8 +324,8 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 func (s *TaskStore) statusTipIs(ctx context.Context, queue, id, sha string) bool {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
-	t, err := s.GetTask(ctx, queue, id)
-	return err == nil && t.StatusTip == sha
+	r, err := s.Row(ctx, queue, id)
+	return err == nil && r.Value.StatusTip == sha
 }
 
 // PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task and

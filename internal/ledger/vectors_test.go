@@ -46,7 +46,7 @@ func TestTheProductsOwnEntriesVerifyWithAReferenceCanonicalizer(t *testing.T) {
 		if _, err := worker.Report(ctx, l, "say \"hi\"\\ \t\n \u0001 <b>&</b> naïve 😀 \u2029", tick()); err != nil {
 			t.Fatal(err)
 		}
-		task, err := store.GetTask(ctx, queue, l.TaskID)
+		task, err := ledgertest.Value(store.Row(ctx, queue, l.TaskID))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
@@ -104,7 +105,7 @@ type Workflows interface {
 
 // Dispatcher turns a tick into sweep messages.
 type Dispatcher struct {
-	orgs       *ledger.OrganizationStore
+	orgs       *orgadmin.Store
 	pub        Publisher
 	topic      string
 	cfg        DispatchConfig
@@ -127,7 +128,7 @@ type PauseLister interface {
 // DispatcherOptions is what a Dispatcher is built from. Orgs, Publisher, SweepsTopic, Workflows
 // and Log are required; each of the rest, left zero, leaves its feature off.
 type DispatcherOptions struct {
-	Orgs        *ledger.OrganizationStore
+	Orgs        *orgadmin.Store
 	Publisher   Publisher
 	SweepsTopic string
 	Workflows   Workflows

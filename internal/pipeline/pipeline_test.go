@@ -20,6 +20,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -91,7 +92,7 @@ func (f *fakePubSub) sweeps(t *testing.T) map[string]message.Start {
 
 type dispatchEnv struct {
 	fs       *firestore.Client
-	orgs     *ledger.OrganizationStore
+	orgs     *orgadmin.Store
 	ps       *fakePubSub
 	enabled  []string
 	disabled []string
@@ -100,10 +101,10 @@ type dispatchEnv struct {
 func newDispatchEnv(t *testing.T, enabled, disabled int) dispatchEnv {
 	t.Helper()
 	fs := testenv.Firestore(t)
-	e := dispatchEnv{fs: fs, orgs: ledger.NewOrganizationStore(fs), ps: newPubSub(t, pipeline.SweepsDefault)}
+	e := dispatchEnv{fs: fs, orgs: orgadmin.New(fs), ps: newPubSub(t, pipeline.SweepsDefault)}
 	for i := range enabled + disabled {
 		id := uuid.NewString()
-		if err := e.orgs.Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: i < enabled}); err != nil {
+		if err := (ledgertest.Organizations{Client: e.fs}).Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: i < enabled}); err != nil {
 			t.Fatal(err)
 		}
 		if i < enabled {
@@ -324,7 +325,7 @@ func TestQueueScopedTicksGoToEveryQueue(t *testing.T) {
 		}
 	}
 	build := func(cfg pipeline.DispatchConfig) *pipeline.Dispatcher {
-		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: ledger.NewOrganizationStore(fs), Publisher: ps.pub, SweepsTopic: pipeline.SweepsDefault,
+		return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: orgadmin.New(fs), Publisher: ps.pub, SweepsTopic: pipeline.SweepsDefault,
 			Workflows: seeded(), Log: logging.Discard(), Config: cfg, ListQueues: tasks.ListQueues})
 	}
 	d := build(pipeline.DispatchConfig{PageSize: 2})

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -31,7 +33,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	e := &rosterEnv{spy: spy, roster: rosterstore.New(fs, ledger.Retention{}, nil), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
+	e.fs, e.orgs, e.ps = fs, orgadmin.New(fs), newPubSub(t, pipeline.SweepsDefault, ticksTopic)
 	for i := range enabled + disabled {
 		e.put(t, fmt.Sprintf("org-%03d", i), i < enabled)
 	}
@@ -40,7 +42,7 @@ func newRosterEnv(t *testing.T, enabled, disabled int) *rosterEnv {
 
 func (e *rosterEnv) put(t *testing.T, id string, enabled bool) {
 	t.Helper()
-	if err := e.orgs.Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: enabled}); err != nil {
+	if err := (ledgertest.Organizations{Client: e.fs}).Put(context.Background(), ledger.Organization{UUID: id, SweepsEnabled: enabled}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -53,7 +55,7 @@ func (e *rosterEnv) tick(t *testing.T, id string) []pipeline.Report {
 		Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: seeded(), Log: logging.Discard(),
 		Config:     pipeline.DispatchConfig{PageSize: 4, ShardScopes: 8},
 		TicksTopic: ticksTopic,
-		Probe:      ledger.LocalClock(func() time.Time { return e.now }),
+		Probe:      ledgertest.LocalClock(func() time.Time { return e.now }),
 		Roster:     e.roster, RosterMaxAge: 10 * time.Minute,
 	})
 	next := tick

@@ -13,11 +13,13 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -144,7 +146,7 @@ func newProbeEnv(t *testing.T, orgs int) *probeEnv {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	e := &probeEnv{spy: spy, store: ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	e.fs, e.orgs, e.ps = fs, ledger.NewOrganizationStore(fs), newPubSub(t, pipeline.SweepsDefault)
+	e.fs, e.orgs, e.ps = fs, orgadmin.New(fs), newPubSub(t, pipeline.SweepsDefault)
 	bw := fs.BulkWriter(context.Background())
 	for range orgs {
 		id := uuid.NewString()
@@ -181,7 +183,7 @@ func (e *probeEnv) rows(t *testing.T, org string, n int, at time.Time, ref bool)
 
 func (e *probeEnv) dispatcher(defs definitions) *pipeline.Dispatcher {
 	return pipeline.NewDispatcher(pipeline.DispatcherOptions{Orgs: e.orgs, Publisher: e.ps.pub, SweepsTopic: pipeline.SweepsDefault, Workflows: defs,
-		Log: logging.Discard(), Config: pipeline.DispatchConfig{PageSize: 50}, Probe: ledger.LocalClock(func() time.Time { return e.now })})
+		Log: logging.Discard(), Config: pipeline.DispatchConfig{PageSize: 50}, Probe: ledgertest.LocalClock(func() time.Time { return e.now })})
 }
 
 // A quiet organization costs its probe — one query, no invocation, no run, no write — and only

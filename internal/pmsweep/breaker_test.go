@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -39,7 +40,7 @@ func TestARunWhoseStoreIsDownStopsWithinSecondsAndFailsStoreUnavailable(t *testi
 	e := newEnv(t, pmsweep.Config{}, nil)
 	rows := ledger.NewTaskStore(count.Outage.Client(t, e.FS), ledger.TxConfig{Timeout: time.Second})
 	cfg := pmsweep.Config{}.WithDefaults()
-	e.wf = pmsweep.New(reclaimThrough{Store: e.tasks, rows: rows, count: count}, cfg, ledger.LocalClock(e.Clock.Now))
+	e.wf = pmsweep.New(reclaimThrough{Store: e.tasks, rows: rows, count: count}, cfg, ledgertest.LocalClock(e.Clock.Now))
 	e.Run(e.wf.Definition())
 	e.claimed(total)
 	e.Clock.Advance(10 * time.Minute)

@@ -145,7 +145,7 @@ func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 					t.Errorf("output %+v, want only the task Firestore last saw two hours ago reclaimed", o)
 				}
 				for _, name := range live {
-					if task, err := tasks.GetTask(context.Background(), queue, name); err != nil || task.Status != ledger.TaskWorking || task.ReclaimCount != 0 {
+					if task, err := ledgertest.Value(tasks.Row(context.Background(), queue, name)); err != nil || task.Status != ledger.TaskWorking || task.ReclaimCount != 0 {
 						t.Errorf("the live worker whose clock is %s lost its task: %+v %v", name, task, err)
 					}
 				}
@@ -179,7 +179,7 @@ func TestAnAmbiguousReclaimIsCountedByWhatTheTaskHolds(t *testing.T) {
 		e.Clock.Advance(10 * time.Minute)
 
 		store := ledger.NewTaskStore(fault.Client(t, e.FS), ledger.TxConfig{})
-		wf := pmsweep.New(store, pmsweep.Config{MaxReclaims: 1}, ledger.LocalClock(e.Clock.Now))
+		wf := pmsweep.New(store, pmsweep.Config{MaxReclaims: 1}, ledgertest.LocalClock(e.Clock.Now))
 		out, stats, err := wf.RunOnce(ctx, pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "faulted"}, false, logging.Discard())
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +228,7 @@ func TestTheProbeFindsASilentTask(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := memstore.NewTasks()
 			c.put(s)
-			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+			sweeptest.Probe(t, pmsweep.New(s, pmsweep.Config{}, ledgertest.LocalClock(func() time.Time { return epoch })).Definition(),
 				pmsweep.Input{Queue: "q", TTL: 60}, epoch, c.want)
 		})
 	}

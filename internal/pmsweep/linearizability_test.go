@@ -257,7 +257,7 @@ func history(t *testing.T, seed uint64, tasks int, reclaim reclaimFunc) ([]porcu
 				defer wg.Done()
 				defer sweeping.Done()
 				for range 3 {
-					snap, err := e.tasks.GetTask(ctx, e.queue, task)
+					snap, err := ledgertest.Value(e.tasks.Row(ctx, e.queue, task))
 					if err != nil || snap.Status != ledger.TaskWorking {
 						return
 					}
@@ -352,7 +352,7 @@ func TestABlindReclaimIsReportedIllegal(t *testing.T) {
 
 	// The sweeper snapshots the head; the live worker heartbeats; then the sweeper reclaims with
 	// the head it saw.
-	snap, err := e.tasks.GetTask(ctx, e.queue, l.TaskID)
+	snap, err := ledgertest.Value(e.tasks.Row(ctx, e.queue, l.TaskID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a sweep decided, in a form a table can state.
@@ -147,13 +149,13 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			in:   in,
 			cfg:  pmsweep.Config{PageSize: 500},
 			seed: func(s *memstore.Tasks, _ func()) {
-				for i := range ledger.MalformedReadMax + 1 {
+				for i := range workflow.MalformedReadMax + 1 {
 					s.Put(ledger.Task{Queue: "q", ID: fmt.Sprintf("bad-%04d", i), Status: ledger.TaskWorking, LastActivityAt: stale.Add(-time.Hour), Malformed: "x"})
 				}
 				task(s, "behind", stale)
 				busy(s, 2000)
 			},
-			want: tally{scanned: 3002, capped: true, stale: ledger.MalformedReadMax + 2, deferred: ledger.MalformedReadMax + 2, Steps: sweeptest.Steps{Malformed: ledger.MalformedReadMax, Aged: ledger.MalformedReadMax + 2, Live: 3002}},
+			want: tally{scanned: 3002, capped: true, stale: workflow.MalformedReadMax + 2, deferred: workflow.MalformedReadMax + 2, Steps: sweeptest.Steps{Malformed: workflow.MalformedReadMax, Aged: workflow.MalformedReadMax + 2, Live: 3002}},
 		},
 		{
 			name: "a failed reclaim is counted; the others go ahead",
@@ -218,7 +220,7 @@ func TestSweepDecidesAndCountsEachTask(t *testing.T) {
 			c.seed(s, cancel)
 			cfg := c.cfg
 			cfg.Concurrency = 1
-			wf := pmsweep.New(s, cfg, ledger.LocalClock(func() time.Time { return now }))
+			wf := pmsweep.New(s, cfg, ledgertest.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(ctx, c.in, c.override, logging.Discard())
 			got := tally{scanned: out.Scanned, stale: out.Stale, poisoned: stats.Poisoned, nearTTL: stats.NearTTL, errored: stats.Errored,
 				deferred: stats.Deferred, capped: stats.Capped, outOfBudget: stats.OutOfBudget, warned: len(out.Warnings) > 0}

@@ -18,10 +18,10 @@ import (
 
 // Store is what the sweep needs of the task ledger; *ledger.TaskStore has it.
 type Store interface {
-	ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error)
+	ScanWorking(ctx context.Context, queue string, after *ledger.Cursor, limit int) ([]ledger.Task, error)
 	CountTasks(ctx context.Context, queue string) (int64, error)
-	CountWorking(ctx context.Context, queue string) (int64, error)
-	CountSilent(ctx context.Context, queue string, before time.Time) (int64, error)
+	// CountWorking counts the queue's working tasks; with a `before` (not zero), the silent ones.
+	CountWorking(ctx context.Context, queue string, before time.Time) (int64, error)
 	// ReclaimTask reads the pause documents pauses names with the task, and leaves it
 	// (ledger.LeftPaused) when one holds.
 	ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
@@ -154,18 +154,18 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	// MaxStale (the rest are counted below, not read).
 	var stale []ledger.Task
 	var longestLive time.Duration
-	var malformed ledger.Malformed
-	page := func(ctx context.Context, after *ledger.TaskCursor, want int) ([]ledger.Task, error) {
+	var malformed workflow.Malformed
+	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.Task, error) {
 		return w.Store.ScanWorking(ctx, in.Queue, after, want)
 	}
-	cursor := func(last ledger.Task) *ledger.TaskCursor {
-		return &ledger.TaskCursor{LastActivityAt: last.LastActivityAt, ID: last.ID}
+	cursor := func(last ledger.Task) *ledger.Cursor {
+		return &ledger.Cursor{At: last.LastActivityAt, ID: last.ID}
 	}
 	pageSize := func() int { return w.Config.PageSize }
 	if _, err := agesweep.Pages(ctx, page, cursor, pageSize, func(page []ledger.Task, _ bool) bool {
 		for _, t := range page {
 			if t.Malformed != "" {
-				if malformed.Count == ledger.MalformedReadMax {
+				if malformed.Count == workflow.MalformedReadMax {
 					stats.Capped = true // more unreadable tasks than one run reads past
 					return false
 				}
@@ -196,12 +196,12 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	if out.Scanned, err = w.Store.CountTasks(ctx, in.Queue); err != nil {
 		return fail("count", err)
 	}
-	n, err := w.Store.CountWorking(ctx, in.Queue)
+	n, err := w.Store.CountWorking(ctx, in.Queue, time.Time{})
 	if err != nil {
 		return fail("count", err)
 	}
 	inv, err := w.Store.Invisible(ctx, in.Queue)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.TaskQueuesCollection+"/"+in.Queue+"/"+ledger.TasksCollection, "last_activity_at", inv, err)
 	if stats.NearTTL > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d working tasks have been silent for more than 2/3 of the TTL (longest %ds of %ds) without being stale yet: "+
@@ -213,7 +213,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	// unless it stopped at MaxStale; then they are counted.
 	silent := int64(len(stale))
 	if stats.Capped {
-		if silent, err = w.Store.CountSilent(ctx, in.Queue, now.Add(-ttl)); err != nil {
+		if silent, err = w.Store.CountWorking(ctx, in.Queue, now.Add(-ttl)); err != nil {
 			return fail("count", err)
 		}
 		silent = max(silent, int64(len(stale))) // a task read stale may have moved since

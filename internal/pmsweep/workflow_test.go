@@ -40,7 +40,7 @@ func newEnv(t *testing.T, cfg pmsweep.Config, wrap func(pmsweep.Store) pmsweep.S
 	e := &env{Env: sweeptest.NewEnv(t, epoch), queue: "q-" + uuid.NewString()[:8]}
 	e.tasks = ledger.NewTaskStore(e.FS, ledger.TxConfig{})
 	e.worker = ledgertest.Tasks{Client: e.FS, Now: e.Clock.Now}
-	e.wf = pmsweep.New(sweeptest.Wrap[pmsweep.Store](e.tasks, wrap), cfg, ledger.LocalClock(e.Clock.Now))
+	e.wf = pmsweep.New(sweeptest.Wrap[pmsweep.Store](e.tasks, wrap), cfg, ledgertest.LocalClock(e.Clock.Now))
 	e.Run(e.wf.Definition())
 	return e
 }
@@ -108,7 +108,7 @@ func (e *env) sweep(input pmsweep.Input) pmsweep.Output {
 
 func (e *env) task(id string) ledger.Task {
 	e.T.Helper()
-	t, err := e.tasks.GetTask(context.Background(), e.queue, id)
+	t, err := ledgertest.Value(e.tasks.Row(context.Background(), e.queue, id))
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -688,7 +688,7 @@ func TestOneMalformedTaskIsSkippedAndTheRestOfTheQueueIsSwept(t *testing.T) {
 	if o.Scanned != 5 || o.Stale != 3 {
 		t.Errorf("scanned %d stale %d, want 5 (every task of the queue) and 3", o.Scanned, o.Stale)
 	}
-	var m ledger.Malformed
+	var m workflow.Malformed
 	testenv.Decode(t, out.Stats["malformed"], &m)
 	if want := ledger.TaskQueuesCollection + "/" + e.queue + "/" + ledger.TasksCollection + "/task-001"; m.Count != 1 || !slices.Equal(m.Sample, []string{want}) {
 		t.Errorf("stats.malformed = %+v, want 1: %s", m, want)

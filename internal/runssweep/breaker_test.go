@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/breakertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -38,7 +39,7 @@ func TestASweepWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
 	rows := ledger.NewExtensionRunStore(count.Outage.Client(t, e.FS), ledger.TxConfig{Timeout: time.Second})
 	cfg := runssweep.Config{}.WithDefaults()
-	e.wf = runssweep.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledger.LocalClock(e.Clock.Now))
+	e.wf = runssweep.New(abandonThrough{Store: e.store, rows: rows, count: count}, cfg, ledgertest.LocalClock(e.Clock.Now))
 	e.Run(e.wf.Definition())
 	ids := make(map[string]string, total) // run id → extension
 	for i := range total {

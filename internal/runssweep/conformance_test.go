@@ -53,7 +53,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 		var p *pauser
 		e := newEnv(t, func(s runssweep.Store) runssweep.Store { p = &pauser{Store: s}; return p })
 		// One run at a time, so that the pause falls between two abandonments.
-		e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(e.Clock.Now))
+		e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledgertest.LocalClock(e.Clock.Now))
 		e.Run(e.wf.Definition())
 		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
 			pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
@@ -130,11 +130,11 @@ func TestAppsAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
 					t.Errorf("swept %v, want only the run Firestore last saw two hours ago", out.Output["swept"])
 				}
 				for _, name := range live {
-					if r, err := store.GetExtensionRun(ctx, name); err != nil || r.Status != ledger.ExtensionRunning {
+					if r, err := ledgertest.Value(store.Row(ctx, name)); err != nil || r.Status != ledger.ExtensionRunning {
 						t.Errorf("the live app whose clock is %s was touched: %+v %v", name, r, err)
 					}
 				}
-				if r, _ := store.GetExtensionRun(ctx, "dead"); r.Outcome != ledger.OutcomeAbandoned {
+				if r, _ := ledgertest.Value(store.Row(ctx, "dead")); r.Outcome != ledger.OutcomeAbandoned {
 					t.Errorf("the dead run = %+v, want abandoned", r)
 				}
 			},
@@ -153,7 +153,7 @@ func TestAnAmbiguousCommitThatLandedCountsAsSweptByThisRun(t *testing.T) {
 		bg := e.start("bg", true, time.Hour)
 		fs := fault.Client(t, e.FS)
 		store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
-		wf := runssweep.New(store, runssweep.Config{}, ledger.LocalClock(e.Clock.Now))
+		wf := runssweep.New(store, runssweep.Config{}, ledgertest.LocalClock(e.Clock.Now))
 		run := uuid.NewString()
 		out, stats, err := wf.RunOnce(context.Background(), run, runssweep.Input{OlderThanMs: 600000, Limit: 10}, false, logging.Discard())
 		if err != nil {
@@ -233,7 +233,7 @@ func TestTheProbeFindsAnIdleRun(t *testing.T) {
 				}
 				s.Put(ledger.ExtensionRun{RunID: string(rune('a' + i)), Status: status, LastMovedAt: epoch.Add(-d)})
 			}
-			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledger.LocalClock(func() time.Time { return epoch })).Definition(),
+			sweeptest.Probe(t, runssweep.New(s, runssweep.Config{}, ledgertest.LocalClock(func() time.Time { return epoch })).Definition(),
 				runssweep.Input{Limit: 10, OlderThanMs: 60000}, epoch, c.want)
 		})
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
+	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
 // tally is what a run decided, in a form a table can state.
@@ -160,7 +162,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				run(s, "b", idle, false)
 				quiet(s, 20)
 				s.Fail = func(op, _ string) error {
-					if op == "CountIdle" { // between the scan and the count, both apps move
+					if op == "CountRunning" { // between the scan and the counts, both apps move
 						s.Move("a", now)
 						s.Move("b", now)
 					}
@@ -173,13 +175,13 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			name: "a scan reads past at most MalformedReadMax malformed runs beyond its limit, then counts",
 			in:   runssweep.Input{Limit: 2, OlderThanMs: 60000},
 			seed: func(s *memstore.ExtensionRuns, _ func()) {
-				for i := range ledger.MalformedReadMax + 5 {
+				for i := range workflow.MalformedReadMax + 5 {
 					s.Put(ledger.ExtensionRun{RunID: fmt.Sprintf("bad-%04d", i), Status: ledger.ExtensionRunning, LastMovedAt: idle.Add(-time.Hour), Malformed: "x"})
 				}
 				run(s, "behind", idle, false)
 				quiet(s, 3000)
 			},
-			want: tally{scanned: ledger.MalformedReadMax + 2, Steps: sweeptest.Steps{Malformed: ledger.MalformedReadMax + 2, Aged: ledger.MalformedReadMax + 6, Live: 4006}},
+			want: tally{scanned: workflow.MalformedReadMax + 2, Steps: sweeptest.Steps{Malformed: workflow.MalformedReadMax + 2, Aged: workflow.MalformedReadMax + 6, Live: 4006}},
 		},
 		{
 			name: "the storm guard abandons none when most of the fleet looks idle",
@@ -230,7 +232,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			c.seed(s, cancel)
-			wf := runssweep.New(s, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledger.LocalClock(func() time.Time { return now }))
+			wf := runssweep.New(s, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledgertest.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(ctx, "run-1", c.in, c.override, logging.Discard())
 			got := tally{scanned: stats.Scanned, moved: stats.Moved, errored: stats.Errored, deferred: stats.Deferred,
 				released: stats.InterlocksReleased, heldByOther: stats.InterlocksHeldByOther, outOfBu: stats.OutOfBudget}

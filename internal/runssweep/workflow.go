@@ -17,9 +17,9 @@ import (
 
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
 type Store interface {
-	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.ExtensionRunCursor, limit int) ([]ledger.ExtensionRun, error)
-	CountIdle(ctx context.Context, deadline time.Time) (int64, error)
-	CountRunning(ctx context.Context) (int64, error)
+	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.Cursor, limit int) ([]ledger.ExtensionRun, error)
+	// CountRunning counts the running runs; with a deadline (not zero), the idle ones.
+	CountRunning(ctx context.Context, deadline time.Time) (int64, error)
 	// Abandon reads the pause documents pauses names with the run, and leaves it
 	// (ledger.LeftPaused) when one holds.
 	Abandon(ctx context.Context, runID string, pauses []string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
@@ -135,19 +135,19 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 		return out, stats, agesweep.StoreError("scan", err)
 	}
 	inv, err := w.Store.Invisible(ctx)
-	stats.Invisible = ledger.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
+	stats.Invisible = workflow.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
 	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
 	// still a storm. A scan that came back short of its limit read them all; a full one is
 	// followed by a count.
 	aged := int64(len(idle))
 	if len(idle) == in.Limit || capped {
-		if aged, err = w.Store.CountIdle(ctx, deadline); err != nil {
+		if aged, err = w.Store.CountRunning(ctx, deadline); err != nil {
 			return out, stats, agesweep.StoreError("count", err)
 		}
 		aged = max(aged, int64(len(idle))) // a run read idle may have moved since
 	}
-	live, err := w.Store.CountRunning(ctx)
+	live, err := w.Store.CountRunning(ctx, time.Time{})
 	if err != nil {
 		return out, stats, agesweep.StoreError("count", err)
 	}
@@ -265,24 +265,24 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 }
 
 // scan reads up to limit idle runs that decode, least recently moved first, noting the ones that
-// do not in stats and reading past them (at most ledger.MalformedReadMax of them: malformed rows are the oldest forever, and must not take the limit's places in every run). capped says it
+// do not in stats and reading past them (at most workflow.MalformedReadMax of them: malformed rows are the oldest forever, and must not take the limit's places in every run). capped says it
 // stopped there with more behind.
 func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stats *Stats, log *slog.Logger) ([]ledger.ExtensionRun, bool, error) {
 	var idle []ledger.ExtensionRun
-	var malformed ledger.Malformed
+	var malformed workflow.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
 	read := 0
-	page := func(ctx context.Context, after *ledger.ExtensionRunCursor, want int) ([]ledger.ExtensionRun, error) {
+	page := func(ctx context.Context, after *ledger.Cursor, want int) ([]ledger.ExtensionRun, error) {
 		return w.Store.ScanIdle(ctx, deadline, after, want)
 	}
-	cursor := func(last ledger.ExtensionRun) *ledger.ExtensionRunCursor {
-		return &ledger.ExtensionRunCursor{LastMovedAt: last.LastMovedAt, RunID: last.RunID}
+	cursor := func(last ledger.ExtensionRun) *ledger.Cursor {
+		return &ledger.Cursor{At: last.LastMovedAt, ID: last.RunID}
 	}
 	want := func() int {
 		if len(idle) >= limit {
 			return 0
 		}
-		return min(limit-len(idle), limit+ledger.MalformedReadMax-read)
+		return min(limit-len(idle), limit+workflow.MalformedReadMax-read)
 	}
 	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.ExtensionRun, _ bool) bool {
 		read += len(page)

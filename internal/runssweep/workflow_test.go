@@ -43,7 +43,7 @@ func newEnv(t *testing.T, wrap func(runssweep.Store) runssweep.Store) *env {
 	e := &env{Env: sweeptest.NewEnv(t, epoch), tenant: "tenant-" + uuid.NewString()[:8]}
 	e.store = ledger.NewExtensionRunStore(e.FS, ledger.TxConfig{})
 	e.app = ledgertest.ExtensionRuns{Client: e.FS, Now: e.Clock.Now}
-	e.wf = runssweep.New(sweeptest.Wrap[runssweep.Store](e.store, wrap), runssweep.Config{}, ledger.LocalClock(e.Clock.Now))
+	e.wf = runssweep.New(sweeptest.Wrap[runssweep.Store](e.store, wrap), runssweep.Config{}, ledgertest.LocalClock(e.Clock.Now))
 	e.Run(e.wf.Definition())
 	return e
 }
@@ -80,7 +80,7 @@ func (e *env) mustSweep(input string) (runssweep.Output, runssweep.Stats) {
 
 func (e *env) run(id string) ledger.ExtensionRun {
 	e.T.Helper()
-	r, err := e.store.GetExtensionRun(context.Background(), id)
+	r, err := ledgertest.Value(e.store.Row(context.Background(), id))
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (e *env) run(id string) ledger.ExtensionRun {
 
 func (e *env) interlock(ext string) (ledger.Interlock, bool) {
 	e.T.Helper()
-	l, ok, err := e.store.GetInterlock(context.Background(), e.tenant, ext)
+	l, ok, err := e.app.Interlock(context.Background(), e.tenant, ext)
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -150,7 +150,7 @@ type Engine struct {
 	log        *slog.Logger
 }
 
-// Organizations says whether an organization has sweeps enabled (*ledger.OrganizationStore).
+// Organizations says whether an organization has sweeps enabled (*orgadmin.Store).
 type Organizations interface {
 	Enabled(ctx context.Context, org string) (bool, error)
 }
@@ -188,6 +188,11 @@ const GuardLeaseDefault = 30 * time.Second
 
 // ErrDuplicateRun means the run uuid has already started (a redelivered message).
 var ErrDuplicateRun = errors.New("this run has already started")
+
+// ErrOrganizationDisabled says an organization has opted out of sweeps: its organizations
+// document is missing or its sweeps_enabled is not true. No scheduled, Pub/Sub or HTTP path
+// touches its rows; only the operator's own command, told to (--include-disabled), does.
+var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 
 // NewEngine returns an engine running defs.
 func NewEngine(o Options, defs ...Definition) *Engine {
@@ -233,7 +238,7 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 // request is invalid (*contract.ValidationError), the scope is held (CodeConflict wrapping
 // runstore.ErrGuardHeld), the run uuid has already started (CodeConflict wrapping
 // ErrDuplicateRun), the scope is paused and not overridden (CodeConflict; match
-// ledger.ErrPaused), or the record cannot be created. A run that starts and fails returns
+// runstore.ErrPaused), or the record cannot be created. A run that starts and fails returns
 // an Outcome with Status failed and Err set.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
@@ -503,7 +508,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 		return err
 	})
 	var busy *runstore.GuardHeldError
-	var paused *ledger.PausedError
+	var paused *runstore.PausedError
 	if err != nil && ledger.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
 			// The commit landed and its answer was lost; the client's retry then failed (the
@@ -572,7 +577,7 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec runstore.RunRecord, gu
 	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
 }
 
-// checkOptOut refuses, forbidden wrapping ledger.ErrOrganizationDisabled, a run of an
+// checkOptOut refuses, forbidden wrapping ErrOrganizationDisabled, a run of an
 // organization that opted out.
 func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMessage, includeDisabled bool) error {
 	if e.orgs == nil || includeDisabled {
@@ -590,14 +595,14 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 		return &contract.Error{
 			Code:    contract.CodeForbidden,
 			Message: fmt.Sprintf("organization %s has sweeps disabled (organizations/%s is missing or its sweeps_enabled is not true)", org, org),
-			Err:     ledger.ErrOrganizationDisabled,
+			Err:     ErrOrganizationDisabled,
 		}
 	}
 	return nil
 }
 
 // checkPause returns the pause covering the run, refusing it (conflict wrapping a
-// *ledger.PausedError) unless it is a dry run or overrides the pause.
+// *runstore.PausedError) unless it is a dry run or overrides the pause.
 func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*ledger.Pause, error) {
 	if e.pauses == nil {
 		return nil, nil
@@ -629,7 +634,7 @@ func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error 
 		Code:    contract.CodeConflict,
 		Message: pausedMessage(typ, scope, p),
 		Details: map[string]any{"paused": details},
-		Err:     &ledger.PausedError{Pause: p},
+		Err:     &runstore.PausedError{Pause: p},
 	}
 }
 

@@ -67,12 +67,12 @@ func (p *pausedEngine) start(org string, trigger workflow.Trigger, override, dry
 // refused checks that err is the pause's refusal and that the refused start wrote nothing.
 func (p *pausedEngine) refused(t *testing.T, what string, err error) {
 	t.Helper()
-	var pe *ledger.PausedError
+	var pe *runstore.PausedError
 	switch {
 	case err == nil:
 		t.Fatalf("%s: started, want refused as paused", what)
-	case !errors.Is(err, ledger.ErrPaused) || !errors.As(err, &pe) || contract.CodeOf(err) != contract.CodeConflict:
-		t.Fatalf("%s: %v (code %s), want conflict wrapping ledger.ErrPaused", what, err, contract.CodeOf(err))
+	case !errors.Is(err, runstore.ErrPaused) || !errors.As(err, &pe) || contract.CodeOf(err) != contract.CodeConflict:
+		t.Fatalf("%s: %v (code %s), want conflict wrapping runstore.ErrPaused", what, err, contract.CodeOf(err))
 	case len(p.spy.Writes()) != 0:
 		t.Fatalf("%s: a refused run wrote %+v", what, p.spy.Writes())
 	}

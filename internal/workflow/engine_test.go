@@ -416,7 +416,7 @@ func TestAnOrganizationThatOptedOutIsRefusedUnlessTheCommandIncludesIt(t *testin
 	})
 	for _, trig := range []workflow.Trigger{workflow.TriggerSchedule, workflow.TriggerManual, workflow.TriggerLocal} {
 		_, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: trig})
-		if contract.CodeOf(err) != contract.CodeForbidden || !errors.Is(err, ledger.ErrOrganizationDisabled) {
+		if contract.CodeOf(err) != contract.CodeForbidden || !errors.Is(err, workflow.ErrOrganizationDisabled) {
 			t.Errorf("%s: err = %v, want forbidden: the organization opted out", trig, err)
 		}
 		if trig == workflow.TriggerLocal {

@@ -1,8 +1,8 @@
-// Package orgadmin is the operator's hand on the organizations documents: turning an
-// organization's sweeps on or off with a record of who, when and why (orgs enable, orgs disable)
-// and listing them, enabled or not (orgs list, status). The sweeps read the same documents
-// through the ledger (ledger.OrganizationStore), which says what counts as enabled
-// (ledger.SweepsEnabled).
+// Package orgadmin is the store of the organizations documents: the operator's hand on them,
+// turning an organization's sweeps on or off with a record of who, when and why (orgs enable,
+// orgs disable) and listing them, enabled or not (orgs list, status), and the reads the
+// dispatcher and the engine make of them (ListEnabled, Enabled). What counts as enabled is the
+// ledger's (ledger.SweepsEnabled), which every settling transaction reads again.
 package orgadmin
 
 import (
@@ -25,14 +25,14 @@ const (
 // ReasonMax bounds the reason recorded with a change of sweeps_enabled.
 const ReasonMax = 1024
 
-// Store changes and lists organizations.
+// Store changes, lists and reads organizations.
 type Store struct{ client *firestore.Client }
 
 // New returns a store on client.
 func New(client *firestore.Client) *Store { return &Store{client: client} }
 
-// SetSweeps turns an organization's sweeps on or off (sweeps_enabled, the field ledger.OrganizationStore's
-// Enabled and ListEnabled read), recording who, when (Firestore's clock) and why; it creates the document
+// SetSweeps turns an organization's sweeps on or off (sweeps_enabled, the field Enabled and
+// ListEnabled read), recording who, when (Firestore's clock) and why; it creates the document
 // when there is none and keeps every other field a writer put there. It is idempotent: when
 // sweeps_enabled already is the boolean asked for, it writes nothing and returns false, so the
 // record of who made the change that holds stays. One transaction re-reads the document.
@@ -103,18 +103,47 @@ func (s *Store) List(ctx context.Context, after string, limit int) ([]ledger.Org
 // false, in id order, after the id `after`. An organization with no document, or with a
 // sweeps_enabled of another type, is not swept either, but cannot be found by a query.
 func (s *Store) ListDisabled(ctx context.Context, after string, limit int) ([]string, error) {
+	return s.listIDs(ctx, false, after, limit)
+}
+
+// ListEnabled returns up to limit ids of organizations with sweeps enabled, in id order, after
+// the id `after` ("" from the start): what the dispatcher enumerates.
+func (s *Store) ListEnabled(ctx context.Context, after string, limit int) ([]string, error) {
+	return s.listIDs(ctx, true, after, limit)
+}
+
+// listIDs lists the ids of organizations whose sweeps_enabled is the boolean enabled. The
+// equality filter with id order is served by Firestore's automatic single-field index.
+func (s *Store) listIDs(ctx context.Context, enabled bool, after string, limit int) ([]string, error) {
 	col := s.client.Collection(ledger.OrganizationsCollection)
-	q := col.Where("sweeps_enabled", "==", false).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	q := col.Where("sweeps_enabled", "==", enabled).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
 	if after != "" {
 		q = q.StartAfter(col.Doc(after))
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("list disabled organizations: %w", err)
+		what := "disabled"
+		if enabled {
+			what = "enabled"
+		}
+		return nil, fmt.Errorf("list %s organizations: %w", what, err)
 	}
 	ids := make([]string, len(snaps))
 	for i, snap := range snaps {
 		ids[i] = snap.Ref.ID
 	}
 	return ids, nil
+}
+
+// Enabled reports whether an organization has sweeps enabled: its document exists and its
+// sweeps_enabled is true. A missing document is not enabled, as Dispatch never lists it.
+func (s *Store) Enabled(ctx context.Context, id string) (bool, error) {
+	snap, err := s.client.Collection(ledger.OrganizationsCollection).Doc(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read organization %s: %w", id, err)
+	}
+	return ledger.SweepsEnabled(snap), nil
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	admin, store := orgadmin.New(fs), ledger.NewOrganizationStore(fs)
+	admin := orgadmin.New(fs)
 	ctx := context.Background()
 	const org = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	read := func() map[string]any {
@@ -51,7 +52,7 @@ func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 		if got["sweeps_enabled"] != st.enabled || got["sweeps_changed_by"] != st.wantBy || got["name"] != "acme" || got["sweeps_changed_at"] == nil {
 			t.Errorf("step %d: document %v", i, got)
 		}
-		if ok, err := store.Enabled(ctx, org); err != nil || ok != st.enabled {
+		if ok, err := admin.Enabled(ctx, org); err != nil || ok != st.enabled {
 			t.Errorf("step %d: Enabled = %t, %v; want %t", i, ok, err, st.enabled)
 		}
 	}
@@ -63,7 +64,7 @@ func TestSetSweepsRecordsWhoWhenAndWhyAndIsIdempotent(t *testing.T) {
 func TestOrganizationListPagesEnabledAndDisabledInIDOrder(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	admin, store := orgadmin.New(fs), ledger.NewOrganizationStore(fs)
+	admin, store := orgadmin.New(fs), ledgertest.Organizations{Client: fs}
 	ctx := context.Background()
 	for i := range 5 {
 		if err := store.Put(ctx, ledger.Organization{UUID: fmt.Sprintf("org-%d", i), SweepsEnabled: i%2 == 0}); err != nil {

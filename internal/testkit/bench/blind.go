@@ -20,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
@@ -64,7 +65,7 @@ func measureBlind(ctx context.Context, e *env, p *progress, res *Result) error {
 	defer done()
 	clock := &benchClock{t: time.Now().UTC().Truncate(time.Microsecond)}
 	org := uuid.NewString()
-	if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+	if err := (ledgertest.Organizations{Client: fs}).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
 		return err
 	}
 	old := clock.now().Add(-10 * time.Minute)

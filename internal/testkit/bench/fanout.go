@@ -25,11 +25,13 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -280,7 +282,7 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 	var reads, writes, rosterWrites, quietSweeps int
 	for i := range period {
 		at := start.Add(time.Duration(i) * time.Minute)
-		d, err := probingDispatcher(fs, topics, "sweeps", "", pipeline.DispatchConfig{}, ledger.LocalClock(func() time.Time { return at }))
+		d, err := probingDispatcher(fs, topics, "sweeps", "", pipeline.DispatchConfig{}, ledgertest.LocalClock(func() time.Time { return at }))
 		if err != nil {
 			return err
 		}
@@ -342,7 +344,7 @@ func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic, tick
 		return nil, err
 	}
 	return pipeline.NewDispatcher(pipeline.DispatcherOptions{
-		Orgs: ledger.NewOrganizationStore(fs), Publisher: pub, SweepsTopic: topic, Config: cfg, Log: slog.New(slog.DiscardHandler),
+		Orgs: orgadmin.New(fs), Publisher: pub, SweepsTopic: topic, Config: cfg, Log: slog.New(slog.DiscardHandler),
 		Workflows:  workflow.NewEngine(workflow.Options{}, wf.Definition(executionsync.CloudRun)),
 		Probe:      clock,
 		Roster:     rosterstore.New(fs, ledger.Retention{}, nil),

@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
@@ -78,7 +79,7 @@ func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time
 	w.close = func() { e.fake.SetLatency(cloudrunfake.GetExecution, 0); done() }
 	fail := func(err error) (*settling, error) { w.close(); return nil, err }
 	org := uuid.NewString()
-	if err := ledger.NewOrganizationStore(fs).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+	if err := (ledgertest.Organizations{Client: fs}).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
 		return fail(err)
 	}
 	old := time.Now().Add(-10 * time.Minute).Truncate(time.Microsecond)

@@ -150,3 +150,19 @@ func (w ExtensionRuns) interlockNaming(tx *firestore.Transaction, r ledger.Exten
 	}
 	return lock, nil
 }
+
+// Interlock reads a tenant's extension interlock, as an app about to start a background run
+// would; ok is false when there is none.
+func (w ExtensionRuns) Interlock(ctx context.Context, tenantID, extensionID string) (l ledger.Interlock, ok bool, err error) {
+	snap, err := w.interlock(tenantID, extensionID).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return ledger.Interlock{}, false, nil
+	}
+	if err != nil {
+		return ledger.Interlock{}, false, fmt.Errorf("get interlock %s: %w", ledger.InterlockID(tenantID, extensionID), err)
+	}
+	if err := snap.DataTo(&l); err != nil {
+		return ledger.Interlock{}, false, err
+	}
+	return l, true, nil
+}

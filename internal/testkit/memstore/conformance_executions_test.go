@@ -137,7 +137,7 @@ func TestExecutionScanPagesAsTheLedgerDoes(t *testing.T) {
 			if len(rows) < 2 {
 				break
 			}
-			if cur == nil || cur.UUID != rows[len(rows)-1].UUID {
+			if cur == nil || cur.ID != rows[len(rows)-1].UUID {
 				t.Fatalf("page %d: cursor %+v after %v", page, cur, rows)
 			}
 			after = cur

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -36,7 +37,7 @@ func ledgerLeases(t *testing.T) func(fs *firestore.Client) leasesWorld {
 				set(t, fs, ledger.OrganizationsCollection+"/"+id, ledger.Organization{UUID: id, SweepsEnabled: enabled})
 			},
 			get: func(id string) ledger.WorkspaceLease {
-				l, err := s.GetLease(context.Background(), id)
+				l, err := ledgertest.Value(s.Row(context.Background(), id))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
 
@@ -36,7 +37,7 @@ func ledgerTasks(t *testing.T) func(fs *firestore.Client) tasksWorld {
 				set(t, fs, ledger.TaskQueuesCollection+"/"+tk.Queue+"/"+ledger.TasksCollection+"/"+tk.ID, tk)
 			},
 			get: func(id string) ledger.Task {
-				tk, err := s.GetTask(context.Background(), "q", id)
+				tk, err := ledgertest.Value(s.Row(context.Background(), "q", id))
 				if err != nil {
 					t.Fatal(err)
 				}

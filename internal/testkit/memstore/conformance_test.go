@@ -12,6 +12,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -83,14 +84,14 @@ func ledgerRuns(t *testing.T) func(fs *firestore.Client) runsWorld {
 				set(t, fs, ledger.ExtensionInterlocksCollection+"/"+ledger.InterlockID(tenant, ext), ledger.Interlock{RunID: runID, AcquiredAt: t0})
 			},
 			get: func(id string) ledger.ExtensionRun {
-				r, err := s.GetExtensionRun(context.Background(), id)
+				r, err := ledgertest.Value(s.Row(context.Background(), id))
 				if err != nil {
 					t.Fatal(err)
 				}
 				return r
 			},
 			interlock: func(tenant, ext string) (string, bool) {
-				l, ok, err := s.GetInterlock(context.Background(), tenant, ext)
+				l, ok, err := ledgertest.ExtensionRuns{Client: fs}.Interlock(context.Background(), tenant, ext)
 				if err != nil {
 					t.Fatal(err)
 				}

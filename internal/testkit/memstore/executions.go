@@ -86,7 +86,7 @@ func (s *Executions) Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Exe
 	}
 	var from *key
 	if q.After != nil {
-		from = &key{q.After.ObservedAt, q.After.UUID}
+		from = &key{q.After.At, q.After.ID}
 	}
 	out := page(stale, func(e ledger.Execution) key { return key{e.ObservedAt, e.UUID} }, from, q.PageSize)
 	var cur *ledger.Cursor
@@ -96,7 +96,7 @@ func (s *Executions) Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Exe
 		} else {
 			out[i] = clone(e)
 		}
-		cur = &ledger.Cursor{ObservedAt: e.ObservedAt, UUID: e.UUID}
+		cur = &ledger.Cursor{At: e.ObservedAt, ID: e.UUID}
 	}
 	return out, cur, nil
 }

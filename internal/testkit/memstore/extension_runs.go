@@ -78,7 +78,7 @@ func (s *ExtensionRuns) idle(deadline time.Time) []ledger.ExtensionRun {
 }
 
 // ScanIdle is ExtensionRunStore.ScanIdle.
-func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.ExtensionRunCursor, limit int) ([]ledger.ExtensionRun, error) {
+func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after *ledger.Cursor, limit int) ([]ledger.ExtensionRun, error) {
 	if err := s.enter(ctx, "ScanIdle", ""); err != nil {
 		return nil, fmt.Errorf("scan idle extension runs: %w", err)
 	}
@@ -86,7 +86,7 @@ func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after 
 	defer s.mu.Unlock()
 	var from *key
 	if after != nil {
-		from = &key{after.LastMovedAt, after.RunID}
+		from = &key{after.At, after.ID}
 	}
 	out := page(s.idle(deadline), func(r ledger.ExtensionRun) key { return key{r.LastMovedAt, r.RunID} }, from, limit)
 	for i, r := range out {
@@ -97,23 +97,17 @@ func (s *ExtensionRuns) ScanIdle(ctx context.Context, deadline time.Time, after 
 	return out, nil
 }
 
-// CountIdle is ExtensionRunStore.CountIdle.
-func (s *ExtensionRuns) CountIdle(ctx context.Context, deadline time.Time) (int64, error) {
-	if err := s.enter(ctx, "CountIdle", ""); err != nil {
-		return 0, fmt.Errorf("count idle extension runs: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return int64(len(s.idle(deadline))), nil
-}
-
-// CountRunning is ExtensionRunStore.CountRunning: invisible runs are running too.
-func (s *ExtensionRuns) CountRunning(ctx context.Context) (int64, error) {
+// CountRunning is ExtensionRunStore.CountRunning: invisible runs are running too, and never
+// idle.
+func (s *ExtensionRuns) CountRunning(ctx context.Context, deadline time.Time) (int64, error) {
 	if err := s.enter(ctx, "CountRunning", ""); err != nil {
-		return 0, fmt.Errorf("count running extension runs: %w", err)
+		return 0, fmt.Errorf("%s: %w", countWhat(deadline, "count running extension runs", "count idle extension runs"), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !deadline.IsZero() {
+		return int64(len(s.idle(deadline))), nil
+	}
 	n := int64(len(s.invisible))
 	for _, r := range s.runs {
 		if r.Status == ledger.ExtensionRunning {

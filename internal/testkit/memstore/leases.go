@@ -102,7 +102,7 @@ func (s *Leases) invisibleOf(org, group string) []string {
 }
 
 // ScanActive is LeaseStore.ScanActive.
-func (s *Leases) ScanActive(ctx context.Context, org, group string, after *ledger.LeaseCursor, limit int) ([]ledger.WorkspaceLease, error) {
+func (s *Leases) ScanActive(ctx context.Context, org, group string, after *ledger.Cursor, limit int) ([]ledger.WorkspaceLease, error) {
 	if err := s.enter(ctx, "ScanActive", ""); err != nil {
 		return nil, fmt.Errorf("scan active leases of group %s: %w", group, err)
 	}
@@ -110,7 +110,7 @@ func (s *Leases) ScanActive(ctx context.Context, org, group string, after *ledge
 	defer s.mu.Unlock()
 	var from *key
 	if after != nil {
-		from = &key{after.HeartbeatAt, after.UUID}
+		from = &key{after.At, after.ID}
 	}
 	out := page(s.active(org, group), func(l ledger.WorkspaceLease) key { return key{l.HeartbeatAt, l.UUID} }, from, limit)
 	for i, l := range out {
@@ -137,23 +137,16 @@ func (s *Leases) Instances(ctx context.Context, ids []string) (map[string]ledger
 	return out, nil
 }
 
-// CountActive is LeaseStore.CountActive: invisible leases are active too.
-func (s *Leases) CountActive(ctx context.Context, org, group string) (int64, error) {
+// CountActive is LeaseStore.CountActive: invisible leases are active too, and never stale.
+func (s *Leases) CountActive(ctx context.Context, org, group string, before time.Time) (int64, error) {
 	if err := s.enter(ctx, "CountActive", ""); err != nil {
-		return 0, fmt.Errorf("count active leases of group %s: %w", group, err)
+		return 0, fmt.Errorf("%s of group %s: %w", countWhat(before, "count active leases", "count stale leases"), group, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.active(org, group)) + len(s.invisibleOf(org, group))), nil
-}
-
-// CountStale is LeaseStore.CountStale.
-func (s *Leases) CountStale(ctx context.Context, org, group string, before time.Time) (int64, error) {
-	if err := s.enter(ctx, "CountStale", ""); err != nil {
-		return 0, fmt.Errorf("count stale leases of group %s: %w", group, err)
+	if before.IsZero() {
+		return int64(len(s.active(org, group)) + len(s.invisibleOf(org, group))), nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var n int64
 	for _, l := range s.active(org, group) {
 		if l.HeartbeatAt.Before(before) {

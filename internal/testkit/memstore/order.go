@@ -47,3 +47,12 @@ func invisible(ids []string) ledger.Invisible {
 	}
 	return out
 }
+
+// countWhat names a count in its error as the ledger's does: all the live rows when before is
+// zero, else the stale ones.
+func countWhat(before time.Time, all, stale string) string {
+	if before.IsZero() {
+		return all
+	}
+	return stale
+}

@@ -75,7 +75,7 @@ func (s *Tasks) working(queue string) []ledger.Task {
 }
 
 // ScanWorking is TaskStore.ScanWorking.
-func (s *Tasks) ScanWorking(ctx context.Context, queue string, after *ledger.TaskCursor, limit int) ([]ledger.Task, error) {
+func (s *Tasks) ScanWorking(ctx context.Context, queue string, after *ledger.Cursor, limit int) ([]ledger.Task, error) {
 	if err := s.enter(ctx, "ScanWorking", ""); err != nil {
 		return nil, fmt.Errorf("scan working tasks of %s: %w", queue, err)
 	}
@@ -83,7 +83,7 @@ func (s *Tasks) ScanWorking(ctx context.Context, queue string, after *ledger.Tas
 	defer s.mu.Unlock()
 	var from *key
 	if after != nil {
-		from = &key{after.LastActivityAt, after.ID}
+		from = &key{after.At, after.ID}
 	}
 	out := page(s.working(queue), func(t ledger.Task) key { return key{t.LastActivityAt, t.ID} }, from, limit)
 	for i, t := range out {
@@ -104,23 +104,16 @@ func (s *Tasks) CountTasks(ctx context.Context, queue string) (int64, error) {
 	return int64(len(s.tasks[queue]) + len(s.invisible[queue])), nil
 }
 
-// CountWorking is TaskStore.CountWorking: invisible tasks are working too.
-func (s *Tasks) CountWorking(ctx context.Context, queue string) (int64, error) {
+// CountWorking is TaskStore.CountWorking: invisible tasks are working too, and never silent.
+func (s *Tasks) CountWorking(ctx context.Context, queue string, before time.Time) (int64, error) {
 	if err := s.enter(ctx, "CountWorking", ""); err != nil {
-		return 0, fmt.Errorf("count working tasks of %s: %w", queue, err)
+		return 0, fmt.Errorf("%s of %s: %w", countWhat(before, "count working tasks", "count silent tasks"), queue, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.working(queue)) + len(s.invisible[queue])), nil
-}
-
-// CountSilent is TaskStore.CountSilent.
-func (s *Tasks) CountSilent(ctx context.Context, queue string, before time.Time) (int64, error) {
-	if err := s.enter(ctx, "CountSilent", ""); err != nil {
-		return 0, fmt.Errorf("count silent tasks of %s: %w", queue, err)
+	if before.IsZero() {
+		return int64(len(s.working(queue)) + len(s.invisible[queue])), nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var n int64
 	for _, t := range s.working(queue) {
 		if t.LastActivityAt.Before(before) {

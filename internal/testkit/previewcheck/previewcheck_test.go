@@ -120,7 +120,7 @@ func seedRuns(t *testing.T) *world {
 	var store *ledger.ExtensionRunStore
 	w := newWorld(t, contract.ExtensionRunsSweep, `{"older_than_ms": 600000}`, func(w *world) workflow.Definition {
 		store = ledger.NewExtensionRunStore(w.fs, ledger.TxConfig{})
-		return runssweep.New(store, runssweep.Config{}, ledger.LocalClock(w.clock.Now)).Definition()
+		return runssweep.New(store, runssweep.Config{}, ledgertest.LocalClock(w.clock.Now)).Definition()
 	})
 	for i, ago := range []time.Duration{time.Hour, 2 * time.Hour, time.Hour, time.Minute, 2 * time.Minute} {
 		then := w.clock.Now().Add(-ago)
@@ -162,7 +162,7 @@ func seedTasks(t *testing.T) *world {
 	var tasks *ledger.TaskStore
 	w := newWorld(t, contract.PMSweep, `{"queue": "q", "ttl": 300, "reclaimer": "previewcheck"}`, func(w *world) workflow.Definition {
 		tasks = ledger.NewTaskStore(w.fs, ledger.TxConfig{})
-		return pmsweep.New(tasks, pmsweep.Config{MaxReclaims: 1}, ledger.LocalClock(w.clock.Now)).Definition()
+		return pmsweep.New(tasks, pmsweep.Config{MaxReclaims: 1}, ledgertest.LocalClock(w.clock.Now)).Definition()
 	})
 	worker := ledgertest.Tasks{Client: w.fs, Now: w.clock.Now}
 	ctx := context.Background()
@@ -179,7 +179,7 @@ func seedTasks(t *testing.T) *world {
 	// silent; live has just been claimed.
 	claim("poison")
 	w.clock.Advance(10 * time.Minute)
-	if _, _, err := pmsweep.New(tasks, pmsweep.Config{}, ledger.LocalClock(w.clock.Now)).RunOnce(ctx, pmsweep.Input{Queue: "q", TTL: 300, Reclaimer: "earlier"}, false, logging.Discard()); err != nil {
+	if _, _, err := pmsweep.New(tasks, pmsweep.Config{}, ledgertest.LocalClock(w.clock.Now)).RunOnce(ctx, pmsweep.Input{Queue: "q", TTL: 300, Reclaimer: "earlier"}, false, logging.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := worker.Next(ctx, "q", "worker-again", w.clock.Now()); err != nil {
@@ -228,7 +228,7 @@ func seedLeases(t *testing.T) *world {
 	var store *ledger.LeaseStore
 	w := newWorld(t, contract.WorkspaceLeaseSettle, fmt.Sprintf(`{"organization_uuid": %q, "runner_group_uuid": %q}`, org, group), func(w *world) workflow.Definition {
 		store = ledger.NewLeaseStore(w.fs, ledger.TxConfig{})
-		return leasesettle.New(store, leasesettle.Config{}, ledger.LocalClock(w.clock.Now)).Definition()
+		return leasesettle.New(store, leasesettle.Config{}, ledgertest.LocalClock(w.clock.Now)).Definition()
 	})
 	runner := ledgertest.Leases{Client: w.fs, Now: w.clock.Now}
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 )
 
 // The rigs of the three workflows that settle on age: each trial seeds a handful of rows, a
@@ -42,7 +43,7 @@ func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) r
 	if wrap != nil {
 		sweepStore = wrap(r, store)
 	}
-	r.use(runssweep.New(sweepStore, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
+	r.use(runssweep.New(sweepStore, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledgertest.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const olderThanMs = 60000
 	r.seed = func(t reporter, trial int) trialRows {
@@ -112,7 +113,7 @@ func runsSweepRigWith(t *testing.T, wrap func(*rig, *ledger.ExtensionRunStore) r
 func pmSweepRig(t *testing.T) *rig {
 	r := newRig(t, contract.PMSweep, "reclaim_count")
 	tasks := ledger.NewTaskStore(r.fs, ledger.TxConfig{})
-	r.use(pmsweep.New(tasks, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
+	r.use(pmsweep.New(tasks, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledgertest.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const reclaimer = "reliability"
 	r.seed = func(t reporter, trial int) trialRows {
@@ -203,7 +204,7 @@ func reclaimTask(doc, id string, heads chainHeads, now time.Time, stamped any, r
 func leaseSettleRig(t *testing.T) *rig {
 	r := newRig(t, contract.WorkspaceLeaseSettle, "settlement")
 	leases := ledger.NewLeaseStore(r.fs, ledger.TxConfig{})
-	r.use(leasesettle.New(leases, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledger.LocalClock(r.clock.Now)).Definition())
+	r.use(leasesettle.New(leases, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 4}}, ledgertest.LocalClock(r.clock.Now)).Definition())
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	const timeoutSeconds = 300
 	r.seed = func(t reporter, trial int) trialRows {

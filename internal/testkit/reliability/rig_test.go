@@ -40,7 +40,7 @@ type reporter interface {
 // rig is one workflow wired as internal/app wires it — engine with guards, the workflow's store
 // and executor — on a Firestore connection watched by a spy and a tripwire, with a test clock
 // standing in for Firestore's where the rig seeds its rows and the sweep reads its now
-// (ledger.LocalClock); the settling transactions stamp with Firestore's own.
+// (ledgertest.LocalClock); the settling transactions stamp with Firestore's own.
 type rig struct {
 	typ  contract.WorkflowType
 	fs   *firestore.Client

@@ -34,6 +34,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/gcloudemu"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 )
 
 // PubSubEmulatorEnv is the variable the Pub/Sub client follows to the emulator.
@@ -220,7 +221,7 @@ func Unchanged(t testing.TB, fs *firestore.Client, what, path string) {
 // organization that has not opted out: every per-row transaction reads it.
 func Enable(t testing.TB, fs *firestore.Client, orgs ...string) {
 	t.Helper()
-	store := ledger.NewOrganizationStore(fs)
+	store := ledgertest.Organizations{Client: fs}
 	for _, org := range orgs {
 		if err := store.Put(context.Background(), ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
 			t.Fatalf("enable organization %s: %v", org, err)

@@ -3,6 +3,7 @@ package pausestore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -15,6 +16,9 @@ import (
 // PauseListMax bounds how many pauses one read lists: pauses are an operator's few, and a
 // reader that needs every one (Dispatch) is backed by the check each run makes at its start.
 const PauseListMax = 1000
+
+// ReasonMax bounds a pause's reason, in bytes.
+const ReasonMax = 1024
 
 // Store writes and reads pauses.
 type Store struct{ client *firestore.Client }
@@ -29,7 +33,7 @@ func (s *Store) ref(workflowType, scope string) *firestore.DocumentRef {
 // Put writes p, replacing the pause of the same workflow type and scope: pausing again updates
 // who, when, why and until. ExpireAt is set from Until.
 func (s *Store) Put(ctx context.Context, p ledger.Pause) error {
-	if err := p.Check(); err != nil {
+	if err := check(p); err != nil {
 		return fmt.Errorf("pause: %w", err)
 	}
 	p.ExpireAt = p.Until
@@ -96,4 +100,23 @@ func (s *Store) refs(ids []string) []*firestore.DocumentRef {
 		refs[i] = s.client.Collection(ledger.PausesCollection).Doc(id)
 	}
 	return refs
+}
+
+// check reports why p cannot be stored, naming the field and the rule, or nil.
+func check(p ledger.Pause) error {
+	switch {
+	case p.WorkflowType == "":
+		return fmt.Errorf("workflow_type: required")
+	case p.PausedBy == "":
+		return fmt.Errorf("paused_by: required")
+	case p.PausedAt.IsZero():
+		return fmt.Errorf("paused_at: required")
+	case len(p.Reason) > ReasonMax:
+		return fmt.Errorf("reason: maxLength: longer than %d bytes", ReasonMax)
+	case !p.Until.IsZero() && !p.Until.After(p.PausedAt):
+		return fmt.Errorf("until: must be after paused_at")
+	case strings.HasPrefix(p.Scope, "/") || strings.HasSuffix(p.Scope, "/") || strings.Contains(p.Scope, "//"):
+		return fmt.Errorf("scope: format: %q has an empty part", p.Scope)
+	}
+	return nil
 }

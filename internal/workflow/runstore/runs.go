@@ -80,6 +80,18 @@ type StateEntry struct {
 // ErrRunExists is returned by CreateRun when the workflow_run_uuid is taken.
 var ErrRunExists = errors.New("run record exists")
 
+// ErrPaused says the workflow is paused on the run's scope (or fleet-wide): no scheduled, Pub/Sub
+// or HTTP run of it starts, and no settling transaction of it writes, until it is resumed or
+// the pause ends. Only the stalesweep command and the HTTP face, told to, override it.
+var ErrPaused = errors.New("the workflow is paused on this scope")
+
+// PausedError says which pause stopped a run.
+type PausedError struct{ Pause ledger.Pause }
+
+func (e *PausedError) Error() string { return fmt.Sprintf("%v: %s", ErrPaused, e.Pause) }
+
+func (e *PausedError) Unwrap() error { return ErrPaused }
+
 // ErrBadTransition is returned by TransitionRun when the record is not in the expected state.
 var ErrBadTransition = errors.New("run record is not in the expected state")
 
@@ -160,7 +172,7 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (e
 			return err
 		}
 		if p := ledger.ActivePause(ledger.DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
-			return &ledger.PausedError{Pause: *p}
+			return &PausedError{Pause: *p}
 		}
 		if expired, err = takeOver(snaps[0], g); err != nil {
 			return err
