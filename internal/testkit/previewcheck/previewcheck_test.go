@@ -31,6 +31,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -312,16 +313,7 @@ func putExecution(t *testing.T, w *world, store *ledger.ExecutionStore, org, pro
 }
 
 func seedCloudRun(t *testing.T) *world {
-	fakeRun, err := cloudrunfake.NewServer(cloudrunfake.WithClock(testenv.Fixed(epoch)), cloudrunfake.WithSeed(42))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fakeRun.Close)
-	client, err := cloudrun.Dial(context.Background(), fakeRun.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	fakeRun, client := cloudruntest.Start(t, cloudrunfake.WithClock(testenv.Fixed(epoch)), cloudrunfake.WithSeed(42))
 	w, store, org := executionWorld(t, executionsync.CloudRun, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond}))
 	for i, build := range []func(string, time.Time) *runpb.Execution{cloudrunfake.Succeeded, cloudrunfake.Running, nil} {
 		name := cloudrunfake.ExecutionName("p", "europe-west1", "job", fmt.Sprintf("exec-%d", i))
