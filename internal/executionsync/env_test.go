@@ -215,10 +215,11 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-func ids(n int, f func() string) []string {
+// staleRows writes n stale rows (stale) whose executions exec builds, and returns their ids.
+func (e *env) staleRows(n int, exec func(string, time.Time) *runpb.Execution) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = f()
+		out[i] = e.stale(exec)
 	}
 	return out
 }
