@@ -82,6 +82,15 @@ func previewed(p *explain.Preview, actions map[string]string) plan {
 	return out
 }
 
+// abandoned is the plan of a real run whose output lists rows it abandoned, each named by id.
+func abandoned[T any](rows []T, id func(T) string) plan {
+	out := plan{}
+	for _, r := range rows {
+		out[id(r)] = "abandon"
+	}
+	return out
+}
+
 // Each workflow's dry run says in its output what its preview says, and the real run that
 // follows does what the dry run predicted, row by row.
 func TestEveryDryRunAgreesWithItsPreviewAndWithTheRunThatFollows(t *testing.T) {
@@ -147,10 +156,7 @@ func dryRuns(t *testing.T, _ *world, out workflow.Outcome) plan {
 func realRuns(t *testing.T, _ *world, out workflow.Outcome) plan {
 	var o runssweep.Output
 	testenv.Decode(t, out.Output, &o)
-	p := plan{}
-	for _, r := range o.Runs {
-		p[r.RunID] = "abandon"
-	}
+	p := abandoned(o.Runs, func(r runssweep.SweptRun) string { return r.RunID })
 	if o.Swept != len(p) {
 		t.Errorf("swept %d, runs listed %d", o.Swept, len(p))
 	}
@@ -274,10 +280,7 @@ func dryLeases(t *testing.T, _ *world, out workflow.Outcome) plan {
 func realLeases(t *testing.T, _ *world, out workflow.Outcome) plan {
 	var o leasesettle.Output
 	testenv.Decode(t, out.Output, &o)
-	p := plan{}
-	for _, s := range o.Settlements {
-		p[s.LeaseUUID] = "abandon"
-	}
+	p := abandoned(o.Settlements, func(s leasesettle.Settlement) string { return s.LeaseUUID })
 	if o.Settled != len(p) || o.Outcome != leasesettle.OutcomeSettled {
 		t.Errorf("real output %+v", o)
 	}
