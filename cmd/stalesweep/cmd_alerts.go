@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/alerts"
@@ -26,17 +23,9 @@ is not what the list generates.`,
   stalesweep alerts --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// The doc's table is spliced into the doc as it is under root.
-			doc := func() ([]byte, error) {
-				b, err := os.ReadFile(filepath.Join(root, alerts.DocFile))
-				if err != nil {
-					return nil, err
-				}
-				return alerts.SpliceDoc(b)
-			}
 			return exit(c.generate("alerts", root, check, []generated{
 				{alerts.TerraformFile, alerts.TerraformJSON},
-				{alerts.DocFile, doc},
+				{alerts.DocFile, spliced(root, alerts.DocFile, alerts.SpliceDoc)},
 			}))
 		},
 	}

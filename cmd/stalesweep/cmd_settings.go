@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
 	"github.com/stalesweep/stalesweep/internal/app"
@@ -24,14 +21,7 @@ what the list generates.`,
   stalesweep settings --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc := func() ([]byte, error) {
-				b, err := os.ReadFile(filepath.Join(root, app.SettingsDocFile))
-				if err != nil {
-					return nil, err
-				}
-				return app.SpliceSettings(b)
-			}
-			return exit(c.generate("settings", root, check, []generated{{app.SettingsDocFile, doc}}))
+			return exit(c.generate("settings", root, check, []generated{{app.SettingsDocFile, spliced(root, app.SettingsDocFile, app.SpliceSettings)}}))
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", ".", "the repository root the file is under")
