@@ -11,8 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
-// Dispatch fans a tick out: one sweep message per scope of the tick's workflow, the runs named
-// after the tick's message id so a redelivered tick starts nothing twice.
+// Dispatch fans a tick out: one sweep message per scope of its workflow (pipeline.Dispatcher).
 func Dispatch(w http.ResponseWriter, r *http.Request) { servePush(w, r, "Dispatch", dispatch) }
 
 // HeaderPublished is the response header in which a Dispatch delivery says how many sweep

@@ -21,8 +21,7 @@ type delivery struct {
 // handleFunc handles one delivered message: nil acknowledges it, an error asks for a redelivery.
 type handleFunc func(ctx context.Context, d delivery) error
 
-// servePush is the HTTP face of the event targets (registration and acknowledgement: the
-// package doc): 200 acknowledges, 500 asks for a redelivery, 405 for a method other than POST.
+// servePush is the HTTP face of the event targets (the package doc); 405 for a method but POST.
 func servePush(w http.ResponseWriter, r *http.Request, target string, handle handleFunc) {
 	ctx := r.Context()
 	if r.Method != http.MethodPost {

@@ -43,12 +43,10 @@ func sweep(ctx context.Context, d delivery) error {
 	return acknowledge(ctx, d.log.With("workflow_type", string(start.WorkflowType)), out, err)
 }
 
-// pushActor is who a push verifiably came from: the subscription of topic. The push does not
-// say who published; a message's actor attribute is a claim.
+// pushActor is who a push verifiably came from (the package doc): the subscription of topic.
 func pushActor(topic string) string { return "pubsub:" + topic }
 
-// acknowledge maps a run's end to the event's: nil for everything but a failure worth
-// redelivering.
+// acknowledge maps a run's end to the event's (the package doc's acknowledgement).
 func acknowledge(ctx context.Context, log *slog.Logger, out workflow.Outcome, err error) error {
 	switch {
 	case err == nil && out.Status == workflow.StateFailed && workflow.Transient(out.Err):

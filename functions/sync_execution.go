@@ -9,9 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 )
 
-// SyncExecution syncs one runner execution for a message on the syncs topic. The decision is
-// written with a receipt for (run, row), so a redelivery writes nothing; only a failure worth
-// retrying returns an error.
+// SyncExecution syncs one runner execution for a syncs-topic message, once (Syncer.SyncOnce).
 func SyncExecution(w http.ResponseWriter, r *http.Request) {
 	servePush(w, r, "SyncExecution", syncExecution)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-
-	"github.com/stalesweep/stalesweep/internal/alerts"
 )
 
 // alertsCmd writes (or, with --check, checks) what is generated from alerts.Metrics:
@@ -24,8 +22,8 @@ is not what the list generates.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exit(c.generate("alerts", root, check, []generated{
-				{alerts.TerraformFile, alerts.TerraformJSON},
-				{alerts.DocFile, spliced(root, alerts.DocFile, alerts.SpliceDoc)},
+				{alertsTerraformFile, alertsTerraformJSON},
+				{alertsDocFile, spliced(root, alertsDocFile, spliceAlertsDoc)},
 			}))
 		},
 	}

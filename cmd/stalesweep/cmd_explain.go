@@ -98,7 +98,7 @@ on it last. It writes nothing.`,
 		if *format == formatJSON {
 			return printJSON(c.stdout, e)
 		}
-		return e.WriteText(c.stdout)
+		return writeExplanation(c.stdout, e)
 	}
 	return cmd
 }

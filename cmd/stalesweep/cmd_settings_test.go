@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stalesweep/stalesweep/internal/app"
 )
 
 // The README's configuration table is what the settings list generates, and a stale one fails
@@ -30,5 +32,14 @@ func TestTheReadmesSettingsTableIsCurrent(t *testing.T) {
 	}
 	if code, _, stderr := invoke(t, "settings", "--check", "--root", dir); code != exitOK {
 		t.Errorf("the rewritten table fails its check: %s", stderr)
+	}
+}
+
+// Every setting has a row in the README's table, generated from the list.
+func TestEverySettingHasARowInTheTable(t *testing.T) {
+	for _, s := range app.Settings {
+		if !strings.Contains(settingsTable(), "| `"+s.Name+"` |") {
+			t.Errorf("%s has no row in the table", s.Name)
+		}
 	}
 }

@@ -90,12 +90,12 @@ func (s *stalled) Error() string {
 	return fmt.Sprintf("Firestore at %s stopped answering: a call got no answer within %s (%s)", s.host, s.call, app.EnvFirestoreTimeout)
 }
 
-// firestoreDial bounds every call of a command's Firestore connection (firestoreconn.CallTimeout) and
+// firestoreDial bounds every call of a command's Firestore connection (callTimeout) and
 // notes the first that waited out its bound, for the message a failed command ends with.
 func (c *cli) firestoreDial(cfg app.Config, more ...grpc.DialOption) []grpc.DialOption {
 	d := cfg.FirestoreTimeout
 	noted := func() { c.stall.CompareAndSwap(nil, &stalled{host: firestoreconn.Endpoint(), call: d}) }
-	return append(firestoreconn.CallTimeout(d, noted), more...)
+	return append(callTimeout(d, noted), more...)
 }
 
 // openFirestore opens the configured Firestore alone (no executor, no Pub/Sub) for a command

@@ -12,8 +12,11 @@
 //	            the storm verdict; while it holds nothing is settled on age alone (Guard names
 //	            the counts in its log lines)
 //	settle      one transaction per candidate (Settle), on a bounded pool
-//	tally       each candidate's result counted in the run's output and stats; in a dry run
-//	            noted in its preview (PreviewFailed for a read that failed or was not made)
+//	tally       each candidate's result counted in the run's output and stats (the shared
+//	            steps' in Steps, which each sweep's Stats embeds); in a dry run noted in its
+//	            preview (PreviewFailed for a read that failed or was not made)
+//
+// A sweep's Explain reads its row as a run would (Explaining) and skips one no scan reads (Scan).
 //
 // What holds in Settle:
 //   - At most concurrency transactions run at once, the candidates in a random order.

@@ -43,3 +43,15 @@ func TestTheClockAndDecodeStepsFailAsTheirSteps(t *testing.T) {
 		t.Errorf("decode = %+v %v", in, err)
 	}
 }
+
+type config struct{ agesweep.Bounds }
+
+func (c config) WithDefaults() config { c.Bounds = c.Bounds.WithDefaults(); return c }
+
+func TestNewFillsTheConfigsDefaults(t *testing.T) {
+	t.Parallel()
+	s := agesweep.New("store", config{agesweep.Bounds{Concurrency: 2}}, nil)
+	if s.Store != "store" || s.Config.Concurrency != 2 || s.Config.Budget != agesweep.BudgetDefault {
+		t.Errorf("sweep %+v, want its store, its concurrency and the default budget", s)
+	}
+}

@@ -1,7 +1,7 @@
-// Package alerts is the one list of the log events an operator watches, and what is generated
-// from it: a logs-based metric per event, an alert policy for the ones that page, and one
-// dashboard, written as terraform/alerts.tf.json (`stalesweep alerts`, checked by a test like
-// the Firestore indexes).
+// Package alerts is the one list of the log events an operator watches. From it `stalesweep
+// alerts` (cmd/stalesweep/alerts_render.go) generates a logs-based metric per event, an alert
+// policy for the ones that page, and one dashboard, written as terraform/alerts.tf.json (checked
+// by a test like the Firestore indexes).
 //
 // What holds:
 //   - A listed log line carries a stable `event` field (Event.Attr), set by the same constant

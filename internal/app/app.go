@@ -106,10 +106,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	syncCfg = syncCfg.WithDefaults()
 	sh := shared{app: a, fs: a.Firestore, now: now, log: log, run: runClient, sync: syncCfg,
 		store: ledger.NewExecutionStore(a.Firestore, cfg.Tx, cfg.Retention),
-		// No row is settled lost while its executor target is blind (internal/blindguard).
 		blind: blindguard.New(targetstore.New(a.Firestore, cfg.Retention), cfg.Blind, log),
 	}
-	// Every declared workflow, built as it declares itself.
 	var builts []*built
 	for _, w := range workflows {
 		s := sh
@@ -117,7 +115,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 		if w.bounds != nil {
 			b := w.bounds(&s.cfg)
 			b.Budget = cfg.within(b.Budget, agesweep.BudgetDefault)
-			// The storm guard judges every workflow that settles on age alone.
 			if w.AgeBased {
 				b.Storm = cfg.Storm
 			}
@@ -151,10 +148,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	orgs := ledger.NewOrganizationStore(a.Firestore)
 	pauses := pausestore.New(a.Firestore)
 	engineOpts := workflow.Options{
-		Runs:     runstore.New(a.Firestore),
-		Guards:   runstore.NewGuardStore(a.Firestore),
-		GuardTTL: syncCfg.Budget + 2*time.Minute,
-		// A run renews a short lease while it works, so a dead one frees its scope in seconds.
+		Runs:       runstore.New(a.Firestore),
+		Guards:     runstore.NewGuardStore(a.Firestore),
+		GuardTTL:   syncCfg.Budget + 2*time.Minute,
 		GuardLease: workflow.GuardLeaseDefault,
 		Orgs:       orgs,
 		Pauses:     pauses,
@@ -194,13 +190,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			Orgs: orgs, Publisher: publisher, SweepsTopic: cfg.Topics.Sweeps, Workflows: engine, Log: log, Config: dispatch,
 			ListQueues: ledger.NewTaskStore(a.Firestore, cfg.Tx).ListQueues,
 			ListGroups: ledger.NewLeaseStore(a.Firestore, cfg.Tx).ListGroups,
-			// A paused scope costs no sweep; the engine checks the pause again at each run's start.
-			Pauses: pauses,
-			// A quiet scope costs its probe, not a run; a tick larger than one invocation goes on.
+			Pauses:     pauses,
 			Probe:      ledger.ServerClock(a.Firestore),
 			TicksTopic: cfg.Topics.Ticks,
 		}
-		// A tick reads the organizations from the roster, a few documents, not one each.
 		if cfg.RosterMaxAge >= 0 {
 			o.Roster, o.RosterMaxAge = rosterstore.New(a.Firestore, cfg.Retention, now), cfg.RosterMaxAge
 		}

@@ -86,8 +86,7 @@ type Config struct {
 	PlatformTimeout time.Duration
 	Topics          pipeline.Topics
 	Dispatch        pipeline.DispatchConfig
-	// RosterMaxAge is how long Dispatch reads the roster of organizations before it lists them
-	// again (0: pipeline.RosterMaxAgeDefault); negative: no roster, every tick lists.
+	// RosterMaxAge: 0 takes pipeline.RosterMaxAgeDefault; negative: no roster, every tick lists.
 	RosterMaxAge time.Duration
 	// SyncBudget bounds one SyncExecution call (one executor call and one transaction).
 	SyncBudget  time.Duration
@@ -95,20 +94,15 @@ type Config struct {
 	RunsSweep   runssweep.Config
 	PMSweep     pmsweep.Config
 	LeaseSettle leasesettle.Config
-	// Storm is the storm guard of every workflow that settles on age alone (its declaration's
-	// AgeBased): New gives it to each, whatever their own configs say, and refuses to build an
-	// age-based workflow it did not give it to.
+	// Storm is the storm guard New gives every workflow that settles on age alone (declared.bounds).
 	Storm storm.Config
 	// KubeClusters is STALESWEEP_KUBE_CLUSTERS: inline JSON or a file path (see kubejobs).
 	KubeClusters string
-	// KubeQPS, KubeBurst and KubeClientRetries are client-go's client-side rate limit per
-	// cluster and its own retries per request (kubejobs.ClientConfig); zero takes the default,
-	// a QPS of -1 turns the limit off.
+	// KubeQPS, KubeBurst and KubeClientRetries are kubejobs.ClientConfig's, per cluster.
 	KubeQPS, KubeBurst, KubeClientRetries int
 	// Blind configures the blind-executor guard of the execution-sync workflows.
 	Blind blindguard.Config
-	// Retention is how long stalesweep's own bookkeeping is kept (ledger.Retention): every run
-	// record, receipt, guard, judgment and roster document written carries its expiry.
+	// Retention is how long stalesweep's own bookkeeping is kept (ledger.Retention).
 	Retention ledger.Retention
 }
 
@@ -116,7 +110,7 @@ type Config struct {
 // variable; an absent one leaves the field zero, which takes the default downstream.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{FirestoreTimeout: FirestoreTimeoutDefault, Auth: auth.Config{AcceptGcloud: true}}
-	for _, s := range settings {
+	for _, s := range Settings {
 		if v := getenv(s.Name); v != "" {
 			if err := s.read(&c, s.Name, v); err != nil {
 				return Config{}, err

@@ -67,7 +67,6 @@ var workflows = []declared{
 				return explainTask(ctx, wf, store, id, o)
 			}
 		}),
-		// A task's document is task_queues/QUEUE/tasks/TASK_ID.
 		func(id string) ([]string, string) {
 			const want = "tasks/QUEUE/TASK_ID or tasks/TASK_ID"
 			if q, t, ok := strings.Cut(id, "/"); ok {
@@ -145,8 +144,7 @@ type shared struct {
 	cfg Config
 	now func() time.Time
 	log *slog.Logger
-	// The execution syncs': the Cloud Run client, the rows' store, the syncs' settings and the
-	// blind-executor guard.
+	// The execution syncs' dependencies.
 	run   *cloudrun.Lazy
 	store *ledger.ExecutionStore
 	sync  executionsync.Config
@@ -179,8 +177,7 @@ func executionSync(k executionsync.Kind, exec func(Config, *cloudrun.Lazy) (sync
 			return nil, err
 		}
 		a := s.app
-		// A dry run decides inline, with this provider's syncer, even on the pipeline.
-		syncer := executionsync.NewSyncer(s.store, x, k.Type, k.Provider, s.now, s.sync.LostGrace, s.log, s.blind)
+		syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: s.store, Executor: x, Kind: k, Now: s.now, LostGrace: s.sync.LostGrace, Log: s.log, Guard: s.blind})
 		a.Syncers[k.Provider] = syncer
 		c := s.sync
 		c.Provider = k.Provider

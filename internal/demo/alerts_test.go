@@ -150,8 +150,8 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	writer := ledgertest.Executions{Client: fs}
 	adapter := cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond})
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.Now, grace, log,
-		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log))
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: adapter, Kind: executionsync.CloudRun, Now: clock.Now, LostGrace: grace, Log: log,
+		Guard: blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{MinRows: 3}, log)})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}.WithDefaults()
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.Now, nil)
 	if err != nil {

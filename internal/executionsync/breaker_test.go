@@ -43,8 +43,8 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	count := &breakertest.Rows{Outage: &fsfaulttest.Outage{}, Healthy: 10}
 	rows := ledger.NewExecutionStore(count.Outage.Client(t, e.fs), ledger.TxConfig{Timeout: time.Second}, ledger.Retention{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun}.WithDefaults()
-	syncer := executionsync.NewSyncer(applyThrough{Store: e.store, rows: rows, count: count}, e.exec, contract.ExecutionSyncCloudRun,
-		ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, e.log, nil)
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: applyThrough{Store: e.store, rows: rows, count: count}, Executor: e.exec,
+		Kind: executionsync.CloudRun, Now: e.clock.Now, LostGrace: cfg.LostGrace, Log: e.log})
 	wf, err := executionsync.New(e.store, e.exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -93,8 +93,7 @@ type Output struct {
 // Stats are what a run did and did not do, beyond the seed's output.
 type Stats struct {
 	Scanned int `json:"scanned"` // documents the scan read
-	// Invisible counts the scope's active rows no scan can see (their staleness field missing
-	// or not a timestamp), with a sample of ids: reported, never settled.
+	// Invisible counts the scope's active rows no scan can see (ledger.Invisible): never settled.
 	Invisible *ledger.Invisible `json:"invisible,omitempty"`
 	Settled   map[string]int    `json:"settled"`   // rows settled, by outcome
 	Refreshed int               `json:"refreshed"` // still running: observed_at moved on

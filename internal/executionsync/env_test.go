@@ -93,7 +93,7 @@ func newEnv(t *testing.T, o options) *env {
 	if o.guard != nil {
 		guard = blindguard.New(targetstore.New(e.fs, ledger.Retention{}), *o.guard, log)
 	}
-	syncer := executionsync.NewSyncer(e.store, exec, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, cfg.LostGrace, log, guard)
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: e.store, Executor: exec, Kind: executionsync.CloudRun, Now: e.clock.Now, LostGrace: cfg.LostGrace, Log: log, Guard: guard})
 	wf, err := executionsync.New(e.store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, e.clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -247,5 +247,5 @@ func (e *env) messageSyncer() (string, *executionsync.Syncer) {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { client.Close() })
-	return run, executionsync.NewSyncer(e.store, cloudrun.New(client, cloudrun.Config{}), contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, e.clock.Now, time.Hour, logging.Discard(), nil)
+	return run, executionsync.NewSyncer(executionsync.SyncerConfig{Store: e.store, Executor: cloudrun.New(client, cloudrun.Config{}), Kind: executionsync.CloudRun, Now: e.clock.Now, LostGrace: time.Hour})
 }

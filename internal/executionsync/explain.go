@@ -174,8 +174,7 @@ func ruleDetail(r PreviewRow, grace time.Duration) string {
 	return ""
 }
 
-// last is what stalesweep recorded on the row: its sync state, its settlement (with the
-// evidence), and the fields a settlement writes.
+// last is what stalesweep recorded on the row (explain.Explanation.Last).
 func last(raw map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, k := range []string{"sync", "settlement", "outcome", "completed_at", "failure_reason"} {

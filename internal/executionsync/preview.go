@@ -31,8 +31,7 @@ type Preview struct {
 	HeldBlind        map[string]int `json:"held_blind,omitempty"` // by executor target
 	Raced            map[string]int `json:"raced,omitempty"`      // moved since the scan, by why
 	Refused          map[string]int `json:"refused,omitempty"`    // not the run's to write, by rule
-	// SkippedMissingMetadata counts the rows without a usable provider reference: never sent to
-	// the executor (the output's skipped_missing_metadata_count).
+	// SkippedMissingMetadata is the output's skipped_missing_metadata_count.
 	SkippedMissingMetadata int `json:"skipped_missing_metadata"`
 	Errored                int `json:"errored"`  // the executor call (or the read) failed: nothing would be settled
 	Deferred               int `json:"deferred"` // not attempted: executor calls stopped, or the budget spent

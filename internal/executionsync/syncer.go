@@ -1,6 +1,7 @@
 package executionsync
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -127,12 +128,35 @@ func keepAliveOf(j TargetJudge) time.Duration {
 	return window / 2
 }
 
-// NewSyncer returns the syncer of workflow typ over provider's rows. grace is the lost grace.
-// guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
-// judgment of its target, read in the row's transaction, says it is not blind. Every process
-// that syncs in production has one (internal/app).
-func NewSyncer(store Store, exec executor.Executor, typ contract.WorkflowType, provider string, now func() time.Time, grace time.Duration, log *slog.Logger, guard TargetJudge) *Syncer {
-	return &Syncer{store: store, exec: exec, typ: typ, provider: provider, now: now, grace: grace, log: log, judge: guard, keepAlive: keepAliveOf(guard)}
+// SyncerConfig builds a Syncer.
+type SyncerConfig struct {
+	Store    Store
+	Executor executor.Executor
+	// Kind names the workflow and the provider whose rows the syncer settles.
+	Kind Kind
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// LostGrace is the lost grace (default LostGraceDefault).
+	LostGrace time.Duration
+	// Log is where outcomes are logged (default: nowhere).
+	Log *slog.Logger
+	// Guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
+	// judgment of its target, read in the row's transaction, says it is not blind. Every process
+	// that syncs in production has one (internal/app).
+	Guard TargetJudge
+}
+
+// NewSyncer returns the syncer c describes, its zero values filled with their defaults.
+func NewSyncer(c SyncerConfig) *Syncer {
+	s := &Syncer{store: c.Store, exec: c.Executor, typ: c.Kind.Type, provider: c.Kind.Provider, now: c.Now,
+		grace: cmp.Or(c.LostGrace, LostGraceDefault), log: c.Log, judge: c.Guard, keepAlive: keepAliveOf(c.Guard)}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
 }
 
 // Sync observes the row's execution and applies the decision. It returns the executor's error,
@@ -143,10 +167,8 @@ func (s *Syncer) Sync(ctx context.Context, req message.Sync) SyncResult {
 
 // SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
 // decision is written together with a receipt for (run, row), and a request whose receipt exists
-// ends as SyncDuplicate having written nothing. A message is outside input: besides the row's
-// organization and provider, its transaction checks that the run it names exists, swept that
-// organization, and is still publishing its syncs or started this one; otherwise it ends as
-// SyncRefused having written nothing.
+// ends as SyncDuplicate having written nothing. A message is outside input: its transaction
+// also checks the run it names (refuse), else it ends as SyncRefused having written nothing.
 func (s *Syncer) SyncOnce(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, mode{once: true})
 }
@@ -340,8 +362,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	return res
 }
 
-// ReadBackTimeout bounds the read of a row whose settling transaction failed: its commit may
-// have landed though the answer was lost (WhySettledByThisRun), and only the row says.
+// ReadBackTimeout bounds readBack of a row whose settling transaction failed.
 const ReadBackTimeout = 2 * time.Second
 
 // readBack reads row uuid apart from ctx's deadline (a budget that ended mid-commit leaves the
@@ -374,6 +395,5 @@ func refused(res SyncResult, why string, log *slog.Logger) SyncResult {
 	return res
 }
 
-// stopsCalls reports whether an executor error should stop further executor calls in a run:
-// the executor package's rule.
+// stopsCalls is the executor package's rule (executor.Stops).
 func stopsCalls(err error) (string, bool) { return executor.Stops(err) }

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -288,7 +287,7 @@ func TestSyncRunDecidesAndCountsEachRow(t *testing.T) {
 			if c.guard {
 				guard = judge{s}
 			}
-			syncer := executionsync.NewSyncer(s, a, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock, grace, logging.Discard(), guard)
+			syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: s, Executor: a, Kind: executionsync.CloudRun, Now: clock, LostGrace: grace, Log: logging.Discard(), Guard: guard})
 			wf, err := executionsync.New(s, a, &executionsync.Inline{Syncer: syncer, Concurrency: 1},
 				executionsync.Config{Provider: ledger.ProviderCloudRun, LostGrace: grace}, clock, nil)
 			if err != nil {

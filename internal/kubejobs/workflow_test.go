@@ -166,7 +166,7 @@ func TestKubernetesWorkflowSettlesEveryCase(t *testing.T) {
 func syncEngine(t *testing.T, fs *firestore.Client, store *ledger.ExecutionStore, a executor.Executor, now func() time.Time, lostGrace time.Duration, concurrency int) *workflow.Engine {
 	t.Helper()
 	cfg := executionsync.Config{Provider: ledger.ProviderKubernetes, LostGrace: lostGrace}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, a, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, now, cfg.LostGrace, logging.Discard(), nil)
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: a, Kind: executionsync.Kubernetes, Now: now, LostGrace: cfg.LostGrace})
 	wf, err := executionsync.New(store, a, &executionsync.Inline{Syncer: syncer, Concurrency: concurrency}, cfg, now, nil)
 	if err != nil {
 		t.Fatal(err)

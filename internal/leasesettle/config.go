@@ -4,9 +4,6 @@ import (
 	"cmp"
 
 	"github.com/stalesweep/stalesweep/internal/agesweep"
-	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Input defaults and bounds.
@@ -80,26 +77,16 @@ type Settlement struct {
 	HeartbeatAgeSeconds int64  `json:"heartbeat_age_seconds"`
 }
 
-// Stats are what the run did not do.
+// Stats are what the run did not do. Steps' storm guard verdict is the leases the run would
+// abandon on heartbeat age alone (unresolvable holders), against the group's active leases.
 type Stats struct {
 	Kept map[string]int `json:"kept"` // by why
-	// Invisible counts the scope's active rows no scan can see (their staleness field missing
-	// or not a timestamp), with a sample of ids: reported, never settled.
-	Invisible *ledger.Invisible `json:"invisible,omitempty"`
-	// Malformed counts the scanned leases that could not be decoded, with a sample of paths:
-	// skipped, never abandoned.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
-	Raced     int               `json:"raced"` // changed between scan and transaction: kept
+	agesweep.Steps
+	Raced int `json:"raced"` // changed between scan and transaction: kept
 	// Refused counts, by rule, leases the run was not allowed to write (leasesettle.Refuse).
 	Refused     map[string]int `json:"refused,omitempty"`
 	Errored     int            `json:"errored"`       // transaction failed: nothing written
 	OverBudget  int            `json:"over_budget"`   // abandonable, left for the next run (max_settlements)
 	ScanCapped  bool           `json:"scan_capped"`   // stopped at MaxExamined
 	OutOfBudget bool           `json:"out_of_budget"` // the time budget ran out
-	// StormGuard is the guard's verdict: leases the run would abandon on heartbeat age alone
-	// (unresolvable holders), against the group's active leases.
-	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
-	// DryRun is, in a dry run, what the run would have done lease by lease (the counts above
-	// are then what it would have done too); nil in a real run.
-	Preview *explain.Preview `json:"preview,omitempty"`
 }

@@ -81,9 +81,7 @@ func TestADryRunReportsWhatTheRunThenAbandonsAndWritesNothing(t *testing.T) {
 	e.Spy.Reset()
 
 	out, o, s := e.dryRun(workflow.TriggerSchedule, false)
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run")
 	if out.Status != workflow.StateCompleted || o.Settled != 0 || len(o.Settlements) != 0 || o.Examined != 6 {
 		t.Errorf("dry run: %s, output %+v; want completed, 6 examined, nothing settled", out.Status, o)
 	}
@@ -148,9 +146,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 			t.Errorf("lease %s on age alone: %q, want held back by the guard", id, v[id])
 		}
 	}
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run")
 }
 
 // Explain's verdict on one lease for each rule, and on one no scan can see, is what the next
@@ -166,14 +162,9 @@ func TestExplainSaysWhatTheNextRunDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{d.terminated, d.stopped, d.missingStale, d.aliveStale, d.missingFresh, d.strangerStale, d.released, invisible}
-	said := map[string]explain.Explanation{}
-	for _, id := range ids {
-		x, err := e.wf.Explain(context.Background(), e.store, id, explain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		said[id] = x
-	}
+	said := sweeptest.ExplainEach(t, ids, func(id string) (explain.Explanation, error) {
+		return e.wf.Explain(context.Background(), e.store, id, explain.Options{})
+	})
 	_, o := e.run(map[string]any{})
 	settled := map[string]string{}
 	for _, s := range o.Settlements {

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Rows is what Explain needs besides the workflow's Store; *ledger.LeaseStore has it.
-type Rows interface {
-	Row(ctx context.Context, leaseID string) (ledger.Row[ledger.WorkspaceLease], error)
-}
+type Rows = agesweep.Rows[ledger.WorkspaceLease]
 
 // Explain says what a run over the lease's runner group would do with it now, and why. The
 // lease, its organization's opt-out and its holder are re-read as the abandoning transaction
@@ -24,11 +23,10 @@ type Rows interface {
 // record stands in for an executor.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.WorkspaceLeasesCollection, ID: leaseID, WorkflowType: string(Declared.Type)}
-	row, err := rows.Row(ctx, leaseID)
+	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, rows.Row)
 	if err != nil {
 		return e, err
 	}
-	e.Row = row.Fields
 	l := row.Value
 	if row.Malformed != "" { // the scope and status, as far as the fields say them
 		l.OrganizationUUID, _ = row.Fields["organization_uuid"].(string)
@@ -36,11 +34,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		l.Status, _ = row.Fields["status"].(string)
 	}
 	e.Scope = l.OrganizationUUID + "/" + l.RunnerGroupUUID
-	now, err := w.Clock(ctx)
-	if err != nil {
-		return e, fmt.Errorf("read the clock: %w", err)
-	}
-	stamped := row.HasTimestamp("heartbeat_at")
+	stamped := row.HasTimestamp(scan.Field)
 	group, gerr := ledger.RunnerGroup{}, ledger.ErrGroupNotFound
 	if l.RunnerGroupUUID != "" {
 		group, gerr = w.Store.GetGroup(ctx, l.RunnerGroupUUID)
@@ -75,10 +69,10 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 			return e, previewd
 		}
 	}
+	valid, decodes := scan.Checks(row.Fields, stamped, row.Malformed)
 	e.Checks = []explain.Check{
 		{Name: "status active", OK: l.Status == ledger.LeaseActive, Detail: fmt.Sprintf("status %q; the scan reads active leases only", l.Status)},
-		{Name: "heartbeat_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["heartbeat_at"])},
-		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		valid, decodes,
 		{Name: "runner group usable", OK: groupOK, Detail: groupDetail(group, gerr, l)},
 		{Name: "organization enabled", OK: facts.OrganizationEnabled || !reRead, Detail: enabledDetail(facts, reRead)},
 	}
@@ -95,10 +89,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 		holderSays = fmt.Sprintf("holder %s: %s", l.HolderUUID, holder.Status)
 	}
 	switch {
-	case !stamped:
-		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "heartbeat_at is missing or not a timestamp: no scan sees the lease, so no run settles it (counted in stats.invisible)"
-	case row.Malformed != "":
-		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the lease does not decode: the run skips it (counted in stats.malformed)"
+	case scan.Skipped(&e, stamped, row.Malformed): // no run reads it: the rules are not asked
 	case !groupOK:
 		e.Verdict, e.Rule, e.Detail = "refuse", "runner_group_uuid", "a run over the lease's group is refused before it reads anything"
 	case refusal != "":
@@ -113,6 +104,9 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 	}
 	return e, nil
 }
+
+// scan names what a run's scan reads of a lease, for Explain.
+var scan = agesweep.Scan{Field: "heartbeat_at", Noun: "lease", Settler: "run", Settles: "settles"}
 
 func groupDetail(g ledger.RunnerGroup, err error, l ledger.WorkspaceLease) string {
 	switch {

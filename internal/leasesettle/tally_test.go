@@ -23,12 +23,9 @@ type tally struct {
 	kept, refused       map[string]int
 	examined, raced     int
 	errored, overBudget int
-	malformed, invis    int
 	scanCapped          bool
-	aged, live          int64
-	tripped, overridden bool
 	outcome             string
-	failed              string // the run's failure reason, "" when it did not fail
+	sweeptest.Steps
 }
 
 // The decision and tally logic of one run over one runner group, against the in-memory store
@@ -79,8 +76,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 			want: tally{examined: 25,
 				settled: map[string]string{"terminal-fresh": leasesettle.ReasonHolderTerminal, "gone-stale": leasesettle.ReasonHolderUnresolvableStale,
 					"other-group-stale": leasesettle.ReasonHolderUnresolvableStale},
-				kept: map[string]int{leasesettle.KeepHolderAlive: 21, leasesettle.KeepHeartbeatFresh: 1},
-				aged: 2, live: 25, outcome: "settled"},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 21, leasesettle.KeepHeartbeatFresh: 1}, outcome: "settled", Steps: sweeptest.Steps{Aged: 2, Live: 25}},
 		},
 		{
 			name: "max_settlements bounds the abandoned; the rest are over budget",
@@ -93,7 +89,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				healthy(s, 20)
 			},
 			want: tally{examined: 24, settled: map[string]string{"d0": leasesettle.ReasonHolderTerminal, "d1": leasesettle.ReasonHolderTerminal},
-				overBudget: 2, kept: map[string]int{leasesettle.KeepHolderAlive: 20}, live: 24, outcome: "settled"},
+				overBudget: 2, kept: map[string]int{leasesettle.KeepHolderAlive: 20}, outcome: "settled", Steps: sweeptest.Steps{Live: 24}},
 		},
 		{
 			name: "a page of leases that must be kept does not starve the ones behind it",
@@ -108,7 +104,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				healthy(s, 20)
 			},
 			want: tally{examined: 24, settled: map[string]string{"behind": leasesettle.ReasonHolderTerminal},
-				kept: map[string]int{leasesettle.KeepHolderAlive: 23}, live: 24, outcome: "settled"},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 23}, outcome: "settled", Steps: sweeptest.Steps{Live: 24}},
 		},
 		{
 			name: "leases that moved or whose holder came back are raced",
@@ -128,7 +124,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				}
 			},
 			want: tally{examined: 23, settled: map[string]string{"gone": leasesettle.ReasonHolderUnresolvableStale}, raced: 2,
-				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, aged: 3, live: 23, outcome: "settled"},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, outcome: "settled", Steps: sweeptest.Steps{Aged: 3, Live: 23}},
 		},
 		{
 			name: "an organization that opts out during the run is refused",
@@ -139,7 +135,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				s.Before = func(string) { s.PutOrganization("o", false) }
 			},
 			want: tally{examined: 21, refused: map[string]int{leasesettle.RefuseDisabled: 1}, settled: map[string]string{},
-				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, aged: 1, live: 21, outcome: "nothing_to_settle"},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, outcome: "nothing_to_settle", Steps: sweeptest.Steps{Aged: 1, Live: 21}},
 		},
 		{
 			name:            "the operator's include-disabled settles it anyway",
@@ -151,7 +147,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				s.PutOrganization("o", false)
 			},
 			want: tally{examined: 21, settled: map[string]string{"gone": leasesettle.ReasonHolderUnresolvableStale},
-				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, aged: 1, live: 21, outcome: "settled"},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, outcome: "settled", Steps: sweeptest.Steps{Aged: 1, Live: 21}},
 		},
 		{
 			name: "malformed leases are counted and skipped; invisible ones reported",
@@ -162,8 +158,8 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				s.PutInvisible(ledger.WorkspaceLease{UUID: "inv", OrganizationUUID: "o", RunnerGroupUUID: "g", Status: ledger.LeaseActive})
 				healthy(s, 20)
 			},
-			want: tally{examined: 22, malformed: 1, invis: 1, settled: map[string]string{"gone": leasesettle.ReasonHolderUnresolvableStale},
-				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, aged: 1, live: 22, outcome: "settled"},
+			want: tally{examined: 22, settled: map[string]string{"gone": leasesettle.ReasonHolderUnresolvableStale},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, outcome: "settled", Steps: sweeptest.Steps{Malformed: 1, Invisible: 1, Aged: 1, Live: 22}},
 		},
 		{
 			name: "a failed transaction is counted; the others go ahead",
@@ -180,7 +176,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				}
 			},
 			want: tally{examined: 22, errored: 1, settled: map[string]string{"gone": leasesettle.ReasonHolderUnresolvableStale},
-				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, aged: 2, live: 22, outcome: "settled"},
+				kept: map[string]int{leasesettle.KeepHolderAlive: 20}, outcome: "settled", Steps: sweeptest.Steps{Aged: 2, Live: 22}},
 		},
 		{
 			name: "the storm guard keeps the leases abandoned on age alone, not those of terminal holders",
@@ -194,7 +190,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				healthy(s, 9)
 			},
 			want: tally{examined: 21, settled: map[string]string{"terminal": leasesettle.ReasonHolderTerminal},
-				kept: map[string]int{storm.Reason: 11, leasesettle.KeepHolderAlive: 9}, aged: 11, live: 21, tripped: true, outcome: "settled", failed: storm.Reason},
+				kept: map[string]int{storm.Reason: 11, leasesettle.KeepHolderAlive: 9}, outcome: "settled", Steps: sweeptest.Steps{Aged: 11, Live: 21, Tripped: true, Failed: storm.Reason}},
 		},
 		{
 			name:     "an operator's override goes past the guard",
@@ -212,7 +208,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 					m[fmt.Sprintf("g%02d", i)] = leasesettle.ReasonHolderUnresolvableStale
 				}
 				return m
-			}(), kept: map[string]int{leasesettle.KeepHolderAlive: 9}, aged: 11, live: 20, tripped: true, overridden: true, outcome: "settled"},
+			}(), kept: map[string]int{leasesettle.KeepHolderAlive: 9}, outcome: "settled", Steps: sweeptest.Steps{Aged: 11, Live: 20, Tripped: true, Overridden: true}},
 		},
 		{
 			name: "at the scan's cap the unread stale leases count toward the guard as age alone",
@@ -225,7 +221,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 				healthy(s, 11)
 			},
 			want: tally{examined: 4, scanCapped: true, settled: map[string]string{},
-				kept: map[string]int{storm.Reason: 4}, aged: 12, live: 23, tripped: true, outcome: "nothing_to_settle", failed: storm.Reason},
+				kept: map[string]int{storm.Reason: 4}, outcome: "nothing_to_settle", Steps: sweeptest.Steps{Aged: 12, Live: 23, Tripped: true, Failed: storm.Reason}},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -250,12 +246,8 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 			if out.Settled != len(out.Settlements) {
 				t.Errorf("settled %d, but %d settlements listed", out.Settled, len(out.Settlements))
 			}
-			steps := sweeptest.StepsOf(t, stats.Malformed, stats.Invisible, stats.StormGuard, err)
-			got.malformed, got.invis, got.failed = steps.Malformed, steps.Invisible, steps.Failed
-			got.aged, got.live, got.tripped, got.overridden = steps.Aged, steps.Live, steps.Tripped, steps.Overridden
-			if fmt.Sprint(got) != fmt.Sprint(c.want) {
-				t.Errorf("got  %+v\nwant %+v", got, c.want)
-			}
+			got.Steps = sweeptest.StepsOf(t, stats.Steps, err)
+			sweeptest.Tallied(t, got, c.want, nil)
 			// What the output lists is what the store holds: abandoned by this run, for that reason.
 			for _, st := range out.Settlements {
 				if l, _ := s.Get(st.LeaseUUID); l.Status != ledger.LeaseAbandoned || l.Settlement == nil ||

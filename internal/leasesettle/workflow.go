@@ -68,7 +68,7 @@ type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the workflow.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
+	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
 // Declared is the workflow's declaration: one run covers one runner group of one organization;
@@ -79,7 +79,7 @@ var Declared = workflow.Declaration{Type: contract.WorkspaceLeaseSettle, Scope: 
 func (w *Workflow) Definition() workflow.Definition {
 	return workflow.Definition{
 		Declaration: Declared, States: workflow.Atomic, Envelope: EnvelopeLeaseSettle,
-		Check: w.check, Probe: workflow.ProbeEach(w.probe), Body: w.body,
+		Check: w.check, Probe: workflow.ProbeEach(w.probe), Body: agesweep.Body(w.RunOnce),
 	}
 }
 
@@ -115,15 +115,6 @@ func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.
 			"runner group %s has no positive heartbeat_timeout_seconds; without one no lease can be judged stale", in.RunnerGroupUUID)
 	}
 	return nil
-}
-
-func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	in, err := agesweep.Decode[Input](run.Input)
-	if err != nil {
-		return workflow.Result{}, err
-	}
-	out, stats, err := w.RunOnce(ctx, run, in)
-	return workflow.Result{Output: out, Stats: stats}, err
 }
 
 // Refusal reasons: rules about who may write a lease, checked in its transaction. A lease the

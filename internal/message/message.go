@@ -17,7 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // MaxBodyBytes bounds a start request or a message's data.
@@ -202,4 +204,167 @@ func ParsePubSub(raw []byte) (PubSub, error) {
 		return PubSub{}, contract.Invalid("message.data", "maxLength", "is larger than %d bytes", MaxBodyBytes)
 	}
 	return *b.Message, nil
+}
+
+// The attributes stalesweep's own messages carry. A tick's are the publisher's (Cloud
+// Scheduler's, or an operator's): only AttrTrigger and AttrActor are read from it, and the
+// actor only as a claim.
+const (
+	AttrTrigger             = "trigger"               // schedule | manual
+	AttrActor               = "actor"                 // who asked, where known (a claim)
+	AttrWorkflowRunUUID     = "workflow_run_uuid"     // the run a sweep or sync message belongs to
+	AttrTickID              = "tick_id"               // the tick a sweep message came from
+	AttrWorkflowType        = "workflow_type"         // for filtering and logs
+	AttrRunnerExecutionUUID = "runner_execution_uuid" // on sync messages
+	AttrDispatchAfter       = "dispatch_after"        // on a tick's continuation: the organization to resume after
+	AttrRoster              = "roster"                // on a tick's continuation: "build" while the tick builds the roster
+)
+
+// Outgoing is one message to publish: its data and attributes.
+type Outgoing struct {
+	Data       []byte
+	Attributes map[string]string
+}
+
+// SweepAttributes are a sweep message's attributes.
+type SweepAttributes struct {
+	Trigger         string // schedule | manual
+	ClaimedActor    string // who the tick says sent it; unverified, omitted when empty
+	WorkflowRunUUID string // the run the message starts
+	TickID          string // the tick it came from
+}
+
+// EncodeSweep is the message on the sweeps topic that starts one run: s as its data (what
+// ParseStart reads back), and its attributes.
+func EncodeSweep(s Start, a SweepAttributes) (Outgoing, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return Outgoing{}, fmt.Errorf("encode sweep message: %w", err)
+	}
+	attrs := map[string]string{
+		AttrTrigger:         a.Trigger,
+		AttrWorkflowType:    string(s.WorkflowType),
+		AttrWorkflowRunUUID: a.WorkflowRunUUID,
+		AttrTickID:          a.TickID,
+	}
+	if a.ClaimedActor != "" {
+		attrs[AttrActor] = a.ClaimedActor
+	}
+	return Outgoing{Data: data, Attributes: attrs}, nil
+}
+
+// ContinuationAttributes are a tick continuation's attributes.
+type ContinuationAttributes struct {
+	Trigger      string // the tick's
+	ClaimedActor string // the tick's claim, omitted when empty
+	TickID       string // the tick's own id: the runs are named after it
+	After        string // the organization the dispatch resumes after
+	Roster       string // RosterBuild while the tick builds the roster of organizations; else empty
+}
+
+// RosterBuild is AttrRoster's value on the continuations of a tick that is building the roster.
+const RosterBuild = "build"
+
+// EncodeContinuation is the message on the ticks topic that hands the rest of a tick to the next
+// Dispatch invocation: the tick's data, with where to resume in its attributes (Continuation).
+func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
+	if a.TickID == "" || a.After == "" {
+		return Outgoing{}, fmt.Errorf("encode tick continuation: the tick id and where to resume are required")
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return Outgoing{}, fmt.Errorf("encode tick continuation: %w", err)
+	}
+	attrs := map[string]string{AttrTrigger: a.Trigger, AttrWorkflowType: string(s.WorkflowType), AttrTickID: a.TickID, AttrDispatchAfter: a.After}
+	if a.ClaimedActor != "" {
+		attrs[AttrActor] = a.ClaimedActor
+	}
+	if a.Roster != "" {
+		attrs[AttrRoster] = a.Roster
+	}
+	return Outgoing{Data: data, Attributes: attrs}, nil
+}
+
+// Resume is where a tick message has Dispatch start.
+type Resume struct {
+	TickID string
+	After  string
+	Roster string
+}
+
+// Continuation reads a tick message's attributes: a continuation's tick id, resume point and
+// roster attribute, or for a first delivery messageID alone. A continuation without its tick's
+// id, or with a roster attribute other than RosterBuild, is malformed.
+func Continuation(attrs map[string]string, messageID string) (Resume, error) {
+	after := attrs[AttrDispatchAfter]
+	if after == "" {
+		return Resume{TickID: messageID}, nil
+	}
+	if attrs[AttrTickID] == "" {
+		return Resume{}, fmt.Errorf("a tick continuation (%s=%q) without %s", AttrDispatchAfter, after, AttrTickID)
+	}
+	if r := attrs[AttrRoster]; r != "" && r != RosterBuild {
+		return Resume{}, fmt.Errorf("a tick continuation with %s=%q (want %q or none)", AttrRoster, r, RosterBuild)
+	}
+	return Resume{TickID: attrs[AttrTickID], After: after, Roster: attrs[AttrRoster]}, nil
+}
+
+// EncodeSync is the message on the syncs topic that asks for one row's sync: s as its data
+// (what ParseSync reads back), its run and row as attributes.
+func EncodeSync(s Sync) Outgoing {
+	data, _ := json.Marshal(s) // a Sync always encodes: strings, a time, a map decoded from JSON
+	return Outgoing{Data: data, Attributes: map[string]string{
+		AttrWorkflowRunUUID:     s.WorkflowRunUUID,
+		AttrRunnerExecutionUUID: s.RunnerExecutionUUID,
+	}}
+}
+
+// Sync is a message on the syncs topic, and the request for one row's sync on every path: it
+// carries what the scan saw, so the sync can tell whether the row moved in between.
+type Sync struct {
+	WorkflowRunUUID     string         `json:"workflow_run_uuid"`
+	OrganizationUUID    string         `json:"organization_uuid"`
+	RunnerExecutionUUID string         `json:"runner_execution_uuid"`
+	Provider            string         `json:"provider"`
+	ProviderRef         map[string]any `json:"provider_ref"`
+	ObservedAt          time.Time      `json:"observed_at"`
+	// IncludeDisabled: workflow.Request.IncludeDisabled. Never on the wire.
+	IncludeDisabled bool `json:"-"`
+	// OverridePause: workflow.Request.OverridePause, for a run's inline syncs. Never on the
+	// wire, so no message overrides a pause.
+	OverridePause bool `json:"-"`
+}
+
+// Validate checks a sync request that came from outside the process, naming the field and rule.
+func (r Sync) Validate() error {
+	switch {
+	case r.WorkflowRunUUID == "":
+		return contract.Invalid("workflow_run_uuid", "required", "is required")
+	case ledger.CheckDocID(r.WorkflowRunUUID) != nil:
+		return contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.WorkflowRunUUID))
+	case uuid.Validate(r.OrganizationUUID) != nil:
+		return contract.Invalid("organization_uuid", "format", "must be a UUID")
+	case r.RunnerExecutionUUID == "":
+		return contract.Invalid("runner_execution_uuid", "required", "is required")
+	case ledger.CheckDocID(r.RunnerExecutionUUID) != nil:
+		return contract.Invalid("runner_execution_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.RunnerExecutionUUID))
+	case r.Provider == "":
+		return contract.Invalid("provider", "required", "is required")
+	case len(r.ProviderRef) == 0:
+		return contract.Invalid("provider_ref", "required", "is required")
+	case r.ObservedAt.IsZero():
+		return contract.Invalid("observed_at", "required", "is required")
+	}
+	return nil
+}
+
+// ParseSync reads the data of a message on the syncs topic by DecodeStart's rules, and validates
+// it: Sweep alone writes the topic, but it is still outside input. On a rejection the request holds
+// whatever was decoded, so the log can name the row.
+func ParseSync(raw []byte) (Sync, error) {
+	var req Sync
+	if err := decodeOne(raw, &req); err != nil {
+		return req, err
+	}
+	return req, req.Validate()
 }

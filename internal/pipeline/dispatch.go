@@ -30,8 +30,7 @@ type Tick struct {
 	InitialData json.RawMessage
 	Trigger     string
 	// Actor is who sent the tick as far as it was verified (the subscription it came through);
-	// ClaimedActor is who the tick says sent it. The sweep messages carry the claim on, as a
-	// claim.
+	// ClaimedActor is who the tick says sent it, carried on to the sweep messages as a claim.
 	Actor        string
 	ClaimedActor string
 	// TickID is the tick message's id, which the runs' uuids derive from (RunUUID). A
@@ -128,14 +127,12 @@ type PauseLister interface {
 // DispatcherOptions is what a Dispatcher is built from. Orgs, Publisher, SweepsTopic, Workflows
 // and Log are required; each of the rest, left zero, leaves its feature off.
 type DispatcherOptions struct {
-	Orgs      *ledger.OrganizationStore
-	Publisher Publisher
-	// SweepsTopic is where the sweep messages go.
+	Orgs        *ledger.OrganizationStore
+	Publisher   Publisher
 	SweepsTopic string
-	// Workflows are the workflows dispatched.
-	Workflows Workflows
-	Log       *slog.Logger
-	Config    DispatchConfig
+	Workflows   Workflows
+	Log         *slog.Logger
+	Config      DispatchConfig
 
 	// ListQueues is how queue-scoped workflows (pm.sweep) enumerate their scopes.
 	ListQueues func(ctx context.Context, limit int) ([]string, error)
@@ -324,8 +321,7 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 	return nil, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
 }
 
-// enabled is one page of enabled organizations after the id `after`, and the id to resume
-// after ("" when this was the last page).
+// enabled is one page (as page) of enabled organizations.
 func (d *Dispatcher) enabled(ctx context.Context, after string) ([]string, string, error) {
 	ids, err := d.orgs.ListEnabled(ctx, after, d.cfg.PageSize)
 	if err != nil || len(ids) < d.cfg.PageSize {
@@ -354,8 +350,7 @@ func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick, rep
 	return scopes, nil
 }
 
-// prober returns what narrows a page of scopes to the ones with work: every scope, unless
-// probes are on and the workflow has one.
+// prober narrows a page of scopes to the ones with work, when probes are on and the workflow has one.
 func (d *Dispatcher) prober(ctx context.Context, def workflow.Definition, tick Tick, defaults map[string]json.RawMessage, fields []string, now time.Time, clocked bool, rep *Report) func([]workflow.ScopeValues) []workflow.ScopeValues {
 	if d.clock == nil || !clocked || def.Probe == nil {
 		return func(scopes []workflow.ScopeValues) []workflow.ScopeValues { return scopes }
@@ -479,8 +474,7 @@ func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clock
 	return out
 }
 
-// pauseTime is the time a pause's end is judged at: the invocation's clock, or this machine's
-// when it could not be read.
+// pauseTime is when a pause's end is judged: the invocation's clock, else this machine's.
 func pauseTime(now time.Time, clocked bool) time.Time {
 	if !clocked {
 		return time.Now()
@@ -513,8 +507,7 @@ func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused [
 	return out
 }
 
-// continueAfter publishes the rest of the tick to the ticks topic; building says the tick goes
-// on building the roster.
+// continueAfter hands the rest of the tick on to the ticks topic, still building the roster if building.
 func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string, building bool) error {
 	attrs := message.ContinuationAttributes{Trigger: cmp.Or(tick.Trigger, "schedule"), ClaimedActor: tick.ClaimedActor, TickID: tick.TickID, After: after}
 	if building {
@@ -527,8 +520,7 @@ func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string,
 	return d.pub.PublishBatch(ctx, d.ticksTopic, []message.Outgoing{msg})[0].Err
 }
 
-// explicitOrg is the organization a tick of an organization- or group-scoped workflow names
-// itself, or "".
+// explicitOrg is the organization an organization- or group-scoped tick names itself, or "".
 func explicitOrg(kind contract.ScopeKind, defaults map[string]json.RawMessage) string {
 	if kind != contract.ScopeOrganization && kind != contract.ScopeRunnerGroup {
 		return ""
@@ -597,8 +589,7 @@ func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage
 	})
 }
 
-// scopeInput is the initial data of one scope's run: the tick's defaults with the scope's
-// fields set to its values.
+// scopeInput is one scope's initial data: the tick's defaults with the scope's fields set.
 func scopeInput(defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) json.RawMessage {
 	data := map[string]json.RawMessage{}
 	for k, v := range defaults {

@@ -4,9 +4,6 @@ import (
 	"cmp"
 
 	"github.com/stalesweep/stalesweep/internal/agesweep"
-	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Input defaults, as the seed gives them.
@@ -101,28 +98,19 @@ type Raced struct {
 	LastActivity string `json:"last_activity"`
 }
 
-// Stats are what the run did not do, for the run record.
+// Stats are what the run did not do, for the run record. Steps' storm guard verdict is silent
+// working tasks against working ones.
 type Stats struct {
 	Poisoned int `json:"poisoned"` // failed instead of requeued (over MaxReclaims)
-	// Invisible counts the scope's active rows no scan can see (their staleness field missing
-	// or not a timestamp), with a sample of ids: reported, never settled.
-	Invisible *ledger.Invisible `json:"invisible,omitempty"`
-	// Malformed counts the working tasks the scan could not decode, with a sample of paths:
-	// skipped, never reclaimed.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
-	NearTTL   int               `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
-	RacedWhy  map[string]int    `json:"raced_why"` // why each raced task was left
-	Errored   int               `json:"errored"`   // reclaim transaction failed: nothing written
-	Deferred  int               `json:"deferred"`  // stale, not handled: MaxStale or budget
+	agesweep.Steps
+	NearTTL  int            `json:"near_ttl"`  // working, silent for more than 2/3 of the TTL, not stale yet
+	RacedWhy map[string]int `json:"raced_why"` // why each raced task was left
+	Errored  int            `json:"errored"`   // reclaim transaction failed: nothing written
+	Deferred int            `json:"deferred"`  // stale, not handled: MaxStale or budget
 	// Paused counts the stale tasks left because the sweep was paused on the queue (or
 	// fleet-wide) while it ran: the first reclaim that read the pause wrote nothing, and no later
 	// one was tried.
 	Paused      int  `json:"paused"`
 	Capped      bool `json:"capped"` // more stale tasks than MaxStale
 	OutOfBudget bool `json:"out_of_budget"`
-	// StormGuard is the guard's verdict: silent working tasks against working ones.
-	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
-	// DryRun is, in a dry run, what the sweep would have done row by row (the counts above are
-	// then what it would have done too); nil in a real run.
-	Preview *explain.Preview `json:"preview,omitempty"`
 }

@@ -74,9 +74,7 @@ func TestADryRunReportsWhatTheSweepThenReclaimsAndWritesNothing(t *testing.T) {
 
 	in := pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "janitor-7"}
 	out, o, s := e.start(in, true)
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the engine's dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the engine's dry run")
 	seedIn := in
 	seedIn.DryRun = true
 	_, seedO, seedS := e.start(seedIn, false)
@@ -128,14 +126,9 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{"task-000", "task-001", "task-002", "task-003", "invisible"}
-	said := map[string]explain.Explanation{}
-	for _, id := range ids {
-		x, err := e.wf.Explain(context.Background(), e.tasks, e.queue, id, explain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		said[id] = x
-	}
+	said := sweeptest.ExplainEach(t, ids, func(id string) (explain.Explanation, error) {
+		return e.wf.Explain(context.Background(), e.tasks, e.queue, id, explain.Options{})
+	})
 	e.Spy.Reset()
 	_, o, _ := e.start(pmsweep.Input{Queue: e.queue, TTL: pmsweep.TTLDefault, Reclaimer: "janitor"}, false)
 	reclaimed := map[string]bool{}

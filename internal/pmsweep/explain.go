@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
@@ -24,18 +25,15 @@ type Rows interface {
 func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.TaskQueuesCollection + "/" + queue + "/" + ledger.TasksCollection, ID: id,
 		WorkflowType: string(Declared.Type), Scope: queue}
-	row, err := rows.Row(ctx, queue, id)
+	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, func(ctx context.Context, id string) (ledger.Row[ledger.Task], error) {
+		return rows.Row(ctx, queue, id)
+	})
 	if err != nil {
 		return e, err
 	}
-	e.Row = row.Fields
-	now, err := w.Clock(ctx)
-	if err != nil {
-		return e, fmt.Errorf("read the clock: %w", err)
-	}
 	t := row.Value
 	ttl := time.Duration(TTLDefault) * time.Second
-	stamped := row.HasTimestamp("last_activity_at")
+	stamped := row.HasTimestamp(scan.Field)
 	// A task that does not decode has no silence to judge: its decoded last_activity_at is the
 	// zero time, whatever the document holds.
 	silent := fmt.Sprintf("silence cannot be judged: no heartbeat (last_activity_at is not a timestamp); ttl %ds (the seed's default)", TTLDefault)
@@ -46,10 +44,10 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 		silent = fmt.Sprintf("silent %s against ttl %ds (the seed's default)", now.Sub(t.LastActivityAt).Truncate(time.Millisecond), TTLDefault)
 	}
 	stale := stamped && row.Malformed == "" && Stale(t, now, ttl)
+	valid, decodes := scan.Checks(row.Fields, stamped, row.Malformed)
 	e.Checks = []explain.Check{
 		{Name: "status working", OK: row.Fields["status"] == ledger.TaskWorking, Detail: fmt.Sprintf("status %q; the scan reads working tasks only", row.Fields["status"])},
-		{Name: "last_activity_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_activity_at"])},
-		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		valid, decodes,
 		{Name: "silent past ttl", OK: stale, Detail: silent},
 	}
 	e.Decided()
@@ -63,11 +61,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 		}
 	}
 	switch {
-	case !stamped:
-		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "last_activity_at is missing or not a timestamp: no scan sees the task, so no sweep reclaims it (counted in stats.invisible)"
-		return e, nil
-	case row.Malformed != "":
-		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the task does not decode: the sweep skips it (counted in stats.malformed)"
+	case scan.Skipped(&e, stamped, row.Malformed):
 		return e, nil
 	case t.Status != ledger.TaskWorking:
 		e.Verdict, e.Rule = "skip", string(ledger.LeftNotWorking)
@@ -91,3 +85,6 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 	}
 	return e, nil
 }
+
+// scan names what the sweep's scan reads of a task, for Explain.
+var scan = agesweep.Scan{Field: "last_activity_at", Noun: "task", Settler: "sweep", Settles: "reclaims"}

@@ -35,7 +35,7 @@ type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
+	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
 // Declared is the sweep's declaration: one run covers one task queue; it reclaims on silence
@@ -43,10 +43,18 @@ func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
 var Declared = workflow.Declaration{Type: contract.PMSweep, Scope: workflow.ScopeQueue, FromRequest: true, AgeBased: true}
 
 // Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
-// atomic: pending → completed, any → failed.
+// atomic: pending → completed, any → failed. Every path but the command holds the ttl to
+// Config.TTLFloor.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{Declaration: Declared, States: workflow.Atomic, Check: agesweep.OffCommand(w.scheduled), Scheduled: w.scheduled, Probe: workflow.ProbeEach(w.probe), Body: w.body}
+	return ttlFloor.Definition(Declared, w.Config.TTLFloor, w.probe, agesweep.Body(func(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
+		// The engine's dry run is the seed's dry_run: one path, one output.
+		in.DryRun = in.DryRun || run.DryRun
+		return w.runOnce(ctx, in, run.StormOverride, Pauses(in.Queue, run.OverridePause), run.Logger)
+	}))
 }
+
+// ttlFloor is the least ttl (seconds) every path but the command accepts.
+var ttlFloor = agesweep.Floor{Field: "ttl", Setting: "STALESWEEP_PM_TTL_FLOOR_SECONDS", Why: "a small TTL reclaims tasks whose workers are alive"}
 
 // probe: a queue has work when its least recently active working task has been silent for the
 // TTL, or cannot be read (a run reports it): one query of at most one document. A queue whose
@@ -62,28 +70,6 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	}
 	t := oldest[0]
 	return t.Malformed != "" || !t.LastActivityAt.After(now.Add(-time.Duration(in.TTL)*time.Second)), nil
-}
-
-// scheduled is the TTL floor every path but the command applies.
-func (w *Workflow) scheduled(input json.RawMessage) error {
-	return CheckTTLFloor(input, w.Config.TTLFloor)
-}
-
-// CheckTTLFloor refuses an input whose ttl is below floor (seconds).
-func CheckTTLFloor(input json.RawMessage, floor int64) error {
-	return contract.AtLeast(input, "ttl", floor, "STALESWEEP_PM_TTL_FLOOR_SECONDS",
-		"a small TTL reclaims tasks whose workers are alive")
-}
-
-func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	in, err := agesweep.Decode[Input](run.Input)
-	if err != nil {
-		return workflow.Result{}, err
-	}
-	// The engine's dry run is the seed's dry_run: one path, one output.
-	in.DryRun = in.DryRun || run.DryRun
-	out, stats, err := w.runOnce(ctx, in, run.StormOverride, Pauses(in.Queue, run.OverridePause), run.Logger)
-	return workflow.Result{Output: out, Stats: stats}, err
 }
 
 // Pauses are the pause documents each reclaim reads with its task: the sweep's fleet-wide pause

@@ -191,9 +191,10 @@ func (r *racer) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pa
 }
 
 // racedSweep claims two tasks and leaves them silent for ten minutes; touch acts for the first
-// task's live worker just before the sweep's transaction of that task. It returns the env, that
-// worker's lease (as touch leaves it) and the other task's lease.
-func racedSweep(t *testing.T, touch func(e *env, live *ledgertest.Lease)) (*env, *ledgertest.Lease, ledgertest.Lease) {
+// task's live worker (who names it in failures) just before the sweep's transaction of that task.
+// It sweeps, and fails t unless the live worker's task was raced and left to it, and the other
+// reclaimed. It returns the env and that worker's lease, as touch left it.
+func racedSweep(t *testing.T, who string, touch func(e *env, live *ledgertest.Lease)) (*env, *ledgertest.Lease) {
 	t.Helper()
 	var rc *racer
 	e := newEnv(t, pmsweep.Config{}, func(s pmsweep.Store) pmsweep.Store { rc = &racer{Store: s}; return rc })
@@ -205,25 +206,25 @@ func racedSweep(t *testing.T, touch func(e *env, live *ledgertest.Lease)) (*env,
 			touch(e, &live)
 		}
 	}
-	return e, &live, leases[1]
+	o := e.sweep(pmsweep.Input{})
+	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != leases[1].TaskID {
+		t.Fatalf("output = %+v, want %s's task raced and the other reclaimed", o, who)
+	}
+	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
+		t.Errorf("%s lost its task: %+v", who, task)
+	}
+	return e, &live
 }
 
 func TestAHeartbeatBetweenSnapshotAndReclaimWins(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, live, other := racedSweep(t, func(e *env, live *ledgertest.Lease) {
+	e, live := racedSweep(t, "the heartbeating worker", func(e *env, live *ledgertest.Lease) {
 		var err error
 		if *live, err = e.worker.Heartbeat(ctx, *live, e.Clock.Now()); err != nil {
 			t.Errorf("the live worker's heartbeat: %v", err)
 		}
 	})
-	o := e.sweep(pmsweep.Input{})
-	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != other.TaskID {
-		t.Fatalf("output = %+v", o)
-	}
-	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
-		t.Errorf("the live worker lost its task: %+v", task)
-	}
 	if _, err := e.worker.Heartbeat(ctx, *live, e.Clock.Now()); err != nil {
 		t.Errorf("the live worker's next heartbeat: %v", err)
 	}
@@ -345,9 +346,7 @@ func TestDryRunReportsAndWritesNothing(t *testing.T) {
 	if !o.DryRun || o.Stale != 3 || len(o.Reclaimed) != 3 || o.Reclaimed[0].ReclaimStatusSHA != "" {
 		t.Errorf("dry run output = %+v", o)
 	}
-	if w := e.Spy.Writes(); len(w) != 0 { // its read-only transactions commit, writing nothing
-		t.Errorf("the dry run wrote %+v", w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run") // its read-only transactions commit, writing nothing
 	if task := e.task("task-000"); task.Status != ledger.TaskWorking {
 		t.Errorf("the dry run changed a task: %+v", task)
 	}
@@ -519,9 +518,7 @@ func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
 			t.Errorf("%s below the floor: err = %v, want validation_failed naming ttl", trig, err)
 		}
 	}
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("refused sweeps wrote %v", w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "refused sweeps")
 	if o := e.sweep(pmsweep.Input{TTL: 60}); len(o.Reclaimed) != 1 {
 		t.Errorf("the command's sweep below the floor: %+v, want the silent task reclaimed", o)
 	}
@@ -533,18 +530,11 @@ func TestTheTTLHasAFloorOffTheCommandLine(t *testing.T) {
 func TestAReportBetweenSnapshotAndReclaimWins(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, live, other := racedSweep(t, func(e *env, live *ledgertest.Lease) {
+	e, live := racedSweep(t, "the reporting worker", func(e *env, live *ledgertest.Lease) {
 		if _, err := e.worker.Report(ctx, *live, "still at it", e.Clock.Now()); err != nil {
 			t.Errorf("the live worker's report: %v", err)
 		}
 	})
-	o := e.sweep(pmsweep.Input{})
-	if len(o.Raced) != 1 || o.Raced[0].Task != live.TaskID || len(o.Reclaimed) != 1 || o.Reclaimed[0].Task != other.TaskID {
-		t.Fatalf("output = %+v, want the reporting worker's task raced and the other reclaimed", o)
-	}
-	if task := e.task(live.TaskID); task.Status != ledger.TaskWorking || task.WorkerID != live.WorkerID || task.HeartbeatTip != live.HeartbeatTip {
-		t.Errorf("the reporting worker lost its task: %+v", task)
-	}
 	if err := e.worker.Complete(ctx, *live, e.Clock.Now()); err != nil {
 		t.Errorf("the reporting worker cannot complete its task: %v", err)
 	}

@@ -4,9 +4,6 @@ import (
 	"cmp"
 
 	"github.com/stalesweep/stalesweep/internal/agesweep"
-	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/storm"
 )
 
 // Input defaults and bounds, as seed 000 gives them.
@@ -61,19 +58,15 @@ type SweptRun struct {
 	IdleMs      int64  `json:"idle_ms"`
 }
 
-// Stats are what a run did not do, for the run record and the summary log.
+// Stats are what a run did not do, for the run record and the summary log. Steps' storm guard
+// verdict is idle runs (all of them, not only this run's limit) against running ones.
 type Stats struct {
 	Scanned int `json:"scanned"` // idle runs read, malformed ones included
-	// Invisible counts the scope's active rows no scan can see (their staleness field missing
-	// or not a timestamp), with a sample of ids: reported, never settled.
-	Invisible *ledger.Invisible `json:"invisible,omitempty"`
-	// Malformed counts the scanned runs that could not be decoded, with a sample of paths:
-	// skipped, never settled.
-	Malformed *ledger.Malformed `json:"malformed,omitempty"`
-	Moved     int               `json:"moved"`    // moved (or finished) after the scan: left alone
-	NotIdle   int               `json:"not_idle"` // no longer past the deadline
-	Errored   int               `json:"errored"`  // transaction failed: nothing written
-	Deferred  int               `json:"deferred"` // not attempted: budget spent
+	agesweep.Steps
+	Moved    int `json:"moved"`    // moved (or finished) after the scan: left alone
+	NotIdle  int `json:"not_idle"` // no longer past the deadline
+	Errored  int `json:"errored"`  // transaction failed: nothing written
+	Deferred int `json:"deferred"` // not attempted: budget spent
 	// Paused counts the idle runs left because the sweep was paused fleet-wide while it ran: the
 	// first abandonment that read the pause wrote nothing, and no later one was tried.
 	Paused                int    `json:"paused"`
@@ -81,10 +74,4 @@ type Stats struct {
 	InterlocksHeldByOther int    `json:"interlocks_held_by_other"` // left alone, logged
 	Deadline              string `json:"deadline"`
 	OutOfBudget           bool   `json:"out_of_budget"`
-	// StormGuard is the guard's verdict: idle runs (all of them, not only this run's limit)
-	// against running ones.
-	StormGuard *storm.Verdict `json:"storm_guard,omitempty"`
-	// DryRun is, in a dry run, what the run would have done (the counts above are then what it
-	// would have done too); nil in a real run.
-	Preview *explain.Preview `json:"preview,omitempty"`
 }

@@ -87,9 +87,7 @@ func TestADryRunReportsWhatTheSweepThenDoesAndWritesNothing(t *testing.T) {
 	e.Spy.Reset()
 
 	out, s := e.dryRun(workflow.TriggerLocal, `{"older_than_ms": 600000}`, false)
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the dry run wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry run")
 	if out.Status != workflow.StateCompleted || out.Output["swept"] != int64(0) {
 		t.Errorf("dry run: %s, output %v; want completed with nothing swept", out.Status, out.Output)
 	}
@@ -152,9 +150,7 @@ func TestADryRunTheStormGuardWouldStopSaysSoAndWritesNothing(t *testing.T) {
 	if out.Status != workflow.StateCompleted || s.Preview.StormGuardWouldStop || s.Preview.Counts["abandon"] != 16 || !s.StormGuard.Overridden {
 		t.Errorf("overridden dry run: %s, preview %+v, verdict %+v", out.Status, s.Preview, s.StormGuard)
 	}
-	if w := e.Spy.Writes(); len(w) != 0 {
-		t.Errorf("the dry runs wrote %d documents: %+v", len(w), w)
-	}
+	sweeptest.NoWrites(t, e.Spy, "the dry runs")
 }
 
 // Explain's verdict on every run of the interlock fleet, and on one no scan can see, is what
@@ -170,14 +166,9 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := []string{f.bg, f.fg, f.lone, f.orphan, f.newer, f.live, invisible}
-	verdict := map[string]explain.Explanation{}
-	for _, id := range all {
-		x, err := e.wf.Explain(context.Background(), e.store, id, explain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		verdict[id] = x
-	}
+	verdict := sweeptest.ExplainEach(t, all, func(id string) (explain.Explanation, error) {
+		return e.wf.Explain(context.Background(), e.store, id, explain.Options{})
+	})
 	floor := fmt.Sprintf(`{"older_than_ms": %d}`, runssweep.ScheduledFloorMsDefault)
 	o, _ := e.mustSweep(floor)
 	swept := map[string]bool{}

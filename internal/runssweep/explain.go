@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Rows is what Explain needs besides the sweep's Store; *ledger.ExtensionRunStore has it.
-type Rows interface {
-	Row(ctx context.Context, runID string) (ledger.Row[ledger.ExtensionRun], error)
-}
+type Rows = agesweep.Rows[ledger.ExtensionRun]
 
 // Explain says what a sweep would do with one app invocation now, and why. Seed 000 gives
 // older_than_ms no default, so the threshold is the least a scheduled sweep accepts
@@ -23,22 +22,17 @@ type Rows interface {
 // age alone.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.ExtensionRunsCollection, ID: runID, WorkflowType: string(Declared.Type), Scope: "fleet"}
-	row, err := rows.Row(ctx, runID)
+	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, rows.Row)
 	if err != nil {
 		return e, err
 	}
-	e.Row = row.Fields
-	now, err := w.Clock(ctx)
-	if err != nil {
-		return e, fmt.Errorf("read the clock: %w", err)
-	}
 	r := row.Value
 	deadline := Deadline(now, w.Config.ScheduledFloorMs)
-	stamped := row.HasTimestamp("last_moved_at")
+	stamped := row.HasTimestamp(scan.Field)
+	valid, decodes := scan.Checks(row.Fields, stamped, row.Malformed)
 	e.Checks = []explain.Check{
 		{Name: "status running", OK: row.Fields["status"] == ledger.ExtensionRunning, Detail: fmt.Sprintf("status %q; the scan reads running invocations only", row.Fields["status"])},
-		{Name: "last_moved_at valid", OK: stamped, Detail: explain.TimestampDetail(row.Fields["last_moved_at"])},
-		{Name: "decodes", OK: row.Malformed == "", Detail: explain.DecodeDetail(row.Malformed)},
+		valid, decodes,
 		{Name: "idle past threshold", OK: stamped && r.LastMovedAt.Before(deadline), Detail: fmt.Sprintf(
 			"idle %s against older_than_ms %d (the scheduled floor; deadline %s)", idle(now, r.LastMovedAt, stamped), w.Config.ScheduledFloorMs, deadline.Format(time.RFC3339))},
 	}
@@ -46,12 +40,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 	if r.Settlement != nil {
 		e.Last = map[string]any{"settlement": r.Settlement, "outcome": r.Outcome, "finished_at": r.FinishedAt}
 	}
-	switch {
-	case !stamped:
-		e.Verdict, e.Rule, e.Detail = "skip", "invisible", "last_moved_at is missing or not a timestamp: no scan sees the run, so no sweep settles it (counted in stats.invisible)"
-		return e, nil
-	case row.Malformed != "":
-		e.Verdict, e.Rule, e.Detail = "skip", "malformed", "the run does not decode: the sweep skips it (counted in stats.malformed)"
+	if scan.Skipped(&e, stamped, row.Malformed) {
 		return e, nil
 	}
 	res, err := w.Store.PreviewAbandon(ctx, runID, nil, Abandonable(r, deadline))
@@ -73,6 +62,9 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 	}
 	return e, nil
 }
+
+// scan names what the sweep's scan reads of a run, for Explain.
+var scan = agesweep.Scan{Field: "last_moved_at", Noun: "run", Settler: "sweep", Settles: "settles"}
 
 // idle says how long a run has not moved, when its last_moved_at is a timestamp.
 func idle(now, last time.Time, stamped bool) string {

@@ -20,13 +20,12 @@ import (
 
 // tally is what a run decided, in a form a table can state.
 type tally struct {
-	swept                        []string // ids, sorted
-	scanned, malformed, invis    int
-	moved, errored, deferred     int
-	released, heldByOther        int
-	aged, live                   int64
-	tripped, overridden, outOfBu bool
-	failed                       string // the run's failure reason, "" when it did not fail
+	swept                    []string // ids, sorted
+	scanned                  int
+	moved, errored, deferred int
+	released, heldByOther    int
+	outOfBu                  bool
+	sweeptest.Steps
 }
 
 // The decision and tally logic of one sweep, against the in-memory store (both tiers): which
@@ -69,7 +68,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				s.Put(ledger.ExtensionRun{RunID: "done", Status: ledger.ExtensionSucceeded, LastMovedAt: idle})
 				quiet(s, 20)
 			},
-			want: tally{swept: []string{"a", "b"}, scanned: 2, aged: 2, live: 23},
+			want: tally{swept: []string{"a", "b"}, scanned: 2, Steps: sweeptest.Steps{Aged: 2, Live: 23}},
 		},
 		{
 			name: "interlocks: released when they name the run, left and counted when another holds them",
@@ -82,7 +81,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				run(s, "none", idle, true)
 				quiet(s, 20)
 			},
-			want: tally{swept: []string{"none", "other", "own"}, scanned: 3, released: 1, heldByOther: 1, aged: 3, live: 23},
+			want: tally{swept: []string{"none", "other", "own"}, scanned: 3, released: 1, heldByOther: 1, Steps: sweeptest.Steps{Aged: 3, Live: 23}},
 		},
 		{
 			name: "malformed runs are counted and skipped; invisible ones are reported and count as running",
@@ -94,7 +93,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				s.PutInvisible("inv-2")
 				quiet(s, 20)
 			},
-			want: tally{swept: []string{"a"}, scanned: 2, malformed: 1, invis: 2, aged: 1, live: 24},
+			want: tally{swept: []string{"a"}, scanned: 2, Steps: sweeptest.Steps{Malformed: 1, Invisible: 2, Aged: 1, Live: 24}},
 		},
 		{
 			name: "a run that moved after the scan is left and counted as moved",
@@ -109,7 +108,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 					}
 				}
 			},
-			want: tally{swept: []string{"a"}, scanned: 2, moved: 1, aged: 2, live: 22},
+			want: tally{swept: []string{"a"}, scanned: 2, moved: 1, Steps: sweeptest.Steps{Aged: 2, Live: 22}},
 		},
 		{
 			name: "a failed transaction is counted; the others go ahead",
@@ -125,7 +124,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 					return nil
 				}
 			},
-			want: tally{swept: []string{"a"}, scanned: 2, errored: 1, aged: 2, live: 22},
+			want: tally{swept: []string{"a"}, scanned: 2, errored: 1, Steps: sweeptest.Steps{Aged: 2, Live: 22}},
 		},
 		{
 			name: "every transaction failed: the run fails",
@@ -140,7 +139,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 					return nil
 				}
 			},
-			want: tally{scanned: 1, errored: 1, aged: 1, live: 21, failed: "abandon_failed"},
+			want: tally{scanned: 1, errored: 1, Steps: sweeptest.Steps{Aged: 1, Live: 21, Failed: "abandon_failed"}},
 		},
 		{
 			name: "the limit bounds the abandoned; the guard counts every idle run",
@@ -151,7 +150,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				}
 				quiet(s, 20)
 			},
-			want: tally{swept: []string{"r0", "r1"}, scanned: 2, aged: 5, live: 25},
+			want: tally{swept: []string{"r0", "r1"}, scanned: 2, Steps: sweeptest.Steps{Aged: 5, Live: 25}},
 		},
 		{
 			name: "runs read idle that move before the count still count for the guard",
@@ -168,7 +167,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 					return nil
 				}
 			},
-			want: tally{scanned: 2, moved: 2, aged: 2, live: 22},
+			want: tally{scanned: 2, moved: 2, Steps: sweeptest.Steps{Aged: 2, Live: 22}},
 		},
 		{
 			name: "a scan reads past at most MalformedReadMax malformed runs beyond its limit, then counts",
@@ -180,13 +179,13 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				run(s, "behind", idle, false)
 				quiet(s, 3000)
 			},
-			want: tally{scanned: ledger.MalformedReadMax + 2, malformed: ledger.MalformedReadMax + 2, aged: ledger.MalformedReadMax + 6, live: 4006},
+			want: tally{scanned: ledger.MalformedReadMax + 2, Steps: sweeptest.Steps{Malformed: ledger.MalformedReadMax + 2, Aged: ledger.MalformedReadMax + 6, Live: 4006}},
 		},
 		{
 			name: "the storm guard abandons none when most of the fleet looks idle",
 			in:   runssweep.Input{Limit: 200, OlderThanMs: 60000},
 			seed: idleFleet,
-			want: tally{scanned: 11, aged: 11, live: 21, tripped: true, failed: storm.Reason},
+			want: tally{scanned: 11, Steps: sweeptest.Steps{Aged: 11, Live: 21, Tripped: true, Failed: storm.Reason}},
 		},
 		{
 			name:     "an operator's override goes past the guard",
@@ -194,7 +193,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			override: true,
 			seed:     idleFleet,
 			want: tally{swept: []string{"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10"},
-				scanned: 11, aged: 11, live: 21, tripped: true, overridden: true},
+				scanned: 11, Steps: sweeptest.Steps{Aged: 11, Live: 21, Tripped: true, Overridden: true}},
 		},
 		{
 			name: "at the guard's limit it goes ahead",
@@ -205,7 +204,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 				}
 				quiet(s, 10)
 			},
-			want: tally{swept: []string{"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09"}, scanned: 10, aged: 10, live: 20},
+			want: tally{swept: []string{"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09"}, scanned: 10, Steps: sweeptest.Steps{Aged: 10, Live: 20}},
 		},
 		{
 			name: "once the budget is spent the rest are deferred, not errored",
@@ -222,7 +221,7 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 					}
 				}
 			},
-			want: tally{swept: []string{"?"}, scanned: 4, deferred: 3, aged: 4, live: 24, outOfBu: true},
+			want: tally{swept: []string{"?"}, scanned: 4, deferred: 3, outOfBu: true, Steps: sweeptest.Steps{Aged: 4, Live: 24}},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -245,16 +244,8 @@ func TestSweepDecidesAndCountsEachRun(t *testing.T) {
 			if out.Swept != len(out.Runs) {
 				t.Errorf("swept %d, but %d runs listed", out.Swept, len(out.Runs))
 			}
-			steps := sweeptest.StepsOf(t, stats.Malformed, stats.Invisible, stats.StormGuard, err)
-			got.malformed, got.invis, got.failed = steps.Malformed, steps.Invisible, steps.Failed
-			got.aged, got.live, got.tripped, got.overridden = steps.Aged, steps.Live, steps.Tripped, steps.Overridden
-			want := c.want
-			if slices.Equal(want.swept, []string{"?"}) && len(got.swept) == 1 {
-				want.swept = got.swept // which one went first is the pool's random order
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("got  %+v\nwant %+v", got, want)
-			}
+			got.Steps = sweeptest.StepsOf(t, stats.Steps, err)
+			sweeptest.Tallied(t, got, c.want, func(x *tally) *[]string { return &x.swept })
 			// What the output lists is what the store holds: abandoned, and nothing else.
 			for _, id := range got.swept {
 				if r, _ := s.Get(id); r.Status != ledger.ExtensionFailed || r.Outcome != ledger.OutcomeAbandoned || r.Settlement == nil ||

@@ -36,7 +36,7 @@ type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
 func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
-	return &Workflow{agesweep.Sweep[Store, Config]{Store: store, Config: cfg.WithDefaults(), Clock: clock}}
+	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
 // Declared is the sweep's declaration: one run covers the whole fleet; it settles on age alone;
@@ -45,17 +45,17 @@ func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
 var Declared = workflow.Declaration{Type: contract.ExtensionRunsSweep, Scope: workflow.ScopeFleet, FromRequest: false, AgeBased: true}
 
 // Definition returns the sweep as the engine runs it. Seed 000 defines no states, so it runs
-// as an atomic workflow: pending → completed, any → failed.
+// as an atomic workflow: pending → completed, any → failed. Every path but the command holds
+// older_than_ms to Config.ScheduledFloorMs.
 func (w *Workflow) Definition() workflow.Definition {
-	return workflow.Definition{
-		Declaration: Declared,
-		States:      workflow.Atomic,
-		Check:       agesweep.OffCommand(w.scheduled),
-		Scheduled:   w.scheduled,
-		Probe:       workflow.ProbeEach(w.probe),
-		Body:        w.body,
-	}
+	return floor.Definition(Declared, w.Config.ScheduledFloorMs, w.probe, agesweep.Body(func(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
+		return w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, Pauses(run.OverridePause), run.Logger)
+	}))
 }
+
+// floor is the least older_than_ms every path but the command accepts.
+var floor = agesweep.Floor{Field: "older_than_ms", Setting: "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS",
+	Why: "a small deadline on a scheduled path would abandon live runs fleet-wide"}
 
 // probe: the fleet has work when one running app invocation is idle past the deadline (one
 // query of at most one document).
@@ -66,26 +66,6 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	}
 	idle, err := w.Store.ScanIdle(ctx, Deadline(now, in.OlderThanMs), nil, 1)
 	return len(idle) > 0, err
-}
-
-// scheduled is the floor every path but the command applies.
-func (w *Workflow) scheduled(input json.RawMessage) error {
-	return CheckFloor(input, w.Config.ScheduledFloorMs)
-}
-
-// CheckFloor refuses an input whose older_than_ms is below floor.
-func CheckFloor(input json.RawMessage, floor int64) error {
-	return contract.AtLeast(input, "older_than_ms", floor, "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS",
-		"a small deadline on a scheduled path would abandon live runs fleet-wide")
-}
-
-func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result, error) {
-	in, err := agesweep.Decode[Input](run.Input)
-	if err != nil {
-		return workflow.Result{}, err
-	}
-	out, stats, err := w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, Pauses(run.OverridePause), run.Logger)
-	return workflow.Result{Output: out, Stats: stats}, err
 }
 
 // Pauses are the pause documents each abandonment reads with its run: the sweep's fleet-wide

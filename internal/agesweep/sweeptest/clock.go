@@ -15,13 +15,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
-// ClockSkew is what the clock suite needs of one sweep.
-type ClockSkew struct {
-	// New is the sweep on fs, reading now from clock (the suite gives it Firestore's clock).
-	New func(fs *firestore.Client, clock ledger.Clock) workflow.Definition
-	// Scope readies a scope of the test's own on fs.
-	Scope func(t *testing.T, fs *firestore.Client) Scope
-}
+// ClockSkew is what the clock suite needs of one sweep: the sweep on fs, reading now from clock
+// (the suite gives it Firestore's clock), and a scope of the test's own it readies on fs.
+type ClockSkew func(t *testing.T, fs *firestore.Client, clock ledger.Clock) (workflow.Definition, Scope)
 
 // Scope is one scope's rows and the run over it.
 type Scope struct {
@@ -41,14 +37,14 @@ type Scope struct {
 // live writers do, never have them settled: staleness is judged on Firestore's clock, as in
 // production (server timestamps, ledger.ServerClock), and the sweep's own process clock (here
 // an hour ahead) does not enter it either. A row Firestore last saw two hours ago is settled, so
-// the sweep does sweep.
-func RunClockSkew(t *testing.T, c ClockSkew) {
+// the sweep does sweep. It runs in parallel with t's other tests.
+func RunClockSkew(t *testing.T, sweep ClockSkew) {
+	t.Parallel()
 	fs := testenv.Firestore(t)
 	ctx := context.Background()
 	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the sweep's own clock
-	def := c.New(fs, ledger.ServerClock(fs))
+	def, s := sweep(t, fs, ledger.ServerClock(fs))
 	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: skewed, Log: logging.Discard()}, def)
-	s := c.Scope(t, fs)
 
 	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}
 	for name, skew := range live {

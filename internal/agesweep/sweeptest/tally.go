@@ -2,10 +2,11 @@ package sweeptest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -19,19 +20,34 @@ type Steps struct {
 	Failed               string // the run's step error's reason, "" when it did not fail
 }
 
-// StepsOf reads Steps from a run's stats and its error; a run that failed without a
+// Tallied fails t unless got, what a run decided in the form a tally table states it, is want,
+// compared as printed. settled, when not nil, names the list of settled ids in a tally, which a
+// want may give as just "?": any one id, since the pool's random order chose which went first.
+func Tallied[T any](t *testing.T, got, want T, settled func(*T) *[]string) {
+	t.Helper()
+	if settled != nil {
+		if w, g := settled(&want), settled(&got); slices.Equal(*w, []string{"?"}) && len(*g) == 1 {
+			*w = *g
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+// StepsOf reads Steps from a run's stats of them and its error; a run that failed without a
 // workflow.StepError fails t.
-func StepsOf(t *testing.T, malformed *ledger.Malformed, invisible *ledger.Invisible, verdict *storm.Verdict, err error) Steps {
+func StepsOf(t *testing.T, steps agesweep.Steps, err error) Steps {
 	t.Helper()
 	var s Steps
-	if malformed != nil {
-		s.Malformed = malformed.Count
+	if steps.Malformed != nil {
+		s.Malformed = steps.Malformed.Count
 	}
-	if invisible != nil {
-		s.Invisible = int(invisible.Count)
+	if steps.Invisible != nil {
+		s.Invisible = int(steps.Invisible.Count)
 	}
-	if verdict != nil {
-		s.Aged, s.Live, s.Tripped, s.Overridden = verdict.Aged, verdict.Live, verdict.Tripped, verdict.Overridden
+	if v := steps.StormGuard; v != nil {
+		s.Aged, s.Live, s.Tripped, s.Overridden = v.Aged, v.Live, v.Tripped, v.Overridden
 	}
 	var se *workflow.StepError
 	if errors.As(err, &se) {

@@ -93,9 +93,7 @@ func (s *Store) Record(ctx context.Context, t ledger.Target) (ledger.Target, err
 	return t, nil
 }
 
-// Clear records an operator's clearance of a target at `at`: it is not blind, and the rows
-// unknown to it since before `at` are taken as gone. The next judgment counts only rows whose
-// unknown spell began later.
+// Clear records an operator's clearance of a target at `at` (the blindguard package doc).
 func (s *Store) Clear(ctx context.Context, target, by string, at time.Time) error {
 	_, err := s.ref(target).Set(ctx, map[string]any{
 		"target": target, "blind": false, "cleared_at": at, "cleared_by": by, "blind_since": firestore.Delete,

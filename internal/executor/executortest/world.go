@@ -68,7 +68,7 @@ func wire(t *testing.T, kind executionsync.Kind, exec executor.Executor, store *
 	now func() time.Time, concurrency int, grace time.Duration) *workflow.Engine {
 	t.Helper()
 	cfg := executionsync.Config{Provider: kind.Provider, Concurrency: concurrency, LostGrace: grace}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, exec, kind.Type, kind.Provider, now, cfg.LostGrace, logging.Discard(), nil)
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: exec, Kind: kind, Now: now, LostGrace: cfg.LostGrace})
 	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, now, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -81,8 +81,8 @@ func measureBlind(ctx context.Context, e *env, p *progress, res *Result) error {
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	adapter := cloudrun.New(e.run, cloudrun.Config{})
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Budget: 10 * time.Minute}.WithDefaults()
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, clock.now, cfg.LostGrace, logging.Discard(),
-		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: adapter, Kind: executionsync.CloudRun, Now: clock.now, LostGrace: cfg.LostGrace,
+		Guard: blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard())})
 	wf, err := executionsync.New(store, adapter, &executionsync.Inline{Syncer: syncer, Concurrency: cfg.Concurrency}, cfg, clock.now, nil)
 	if err != nil {
 		return err

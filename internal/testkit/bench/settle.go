@@ -106,8 +106,8 @@ func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Concurrency: conc, Budget: 30 * time.Minute}.WithDefaults()
 	// As the app builds it: the blind-executor guard on (it reads nothing for rows the executor
 	// knows; what it costs a healthy target is the sync.target each answer writes).
-	syncer := executionsync.NewSyncer(store, adapter, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, time.Now, cfg.LostGrace, logging.Discard(),
-		blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard()))
+	syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: adapter, Kind: executionsync.CloudRun, LostGrace: cfg.LostGrace,
+		Guard: blindguard.New(targetstore.New(fs, ledger.Retention{}), blindguard.Config{}, logging.Discard())})
 	w.pool = &timedStarter{Starter: &executionsync.Inline{Syncer: syncer, Concurrency: conc}}
 	wf, err := executionsync.New(store, adapter, w.pool, cfg, time.Now, nil)
 	if err != nil {

@@ -290,13 +290,14 @@ func realLeases(t *testing.T, _ *world, out workflow.Outcome) plan {
 // --- the execution syncs: Cloud Run and Kubernetes
 
 // executionWorld wires an execution sync on exec, as the app does inline.
-func executionWorld(t *testing.T, kind executionsync.Kind, typ contract.WorkflowType, provider string, exec executor.Executor) (*world, *ledger.ExecutionStore, string) {
+func executionWorld(t *testing.T, kind executionsync.Kind, exec executor.Executor) (*world, *ledger.ExecutionStore, string) {
+	typ, provider := kind.Type, kind.Provider
 	org := uuid.NewString()
 	var store *ledger.ExecutionStore
 	w := newWorld(t, typ, fmt.Sprintf(`{"organization_uuid": %q}`, org), func(w *world) workflow.Definition {
 		store = ledger.NewExecutionStore(w.fs, ledger.TxConfig{}, ledger.Retention{})
 		cfg := executionsync.Config{Provider: provider, LostGrace: 15 * time.Minute}.WithDefaults()
-		syncer := executionsync.NewSyncer(store, exec, typ, provider, w.clock.Now, cfg.LostGrace, logging.Discard(), nil)
+		syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: exec, Kind: kind, Now: w.clock.Now, LostGrace: cfg.LostGrace})
 		wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: syncer, Concurrency: 4}, cfg, w.clock.Now, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -317,7 +318,7 @@ func putExecution(t *testing.T, w *world, store *ledger.ExecutionStore, org, pro
 
 func seedCloudRun(t *testing.T) *world {
 	fakeRun, client := cloudruntest.Start(t, cloudrunfake.WithClock(testenv.Fixed(epoch)), cloudrunfake.WithSeed(42))
-	w, store, org := executionWorld(t, executionsync.CloudRun, contract.ExecutionSyncCloudRun, ledger.ProviderCloudRun, cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond}))
+	w, store, org := executionWorld(t, executionsync.CloudRun, cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond}))
 	for i, build := range []func(string, time.Time) *runpb.Execution{cloudrunfake.Succeeded, cloudrunfake.Running, nil} {
 		name := cloudrunfake.ExecutionName("p", "europe-west1", "job", fmt.Sprintf("exec-%d", i))
 		if build != nil {
@@ -351,7 +352,7 @@ func seedKubernetes(t *testing.T) *world {
 	running := job("build-live", func(j *batchv1.Job) { j.Status.Active, j.Status.Ready = 1, &one })
 	cs := fake.NewClientset(succeeded, running)
 	set := kubejobs.NewSet(kubejobs.SetConfig{Client: kubejobs.ClientConfig{Timeout: time.Second}, Ready: map[string]batchclient.BatchV1Interface{"eu": cs.BatchV1()}})
-	w, store, org := executionWorld(t, executionsync.Kubernetes, contract.ExecutionSyncKubernetes, ledger.ProviderKubernetes, kubejobs.New(set, kubejobs.Config{Backoff: time.Millisecond}))
+	w, store, org := executionWorld(t, executionsync.Kubernetes, kubejobs.New(set, kubejobs.Config{Backoff: time.Millisecond}))
 	for _, name := range []string{"build-done", "build-live", "build-deleted"} {
 		putExecution(t, w, store, org, ledger.ProviderKubernetes, map[string]any{"cluster": "eu", "namespace": "runners", "job": name, "uid": "uid-" + name})
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/kubejobs"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/logging"
 )
 
 // The execution-sync rigs seed, per trial, one organization's rows: executions that ended
@@ -49,7 +48,7 @@ func executionRig(t *testing.T, r *rig, kind executionsync.Kind, exec executor.E
 	t.Helper()
 	store := ledger.NewExecutionStore(r.fs, ledger.TxConfig{}, ledger.Retention{})
 	cfg := executionsync.Config{Provider: provider, Concurrency: 4}.WithDefaults()
-	r.syncer = executionsync.NewSyncer(store, exec, r.typ, provider, r.clock.Now, cfg.LostGrace, logging.Discard(), nil)
+	r.syncer = executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: exec, Kind: kind, Now: r.clock.Now, LostGrace: cfg.LostGrace})
 	wf, err := executionsync.New(store, exec, &executionsync.Inline{Syncer: r.syncer, Concurrency: cfg.Concurrency}, cfg, r.clock.Now, nil)
 	if err != nil {
 		t.Fatalf("%v", err)

@@ -1,4 +1,4 @@
-package alerts
+package main
 
 import (
 	"bytes"
@@ -8,10 +8,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/alerts"
 )
 
-// TerraformFile is where TerraformJSON belongs, under the repository root.
-const TerraformFile = "terraform/alerts.tf.json"
+// The renderings of alerts.Metrics that alertsCmd writes or checks.
+
+// alertsTerraformFile is where alertsTerraformJSON belongs, under the repository root.
+const alertsTerraformFile = "terraform/alerts.tf.json"
 
 // resourceFilterLocal is the module local holding the filter every metric starts with: the log
 // entries of the module's own functions. Gen2 functions log as the Cloud Run services they run
@@ -22,19 +26,19 @@ const resourceFilter = `resource.type="cloud_run_revision" AND resource.labels.s
 
 // metricType is the Cloud Monitoring metric type of m, as a Terraform template (it names the
 // metric resource, so a policy or the dashboard is created after its metric).
-func (m Metric) metricType() string {
+func metricType(m alerts.Metric) string {
 	return fmt.Sprintf(`logging.googleapis.com/user/${google_logging_metric.%s.name}`, m.Name)
 }
 
 // monitoringFilter selects m's time series.
-func (m Metric) monitoringFilter() string {
-	return fmt.Sprintf(`metric.type="%s" AND resource.type="cloud_run_revision"`, m.metricType())
+func monitoringFilter(m alerts.Metric) string {
+	return fmt.Sprintf(`metric.type="%s" AND resource.type="cloud_run_revision"`, metricType(m))
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int(d/time.Second)) }
 
-// human is d as an operator writes it: 5m, 1h.
-func human(d time.Duration) string {
+// humanDuration is d as an operator writes it: 5m, 1h.
+func humanDuration(d time.Duration) string {
 	switch {
 	case d%time.Hour == 0:
 		return fmt.Sprintf("%dh", d/time.Hour)
@@ -44,12 +48,12 @@ func human(d time.Duration) string {
 	return seconds(d)
 }
 
-// TerraformJSON renders TerraformFile: a metric per Metric, an alert policy per alerting one
-// (notifying var.alert_notification_channels) and one dashboard.
-func TerraformJSON() ([]byte, error) {
+// alertsTerraformJSON renders alertsTerraformFile: a metric per alerts.Metric, an alert policy per
+// alerting one (notifying var.alert_notification_channels) and one dashboard.
+func alertsTerraformJSON() ([]byte, error) {
 	metrics := map[string]any{}
 	policies := map[string]any{}
-	for _, m := range Metrics {
+	for _, m := range alerts.Metrics {
 		labels := make([]any, 0, len(m.Labels))
 		extractors := map[string]string{}
 		for _, l := range m.Labels {
@@ -78,9 +82,9 @@ func TerraformJSON() ([]byte, error) {
 				"severity":              a.Severity,
 				"notification_channels": "${var.alert_notification_channels}",
 				"conditions": []any{map[string]any{
-					"display_name": fmt.Sprintf("%s above %d in %s", m.Name, a.Threshold, human(a.Window)),
+					"display_name": fmt.Sprintf("%s above %d in %s", m.Name, a.Threshold, humanDuration(a.Window)),
 					"condition_threshold": map[string]any{
-						"filter":          m.monitoringFilter(),
+						"filter":          monitoringFilter(m),
 						"comparison":      "COMPARISON_GT",
 						"threshold_value": a.Threshold,
 						"duration":        "0s",
@@ -102,7 +106,7 @@ func TerraformJSON() ([]byte, error) {
 			}
 		}
 	}
-	dash, err := dashboardJSON()
+	dash, err := alertsDashboardJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -129,10 +133,10 @@ func TerraformJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// dashboardJSON is the dashboard: one stacked-bar chart per metric, two a row.
-func dashboardJSON() (string, error) {
-	tiles := make([]any, 0, len(Metrics))
-	for i, m := range Metrics {
+// alertsDashboardJSON is the dashboard: one stacked-bar chart per metric, two a row.
+func alertsDashboardJSON() (string, error) {
+	tiles := make([]any, 0, len(alerts.Metrics))
+	for i, m := range alerts.Metrics {
 		tiles = append(tiles, map[string]any{
 			"xPos": (i % 2) * 24, "yPos": (i / 2) * 16, "width": 24, "height": 16,
 			"widget": map[string]any{
@@ -142,7 +146,7 @@ func dashboardJSON() (string, error) {
 					"dataSets": []any{map[string]any{
 						"plotType": "STACKED_BAR",
 						"timeSeriesQuery": map[string]any{"timeSeriesFilter": map[string]any{
-							"filter": m.monitoringFilter(),
+							"filter": monitoringFilter(m),
 							"aggregation": map[string]any{
 								"alignmentPeriod":    "300s",
 								"perSeriesAligner":   "ALIGN_SUM",
@@ -167,12 +171,12 @@ func dashboardJSON() (string, error) {
 	return strings.TrimSpace(buf.String()), nil
 }
 
-// MarkdownTable is the table of the metrics docs/operations.md keeps between its
+// alertsMarkdownTable is the table of the metrics docs/operations.md keeps between its
 // `<!-- alerts:begin -->` and `<!-- alerts:end -->` lines.
-func MarkdownTable() []byte {
+func alertsMarkdownTable() []byte {
 	var b bytes.Buffer
 	b.WriteString("| metric | event (`jsonPayload.event`) | counts | labels | alerts when |\n|---|---|---|---|---|\n")
-	for _, m := range Metrics {
+	for _, m := range alerts.Metrics {
 		var labels []string
 		for _, l := range m.Labels {
 			labels = append(labels, "`"+l.Key+"`")
@@ -183,31 +187,31 @@ func MarkdownTable() []byte {
 		}
 		when := "never (charted only)"
 		if a := m.Alert; a != nil {
-			when = fmt.Sprintf("more than %d in %s, per `%s` (%s)", a.Threshold, human(a.Window), m.Labels[0].Key, a.Severity)
+			when = fmt.Sprintf("more than %d in %s, per `%s` (%s)", a.Threshold, humanDuration(a.Window), m.Labels[0].Key, a.Severity)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", m.Name, match, m.Description, strings.Join(labels, ", "), when)
 	}
 	return b.Bytes()
 }
 
-// DocFile is the document that keeps MarkdownTable, under the repository root.
-const DocFile = "docs/operations.md"
+// alertsDocFile is the document that keeps alertsMarkdownTable, under the repository root.
+const alertsDocFile = "docs/operations.md"
 
-// The lines around the table in DocFile.
+// The lines around the table in alertsDocFile.
 const (
-	docBegin = "<!-- alerts:begin (generated by `go run ./cmd/stalesweep alerts`; do not edit) -->\n"
-	docEnd   = "<!-- alerts:end -->\n"
+	alertsDocBegin = "<!-- alerts:begin (generated by `go run ./cmd/stalesweep alerts`; do not edit) -->\n"
+	alertsDocEnd   = "<!-- alerts:end -->\n"
 )
 
-// SpliceDoc returns doc with the text between its alerts lines replaced by MarkdownTable, or an
+// spliceAlertsDoc returns doc with the text between its alerts lines replaced by alertsMarkdownTable, or an
 // error naming the lines when doc lacks them.
-func SpliceDoc(doc []byte) ([]byte, error) {
-	begin := bytes.Index(doc, []byte(docBegin))
-	end := bytes.Index(doc, []byte(docEnd))
+func spliceAlertsDoc(doc []byte) ([]byte, error) {
+	begin := bytes.Index(doc, []byte(alertsDocBegin))
+	end := bytes.Index(doc, []byte(alertsDocEnd))
 	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("%s: want a line %q and after it a line %q around the metrics table", DocFile, strings.TrimSpace(docBegin), strings.TrimSpace(docEnd))
+		return nil, fmt.Errorf("%s: want a line %q and after it a line %q around the metrics table", alertsDocFile, strings.TrimSpace(alertsDocBegin), strings.TrimSpace(alertsDocEnd))
 	}
-	out := append([]byte{}, doc[:begin+len(docBegin)]...)
-	out = append(out, MarkdownTable()...)
+	out := append([]byte{}, doc[:begin+len(alertsDocBegin)]...)
+	out = append(out, alertsMarkdownTable()...)
 	return append(out, doc[end:]...), nil
 }

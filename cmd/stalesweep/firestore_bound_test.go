@@ -1,4 +1,4 @@
-package firestoreconn
+package main
 
 import (
 	"context"
@@ -40,13 +40,13 @@ func frozenServer(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// A call or a stream whose context has no deadline gets CallTimeout's, and one with a later
+// A call or a stream whose context has no deadline gets callTimeout's, and one with a later
 // deadline the earlier of the two: against a server that never answers each ends
 // DeadlineExceeded within about the bound.
 func TestCallTimeoutBoundsEveryCallWithoutAnEarlierDeadline(t *testing.T) {
 	const bound = 300 * time.Millisecond
 	conn, err := grpc.NewClient("passthrough:///"+frozenServer(t),
-		append(CallTimeout(bound, nil), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		append(callTimeout(bound, nil), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
