@@ -111,38 +111,28 @@ func gatherLoad(ctx context.Context, fs *firestore.Client, f loadFleet, mark spy
 	if err != nil {
 		return s, err
 	}
-	for _, snap := range snaps {
-		var e ledger.Execution
-		if err := snap.DataTo(&e); err != nil {
-			return s, err
-		}
-		s.rows[snap.Ref.ID] = e
+	if err := decodeEach(snaps, func(snap *firestore.DocumentSnapshot, e ledger.Execution) { s.rows[snap.Ref.ID] = e }); err != nil {
+		return s, err
 	}
 	runs, err := fs.Collection(ledger.RunsCollection).Documents(ctx).GetAll()
 	if err != nil {
 		return s, err
 	}
-	for _, snap := range runs {
-		var r runstore.RunRecord
-		if err := snap.DataTo(&r); err != nil {
-			return s, err
-		}
-		s.runs[snap.Ref.ID] = r
+	if err := decodeEach(runs, func(snap *firestore.DocumentSnapshot, r runstore.RunRecord) { s.runs[snap.Ref.ID] = r }); err != nil {
+		return s, err
 	}
 	receipts, err := fs.CollectionGroup(ledger.SyncsCollection).Documents(ctx).GetAll()
 	if err != nil {
 		return s, err
 	}
-	for _, snap := range receipts {
-		var r ledger.SyncReceipt
-		if err := snap.DataTo(&r); err != nil {
-			return s, err
-		}
+	if err := decodeEach(receipts, func(snap *firestore.DocumentSnapshot, r ledger.SyncReceipt) {
 		run := snap.Ref.Parent.Parent.ID
 		if s.receipts[run] == nil {
 			s.receipts[run] = map[string]ledger.SyncReceipt{}
 		}
 		s.receipts[run][snap.Ref.ID] = r
+	}); err != nil {
+		return s, err
 	}
 	for _, tick := range ticks {
 		for _, org := range f.orgs {
@@ -151,6 +141,19 @@ func gatherLoad(ctx context.Context, fs *firestore.Client, f loadFleet, mark spy
 	}
 	s.writes = writesUnder(mark, prefixes...)
 	return s, nil
+}
+
+// decodeEach decodes every snapshot into a T and hands it to put, stopping at the first that
+// does not decode.
+func decodeEach[T any](snaps []*firestore.DocumentSnapshot, put func(*firestore.DocumentSnapshot, T)) error {
+	for _, snap := range snaps {
+		var v T
+		if err := snap.DataTo(&v); err != nil {
+			return err
+		}
+		put(snap, v)
+	}
+	return nil
 }
 
 // loadCounts is what checkLoad counted.

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 )
 
@@ -24,17 +21,9 @@ is not what the list generates.`,
   stalesweep alerts --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// The doc's table is spliced into the doc as it is under root.
-			doc := func() ([]byte, error) {
-				b, err := os.ReadFile(filepath.Join(root, alertsDocFile))
-				if err != nil {
-					return nil, err
-				}
-				return spliceAlertsDoc(b)
-			}
 			return exit(c.generate("alerts", root, check, []generated{
 				{alertsTerraformFile, alertsTerraformJSON},
-				{alertsDocFile, doc},
+				{alertsDocFile, spliced(root, alertsDocFile, spliceAlertsDoc)},
 			}))
 		},
 	}

@@ -68,19 +68,12 @@ func TestGCCommandPreviewsThenDeletesTheExpired(t *testing.T) {
 
 func TestGCCommandRefusesBadFlagsNamingThem(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	refusesNaming(t, []refusal{
 		{[]string{"gc", "--limit", "0"}, "--limit"},
 		{[]string{"gc", "--limit", "50001"}, "--limit"},
 		{[]string{"gc", "--collection", "runner_executions"}, "--collection"},
 		{[]string{"gc", "-o", "yaml"}, "--output"},
-	} {
-		if code, _, stderr := invoke(t, c.args...); code != exitInvalid || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", c.args, code, stderr, c.want)
-		}
-	}
+	})
 	if code, out, _ := invoke(t, "gc", "--help"); code != exitOK || !strings.Contains(out, "stalesweep gc --dry-run") {
 		t.Errorf("gc --help: exit %d, %q; want 0 with an example", code, out)
 	}

@@ -61,6 +61,18 @@ type generated struct {
 	render func() ([]byte, error)
 }
 
+// spliced renders a document under root whose generated part splice puts into the rest of it as
+// it is there.
+func spliced(root, path string, splice func([]byte) ([]byte, error)) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil {
+			return nil, err
+		}
+		return splice(b)
+	}
+}
+
 // generate writes files under root, or with check says which differ from what the code
 // declares (exit 1) and writes nothing. Every file is rendered before any is written: one that
 // cannot be rendered leaves them all as they were.

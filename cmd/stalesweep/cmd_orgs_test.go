@@ -16,10 +16,7 @@ import (
 func TestOrgsRefuseBadArgumentsNamingThem(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "never-reached")
 	org := uuid.NewString()
-	for _, c := range []struct {
-		args []string
-		name string
-	}{
+	refusesNaming(t, []refusal{
 		{[]string{"orgs", "enable", "not-a-uuid"}, `ORG 1: "not-a-uuid"`},
 		{[]string{"orgs", "disable", org, "a/b"}, `ORG 2: "a/b"`},
 		{[]string{"orgs", "enable"}, "arg"},
@@ -29,12 +26,7 @@ func TestOrgsRefuseBadArgumentsNamingThem(t *testing.T) {
 		{[]string{"orgs", "list", "-o", "yaml"}, "--output"},
 		{[]string{"orgs", "list", "--page-token", "a/b"}, "--page-token"},
 		{[]string{"orgs", "nope"}, "unknown command"},
-	} {
-		code, _, stderr := invoke(t, c.args...)
-		if code != exitInvalid || !strings.Contains(stderr, c.name) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, exitInvalid, c.name)
-		}
-	}
+	})
 }
 
 func TestOrgsEnableDisableAndListThroughTheLedgerTheSweepsRead(t *testing.T) {

@@ -36,10 +36,7 @@ func TestTheNewCommandsHaveHelpWithAnExample(t *testing.T) {
 func TestThePauseAndRunsCommandsRefuseBadInputNamingTheFlag(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "never-reached")
 	org := uuid.NewString()
-	for _, c := range []struct {
-		args []string
-		name string
-	}{
+	refusesNaming(t, []refusal{
 		{[]string{"pause", "runner.unknown", "--reason", "x"}, "WORKFLOW_TYPE"},
 		{[]string{"pause", syncType}, "--reason"},
 		{[]string{"pause", syncType, "--reason", " "}, "--reason"},
@@ -64,12 +61,7 @@ func TestThePauseAndRunsCommandsRefuseBadInputNamingTheFlag(t *testing.T) {
 		{[]string{"runs", "show"}, "arg"},
 		{[]string{"runs", "show", "a/b"}, "WORKFLOW_RUN_UUID"},
 		{[]string{"runs", "show", "no-such-run"}, "WORKFLOW_RUN_UUID"},
-	} {
-		code, _, stderr := invoke(t, c.args...)
-		if code != exitInvalid || !strings.Contains(stderr, c.name) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, exitInvalid, c.name)
-		}
-	}
+	})
 }
 
 func TestPauseStopsTheRunCommandUntilOverriddenOrResumed(t *testing.T) {

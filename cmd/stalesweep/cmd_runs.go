@@ -139,13 +139,8 @@ func (c *cli) runsShowCmd() *cobra.Command {
 		}
 		defer fsc.Close()
 		rec, err := runstore.New(fsc).GetRun(c.ctx, args[0])
-		switch {
-		case status.Code(err) == codes.NotFound:
-			fmt.Fprintf(c.stderr, "stalesweep runs show: no run %s\n", args[0])
-			return exitCode(exitNotFound)
-		case err != nil:
-			fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
-			return exitCode(exitFailed)
+		if err != nil {
+			return c.runError("runs show", args[0], err)
 		}
 		v := viewOf(rec)
 		paused, err := pausestore.New(fsc).Covering(c.ctx, rec.WorkflowType, v.Scope, time.Now())
@@ -356,13 +351,8 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 		defer fsc.Close()
 		runs := runstore.New(fsc)
 		rec, err := runs.GetRun(c.ctx, id)
-		switch {
-		case status.Code(err) == codes.NotFound:
-			fmt.Fprintf(c.stderr, "stalesweep runs abandon: no run %s\n", id)
-			return exitCode(exitNotFound)
-		case err != nil:
-			fmt.Fprintf(c.stderr, "stalesweep runs abandon: %v\n", err)
-			return exitCode(exitFailed)
+		if err != nil {
+			return c.runError("runs abandon", id, err)
 		}
 		if rec.Status == workflow.StateCompleted || rec.Status == workflow.StateFailed {
 			fmt.Fprintf(c.stdout, "run %s already ended: %s; nothing written\n", id, rec.Status)
@@ -389,15 +379,22 @@ lease holds. A run that has already ended is left as it is (exit 0, "already end
 			fmt.Fprintf(c.stderr, "stalesweep runs abandon: run %s is alive: its guard's lease is renewed, and holds until %s; nothing written\n",
 				id, held.Holder.ExpiresAt.UTC().Format(time.RFC3339))
 			return exitCode(exitConflict)
-		case status.Code(err) == codes.NotFound:
-			fmt.Fprintf(c.stderr, "stalesweep runs abandon: no run %s\n", id)
-			return exitCode(exitNotFound)
 		case err != nil:
-			fmt.Fprintf(c.stderr, "stalesweep runs abandon: %v\n", err)
-			return exitCode(exitFailed)
+			return c.runError("runs abandon", id, err)
 		}
 		fmt.Fprintf(c.stdout, "run %s abandoned: failed, failure_reason run_abandoned, by %s\n", id, actor)
 		return nil
 	}
 	return cmd
+}
+
+// runError reports err of command on run id: exit 4 (not found) when there is no such run, 1
+// for any other error.
+func (c *cli) runError(command, id string, err error) error {
+	if status.Code(err) == codes.NotFound {
+		fmt.Fprintf(c.stderr, "stalesweep %s: no run %s\n", command, id)
+		return exitCode(exitNotFound)
+	}
+	fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", command, err)
+	return exitCode(exitFailed)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,14 +24,7 @@ what the list generates.`,
   stalesweep settings --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc := func() ([]byte, error) {
-				b, err := os.ReadFile(filepath.Join(root, settingsDocFile))
-				if err != nil {
-					return nil, err
-				}
-				return spliceSettings(b)
-			}
-			return exit(c.generate("settings", root, check, []generated{{settingsDocFile, doc}}))
+			return exit(c.generate("settings", root, check, []generated{{settingsDocFile, spliced(root, settingsDocFile, spliceSettings)}}))
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", ".", "the repository root the file is under")

@@ -100,10 +100,7 @@ func TestStatusShowsTheNextTickFleetWideAndWritesNothing(t *testing.T) {
 
 func TestStatusRefusesBadArgumentsNamingThem(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "never-reached")
-	for _, c := range []struct {
-		args []string
-		name string
-	}{
+	refusesNaming(t, []refusal{
 		{[]string{"status", "--limit", "0"}, "--limit"},
 		{[]string{"status", "--limit", "1001"}, "--limit"},
 		{[]string{"status", "--data", "pm.sweep"}, "--data"},
@@ -111,12 +108,7 @@ func TestStatusRefusesBadArgumentsNamingThem(t *testing.T) {
 		{[]string{"status", "--data", "pm.sweep=[]"}, "--data"},
 		{[]string{"status", "--data", "pm.sweep={}", "--data", "pm.sweep={}"}, "twice"},
 		{[]string{"status", "-o", "yaml"}, "--output"},
-	} {
-		code, _, stderr := invoke(t, c.args...)
-		if code != exitInvalid || !strings.Contains(stderr, c.name) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, exitInvalid, c.name)
-		}
-	}
+	})
 }
 
 // documents lists every top-level document of the project with its update time: a write shows

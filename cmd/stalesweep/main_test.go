@@ -40,6 +40,22 @@ func invoke(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// refusal is a command line the CLI refuses as invalid, and what its error must name.
+type refusal struct {
+	args []string
+	name string
+}
+
+// refusesNaming fails the test unless each command line exits 2 with stderr naming its name.
+func refusesNaming(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
+		if code, _, stderr := invoke(t, c.args...); code != exitInvalid || !strings.Contains(stderr, c.name) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, exitInvalid, c.name)
+		}
+	}
+}
+
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"run"}, {"run", "a", "b"}, {"run", "--bogus"}} {
 		if code, _, _ := invoke(t, args...); code != exitInvalid {
@@ -52,20 +68,13 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestBenchRefusesBadSizesNamingTheFlag(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		flag string
-	}{
+	refusesNaming(t, []refusal{
 		{[]string{"bench", "--rows", "-1"}, "--rows"},
 		{[]string{"bench", "--rows", "100001"}, "--rows"},
 		{[]string{"bench", "--concurrency", "0"}, "--concurrency"},
 		{[]string{"bench", "--concurrency", "65"}, "--concurrency"},
 		{[]string{"bench", "extra"}, "extra"},
-	} {
-		if code, _, stderr := invoke(t, c.args...); code != exitInvalid || !strings.Contains(stderr, c.flag) {
-			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, exitInvalid, c.flag)
-		}
-	}
+	})
 }
 
 func TestRunRefusesInvalidInputWithTheFieldNamed(t *testing.T) {

@@ -75,7 +75,7 @@ func TestServeAsTheReadmeRunsItServesStartWorkflowWithoutPubSubOrCredentials(t *
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	home := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLOUDSDK_CONFIG=" + home,
 		"STALESWEEP_AUTH=off", "GOOGLE_CLOUD_PROJECT=" + project,
@@ -114,16 +114,6 @@ func TestServeAsTheReadmeRunsItServesStartWorkflowWithoutPubSubOrCredentials(t *
 	if v, _ := snap.DataAt("outcome"); v != "succeeded" {
 		t.Errorf("row outcome = %v, want succeeded", v)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func waitListening(t *testing.T, addr string) {

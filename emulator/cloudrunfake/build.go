@@ -72,13 +72,19 @@ func Reconciling(name string, at time.Time) *runpb.Execution {
 	return e
 }
 
+// completed is an execution that ran for a minute and completed at `at`, its Completed condition
+// in state for reason, saying message.
+func completed(name string, at time.Time, state runpb.Condition_State, reason runpb.Condition_ExecutionReason, message string) *runpb.Execution {
+	e := base(name, at.Add(-time.Minute))
+	e.CompletionTime = timestamppb.New(at)
+	e.Conditions = append(e.Conditions, completedCond(state, reason, message, at))
+	return e
+}
+
 // Succeeded is an execution whose tasks all succeeded.
 func Succeeded(name string, at time.Time) *runpb.Execution {
-	e := base(name, at.Add(-time.Minute))
+	e := completed(name, at, runpb.Condition_CONDITION_SUCCEEDED, runpb.Condition_EXECUTION_REASON_UNDEFINED, "Execution completed successfully in 1m0s.")
 	e.SucceededCount = 1
-	e.CompletionTime = timestamppb.New(at)
-	e.Conditions = append(e.Conditions, completedCond(runpb.Condition_CONDITION_SUCCEEDED, runpb.Condition_EXECUTION_REASON_UNDEFINED,
-		"Execution completed successfully in 1m0s.", at))
 	return e
 }
 
@@ -87,21 +93,15 @@ func Failed(name string, at time.Time, reason runpb.Condition_ExecutionReason) *
 	if reason == runpb.Condition_EXECUTION_REASON_UNDEFINED {
 		reason = runpb.Condition_NON_ZERO_EXIT_CODE
 	}
-	e := base(name, at.Add(-time.Minute))
+	e := completed(name, at, runpb.Condition_CONDITION_FAILED, reason, "Task 0 failed with message: The container exited with an error.")
 	e.FailedCount = 1
-	e.CompletionTime = timestamppb.New(at)
-	e.Conditions = append(e.Conditions, completedCond(runpb.Condition_CONDITION_FAILED, reason,
-		"Task 0 failed with message: The container exited with an error.", at))
 	return e
 }
 
 // Cancelled is an execution an operator cancelled.
 func Cancelled(name string, at time.Time) *runpb.Execution {
-	e := base(name, at.Add(-time.Minute))
+	e := completed(name, at, runpb.Condition_CONDITION_FAILED, runpb.Condition_CANCELLED, "The execution was cancelled.")
 	e.CancelledCount = 1
-	e.CompletionTime = timestamppb.New(at)
-	e.Conditions = append(e.Conditions, completedCond(runpb.Condition_CONDITION_FAILED, runpb.Condition_CANCELLED,
-		"The execution was cancelled.", at))
 	return e
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	run "cloud.google.com/go/run/apiv2"
 	"cloud.google.com/go/run/apiv2/runpb"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -17,27 +16,13 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 )
 
 var at = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 
-func setup(t *testing.T, opts ...cloudrunfake.Option) (*cloudrunfake.Server, *run.ExecutionsClient) {
-	t.Helper()
-	s, err := cloudrunfake.NewServer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	c, err := cloudrun.Dial(context.Background(), s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return s, c
-}
-
 func TestGetExecutionReturnsWhatWasStored(t *testing.T) {
-	s, c := setup(t)
+	s, c := cloudruntest.Start(t)
 	name := cloudrunfake.ExecutionName("p", "l", "job", "job-1")
 	want := cloudrunfake.Succeeded(name, at)
 	if err := s.SetExecution(want); err != nil {
@@ -57,7 +42,7 @@ func TestGetExecutionReturnsWhatWasStored(t *testing.T) {
 }
 
 func TestGetExecutionStatusCodes(t *testing.T) {
-	_, c := setup(t)
+	_, c := cloudruntest.Start(t)
 	tests := []struct {
 		name string
 		want codes.Code
@@ -76,7 +61,7 @@ func TestGetExecutionStatusCodes(t *testing.T) {
 }
 
 func TestSetExecutionChangesTheEtag(t *testing.T) {
-	s, _ := setup(t)
+	s, _ := cloudruntest.Start(t)
 	name := cloudrunfake.ExecutionName("p", "l", "job", "job-1")
 	_ = s.SetExecution(cloudrunfake.Running(name, at))
 	first, _ := s.Execution(name)
@@ -88,7 +73,7 @@ func TestSetExecutionChangesTheEtag(t *testing.T) {
 }
 
 func TestListExecutionsPagesNewestFirstWithinOneJob(t *testing.T) {
-	s, c := setup(t)
+	s, c := cloudruntest.Start(t)
 	for i := range 7 {
 		n := cloudrunfake.ExecutionName("p", "l", "job", "job-"+string(rune('a'+i)))
 		if err := s.SetExecution(cloudrunfake.Running(n, at.Add(time.Duration(i)*time.Minute))); err != nil {
@@ -137,7 +122,7 @@ func TestListExecutionsPagesNewestFirstWithinOneJob(t *testing.T) {
 }
 
 func TestCancelExecution(t *testing.T) {
-	s, c := setup(t, cloudrunfake.WithClock(func() time.Time { return at }))
+	s, c := cloudruntest.Start(t, cloudrunfake.WithClock(func() time.Time { return at }))
 	name := cloudrunfake.ExecutionName("p", "l", "job", "job-1")
 	_ = s.SetExecution(cloudrunfake.Running(name, at.Add(-time.Hour)))
 
@@ -180,7 +165,7 @@ func TestCancelExecution(t *testing.T) {
 }
 
 func TestFaultInjection(t *testing.T) {
-	s, c := setup(t, cloudrunfake.WithSeed(7))
+	s, c := cloudruntest.Start(t, cloudrunfake.WithSeed(7))
 	name := cloudrunfake.ExecutionName("p", "l", "job", "job-1")
 	_ = s.SetExecution(cloudrunfake.Running(name, at))
 	get := func() error {
@@ -219,7 +204,7 @@ func TestFaultInjection(t *testing.T) {
 }
 
 func TestLatencyRespectsTheCallerDeadline(t *testing.T) {
-	s, c := setup(t)
+	s, c := cloudruntest.Start(t)
 	name := cloudrunfake.ExecutionName("p", "l", "job", "job-1")
 	_ = s.SetExecution(cloudrunfake.Running(name, at))
 	s.SetLatency(cloudrunfake.GetExecution, time.Hour)
@@ -232,7 +217,7 @@ func TestLatencyRespectsTheCallerDeadline(t *testing.T) {
 }
 
 func TestConcurrentCallsAreSafe(t *testing.T) {
-	s, c := setup(t)
+	s, c := cloudruntest.Start(t)
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Add(1)

@@ -48,9 +48,7 @@ func TestRealAPIServerJobs(t *testing.T) {
 	finished := metav1.NewTime(time.Now().Truncate(time.Second))
 
 	t.Run("complete", func(t *testing.T) {
-		job := createJob(t, ctx, jobs, "succeeds")
-		job.Status.StartTime = &started
-		job = updateStatus(t, ctx, jobs, job, "")
+		job := startedJob(t, ctx, jobs, "succeeds", started)
 
 		bad := job.DeepCopy()
 		bad.Status.Succeeded = 1
@@ -76,9 +74,7 @@ func TestRealAPIServerJobs(t *testing.T) {
 	})
 
 	t.Run("fail", func(t *testing.T) {
-		job := createJob(t, ctx, jobs, "fails")
-		job.Status.StartTime = &started
-		job = updateStatus(t, ctx, jobs, job, "")
+		job := startedJob(t, ctx, jobs, "fails", started)
 
 		bad := job.DeepCopy()
 		bad.Status.Failed = 1
@@ -164,6 +160,15 @@ func TestRealAPIServerJobs(t *testing.T) {
 type jobClient interface {
 	Create(context.Context, *batchv1.Job, metav1.CreateOptions) (*batchv1.Job, error)
 	UpdateStatus(context.Context, *batchv1.Job, metav1.UpdateOptions) (*batchv1.Job, error)
+}
+
+// startedJob creates a job and records its start at started, as the job controller does when its
+// pod starts.
+func startedJob(t *testing.T, ctx context.Context, jobs jobClient, name string, started metav1.Time) *batchv1.Job {
+	t.Helper()
+	job := createJob(t, ctx, jobs, name)
+	job.Status.StartTime = &started
+	return updateStatus(t, ctx, jobs, job, "")
 }
 
 func createJob(t *testing.T, ctx context.Context, jobs jobClient, name string) *batchv1.Job {

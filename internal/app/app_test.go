@@ -2,24 +2,19 @@ package app
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
 // A Firestore nothing answers for is named when the process builds its dependencies, instead
 // of surfacing later as a bare "context deadline exceeded".
 func TestAnUnreachableFirestoreIsNamedWhenTheAppIsBuilt(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := testenv.FreeAddr(t) // nothing listens there
 	t.Setenv(firestoreconn.EmulatorEnv, addr)
 	cfg, err := ConfigFromEnv(func(k string) string {
 		if k == firestoreconn.EmulatorEnv {

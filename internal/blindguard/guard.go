@@ -106,15 +106,7 @@ func (g *Guard) Window() time.Duration { return g.cfg.Window }
 // Judge decides whether the target is blind at now and records the judgment, logging a blind
 // one at ERROR. The syncs of one process that need it at once wait for one judgment.
 func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger.Target, error) {
-	g.mu.Lock()
-	one, ok := g.judging[target]
-	if !ok {
-		one = &sync.Mutex{}
-		g.judging[target] = one
-	}
-	g.mu.Unlock()
-	one.Lock()
-	defer one.Unlock()
+	defer g.judgingAlone(target)()
 	t, stored, err := g.assess(ctx, target, now)
 	if err != nil {
 		return ledger.Target{}, fmt.Errorf("judge target %s: %w", target, err)
@@ -158,8 +150,9 @@ func (g *Guard) Seen(ctx context.Context, target string, now time.Time) {
 	}
 }
 
-// seen1 is Seen's assessment and record, one judgment of the target at a time in this process.
-func (g *Guard) seen1(ctx context.Context, target string, now time.Time) error {
+// judgingAlone waits until no other judgment of target is under way in this process, and returns
+// the unlock that ends this one.
+func (g *Guard) judgingAlone(target string) (unlock func()) {
 	g.mu.Lock()
 	one, ok := g.judging[target]
 	if !ok {
@@ -168,7 +161,12 @@ func (g *Guard) seen1(ctx context.Context, target string, now time.Time) error {
 	}
 	g.mu.Unlock()
 	one.Lock()
-	defer one.Unlock()
+	return one.Unlock
+}
+
+// seen1 is Seen's assessment and record, one judgment of the target at a time in this process.
+func (g *Guard) seen1(ctx context.Context, target string, now time.Time) error {
+	defer g.judgingAlone(target)()
 	t, stored, err := g.assess(ctx, target, now)
 	if err != nil || stored || t.Blind {
 		return err

@@ -30,25 +30,9 @@ type ExecutionGetter interface {
 	GetExecution(ctx context.Context, req *runpb.GetExecutionRequest, opts ...gax.CallOption) (*runpb.Execution, error)
 }
 
-// Defaults of Config: the executor package's.
-const (
-	CallTimeoutDefault = executor.CallTimeoutDefault
-	MaxAttemptsDefault = executor.MaxAttemptsDefault
-	BackoffDefault     = executor.BackoffDefault
-)
-
-// Config bounds the adapter's calls. Zero values take the defaults.
-type Config struct {
-	CallTimeout time.Duration
-	MaxAttempts int
-	Backoff     time.Duration
-}
-
-// Policy is the retry policy the adapter calls Cloud Run under: c's bounds.
-func (c Config) Policy() executor.RetryPolicy {
-	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
-		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
-}
+// Config bounds the adapter's calls to Cloud Run, as every adapter's are bounded; its Policy is
+// the retry policy they are made under. Zero values take the executor package's defaults.
+type Config = executor.Config
 
 // Adapter observes Cloud Run executions.
 type Adapter struct {

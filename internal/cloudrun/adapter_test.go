@@ -11,22 +11,14 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 )
 
 var name = cloudrunfake.ExecutionName("p", "europe-west1", "job", "job-001")
 
 func setup(t *testing.T, cfg cloudrun.Config) (*cloudrunfake.Server, *cloudrun.Adapter) {
 	t.Helper()
-	fake, err := cloudrunfake.NewServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	client, err := cloudrun.Dial(context.Background(), fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	fake, client := cloudruntest.Start(t)
 	if cfg.Backoff == 0 {
 		cfg.Backoff = time.Millisecond
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/executor/executortest"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
 
@@ -48,16 +49,7 @@ var projects = [2]string{"p", "q"}
 
 func newFake(t *testing.T, now func() time.Time, limits executortest.Limits) executortest.Fake {
 	t.Helper()
-	srv, err := cloudrunfake.NewServer(cloudrunfake.WithClock(now), cloudrunfake.WithSeed(42))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	client, err := cloudrun.Dial(context.Background(), srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	srv, client := cloudruntest.Start(t, cloudrunfake.WithClock(now), cloudrunfake.WithSeed(42))
 	f := &fake{srv: srv, rng: rand.New(rand.NewPCG(10, 1))}
 	f.exec = cloudrun.New(cutCounter{client, f}, cloudrun.Config{CallTimeout: limits.CallTimeout, MaxAttempts: limits.MaxAttempts, Backoff: time.Millisecond})
 	return f

@@ -27,6 +27,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/storm"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/logsink"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -145,16 +146,7 @@ func blindTarget(t *testing.T, log *slog.Logger) {
 	clock := testenv.NewClock(time.Now().UTC().Truncate(time.Millisecond))
 	org := uuid.NewString()
 	testenv.Enable(t, fs, org)
-	fake, err := cloudrunfake.NewServer(cloudrunfake.WithClock(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	client, err := cloudrun.Dial(ctx, fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	_, client := cloudruntest.Start(t, cloudrunfake.WithClock(clock.Now))
 	const grace = 15 * time.Minute
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
 	writer := ledgertest.Executions{Client: fs}

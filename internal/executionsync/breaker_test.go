@@ -50,7 +50,7 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.engine = workflow.NewEngine(workflow.Options{Runs: e.runs, Now: e.clock.Now, Log: e.log}, wf.Definition(executionsync.CloudRun))
-	stale := ids(total, func() string { return e.stale(succeeded) })
+	stale := e.staleRows(total, succeeded)
 
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "limit": 200})
 	out := breakertest.Check(t, breakertest.Run{

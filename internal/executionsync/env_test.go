@@ -23,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -69,17 +70,8 @@ func newEnv(t *testing.T, o options) *env {
 	e := &env{t: t, spy: fsspy.New(), clock: testenv.NewClock(epoch), org: uuid.NewString(), other: uuid.NewString()}
 	e.fs = testenv.Firestore(t, append(e.spy.DialOptions(), o.dial...)...)
 	testenv.Enable(t, e.fs, e.org, e.other)
-	fake, err := cloudrunfake.NewServer(cloudrunfake.WithClock(e.clock.Now), cloudrunfake.WithSeed(42))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake, client := cloudruntest.Start(t, cloudrunfake.WithClock(e.clock.Now), cloudrunfake.WithSeed(42))
 	e.fake = fake
-	client, err := cloudrun.Dial(context.Background(), fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
 
 	e.store = ledger.NewExecutionStore(e.fs, ledger.TxConfig{}, ledger.Retention{})
 	e.runs = runstore.New(e.fs)
@@ -223,10 +215,11 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-func ids(n int, f func() string) []string {
+// staleRows writes n stale rows (stale) whose executions exec builds, and returns their ids.
+func (e *env) staleRows(n int, exec func(string, time.Time) *runpb.Execution) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = f()
+		out[i] = e.stale(exec)
 	}
 	return out
 }

@@ -16,7 +16,7 @@ import (
 func TestARunThatReachedTheExecutorForNoRowFailsAsUnreachable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{})
-	rows := ids(3, func() string { return e.stale(succeeded) })
+	rows := e.staleRows(3, succeeded)
 	e.fake.Close() // the Cloud Run fake is gone: every connection is refused
 
 	out := e.start(map[string]any{"limit": 10})

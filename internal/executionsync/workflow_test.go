@@ -208,9 +208,9 @@ func collectionOf(doc string) string {
 func TestConcurrentRunsSettleEachRowExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 4}})
-	terminal := append(append(ids(40, func() string { return e.stale(succeeded) }),
-		ids(40, func() string { return e.stale(failed) })...), ids(40, func() string { return e.stale(cancelled) })...)
-	alive := ids(30, func() string { return e.stale(running) })
+	terminal := append(append(e.staleRows(40, succeeded),
+		e.staleRows(40, failed)...), e.staleRows(40, cancelled)...)
+	alive := e.staleRows(30, running)
 
 	const runs = 4
 	outs := make([]workflow.Outcome, runs)
@@ -379,7 +379,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 func TestUnavailableSettlesNothingOnAnErroredCallAndEveryRowWithinFiveRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cloudRun: cloudrun.Config{MaxAttempts: 1}})
-	rows := ids(40, func() string { return e.stale(succeeded) })
+	rows := e.staleRows(40, succeeded)
 	e.fake.FailRate(cloudrunfake.GetExecution, codes.Unavailable, 0.3)
 
 	for run := 1; run <= 5; run++ {
@@ -415,7 +415,7 @@ func TestUnavailableSettlesNothingOnAnErroredCallAndEveryRowWithinFiveRuns(t *te
 func TestResourceExhaustedStopsExecutorCallsForTheRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 1}})
-	rows := ids(10, func() string { return e.stale(succeeded) })
+	rows := e.staleRows(10, succeeded)
 	e.fake.FailNext(cloudrunfake.GetExecution, codes.ResourceExhausted, 1)
 
 	out := e.start(map[string]any{})
@@ -444,7 +444,7 @@ func TestResourceExhaustedStopsExecutorCallsForTheRun(t *testing.T) {
 func TestResourceExhaustedWithConcurrencyStartsNoNewCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 4}})
-	ids(40, func() string { return e.stale(succeeded) })
+	e.staleRows(40, succeeded)
 	e.fake.FailRate(cloudrunfake.GetExecution, codes.ResourceExhausted, 1)
 	_, s := outputOf(t, e.start(map[string]any{}))
 	if got := e.fake.Calls(cloudrunfake.GetExecution); got > 4 {
@@ -458,7 +458,7 @@ func TestResourceExhaustedWithConcurrencyStartsNoNewCall(t *testing.T) {
 func TestPermissionDeniedFailsTheRunAndSettlesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 1}})
-	rows := ids(5, func() string { return e.stale(succeeded) })
+	rows := e.staleRows(5, succeeded)
 	e.fake.FailRate(cloudrunfake.GetExecution, codes.PermissionDenied, 1)
 	out := e.start(map[string]any{})
 	if out.Status != workflow.StateFailed {
@@ -496,7 +496,7 @@ func TestPermissionDeniedFailsTheRunAndSettlesNothing(t *testing.T) {
 func TestRunsOfOneOrganizationNeverTouchAnother(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{})
-	mine := ids(10, func() string { return e.stale(succeeded) })
+	mine := e.staleRows(10, succeeded)
 	var theirs []string
 	for range 10 {
 		theirs = append(theirs, e.put(row{org: e.other, observedAt: e.clock.Now().Add(-time.Hour), active: true, exec: succeeded}))
@@ -568,7 +568,7 @@ func TestScanStopsAtItsDocumentCap(t *testing.T) {
 func TestBudgetSpentDefersTheRestAndLeavesNoHalfWrites(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{cfg: executionsync.Config{Concurrency: 1, Budget: time.Second}})
-	rows := ids(5, func() string { return e.stale(succeeded) })
+	rows := e.staleRows(5, succeeded)
 	e.fake.SetLatency(cloudrunfake.GetExecution, 400*time.Millisecond)
 	out := e.start(map[string]any{})
 	o, s := outputOf(t, out)

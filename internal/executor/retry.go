@@ -18,6 +18,21 @@ const (
 	BackoffDefault     = 200 * time.Millisecond // first retry's backoff ceiling; doubles per retry
 )
 
+// Config is an adapter's bounds on its calls, each adapter's Config. Zero values take the
+// defaults.
+type Config struct {
+	CallTimeout time.Duration
+	MaxAttempts int
+	Backoff     time.Duration
+}
+
+// Policy is the retry policy an adapter calls its executor under: c's bounds, Unavailable
+// retried.
+func (c Config) Policy() RetryPolicy {
+	return RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
+		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
+}
+
 // RetryDefault is the codes a policy retries unless it says otherwise: Unavailable only (see
 // the package doc); any other code says something a second attempt would not change.
 var RetryDefault = []codes.Code{codes.Unavailable}

@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,25 +44,10 @@ type Clusters interface {
 // ErrUnknownCluster is a row naming a cluster the sweeper has no configuration for.
 var ErrUnknownCluster = errors.New("cluster not configured")
 
-// Defaults of Config: the executor package's.
-const (
-	CallTimeoutDefault = executor.CallTimeoutDefault
-	MaxAttemptsDefault = executor.MaxAttemptsDefault
-	BackoffDefault     = executor.BackoffDefault
-)
-
-// Config bounds the adapter's calls. Zero values take the defaults.
-type Config struct {
-	CallTimeout time.Duration
-	MaxAttempts int
-	Backoff     time.Duration
-}
-
-// Policy is the retry policy the adapter calls the API server under: c's bounds, errors coded by Code.
-func (c Config) Policy() executor.RetryPolicy {
-	return executor.RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
-		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
-}
+// Config bounds the adapter's calls to the API servers, as every adapter's are bounded; its
+// Policy is the retry policy they are made under, errors coded by Code. Zero values take the
+// executor package's defaults.
+type Config = executor.Config
 
 // Adapter observes Kubernetes Jobs.
 type Adapter struct {

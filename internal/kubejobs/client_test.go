@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stalesweep/stalesweep/internal/executor"
 )
 
 // client-go retries a request on its own when the answer is a 429 or 5xx with Retry-After (up
@@ -25,9 +27,9 @@ func TestOnlyThePolicyRetriesUnlessClientRetriesAreSet(t *testing.T) {
 		requests      int64
 	}{
 		{"429 with Retry-After: one request, ResourceExhausted", http.StatusTooManyRequests, 0, codes.ResourceExhausted, 1},
-		{"503 with Retry-After: the policy's attempts, one request each", http.StatusServiceUnavailable, 0, codes.Unavailable, MaxAttemptsDefault},
+		{"503 with Retry-After: the policy's attempts, one request each", http.StatusServiceUnavailable, 0, codes.Unavailable, executor.MaxAttemptsDefault},
 		{"429 with client retries: client-go's retries", http.StatusTooManyRequests, 2, codes.ResourceExhausted, 3},
-		{"503 with client retries: client-go's, inside each of the policy's", http.StatusServiceUnavailable, 1, codes.Unavailable, 2 * MaxAttemptsDefault},
+		{"503 with client retries: client-go's, inside each of the policy's", http.StatusServiceUnavailable, 1, codes.Unavailable, 2 * executor.MaxAttemptsDefault},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

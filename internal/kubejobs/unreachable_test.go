@@ -3,7 +3,6 @@ package kubejobs
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -23,13 +22,7 @@ import (
 // A cluster that refuses every connection: the Kubernetes sync reached the executor for no row
 // and ends failed, executor_unreachable, not completed.
 func TestAKubernetesSyncWhoseClusterRefusesEveryConnectionFailsAsUnreachable(t *testing.T) {
-	// A loopback port nothing listens on: taken, then closed.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testenv.FreeAddr(t)
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "http://" + addr, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -24,16 +25,7 @@ func TestPublishFailuresAreFailedStartsAndTheRowsComeBackNextRun(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
 	ps := newPubSub(t, pipeline.SyncsDefault)
-	fake, err := cloudrunfake.NewServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	client, err := cloudrun.Dial(context.Background(), fake.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	fake, client := cloudruntest.Start(t)
 
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})

@@ -45,6 +45,27 @@ func getGuard(t *testing.T, fs *firestore.Client) *runstore.Guard {
 	return g
 }
 
+// noGuardLeft fails the test if the scope's guard is still held; what says of the guard why it
+// should not be.
+func noGuardLeft(t *testing.T, fs *firestore.Client, what string) {
+	t.Helper()
+	if g := getGuard(t, fs); g != nil {
+		t.Errorf("guard %+v %s", g, what)
+	}
+}
+
+// deadRunClosed fails the test unless the record of "dead-run" was closed as abandoned.
+func deadRunClosed(t *testing.T, fs *firestore.Client) {
+	t.Helper()
+	rec, err := runstore.New(fs).GetRun(context.Background(), "dead-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflow.StateFailed || rec.Failure == nil || rec.Failure.Reason != "run_abandoned" {
+		t.Errorf("the dead run's record: %s %+v", rec.Status, rec.Failure)
+	}
+}
+
 // seeGuard makes fault treat the guard document as seen, so that its first fault falls on the
 // next document a commit writes first: the run record's end.
 func seeGuard(t *testing.T, faulted *firestore.Client) {
@@ -59,8 +80,7 @@ func seeGuard(t *testing.T, faulted *firestore.Client) {
 // not after its budget and margin, and closes the record as abandoned.
 func TestARunWhoseEndWasLostIsTakenOverOneLeaseLaterAndClosed(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	fault := fsfaulttest.Lost(codes.DeadlineExceeded, nil)
 	faulted := fault.Client(t, fs)
 	seeGuard(t, faulted)
@@ -92,24 +112,15 @@ func TestARunWhoseEndWasLostIsTakenOverOneLeaseLaterAndClosed(t *testing.T) {
 	if out, err := startOn(next, "next-run"); err != nil || out.Status != workflow.StateCompleted {
 		t.Fatalf("after the lease: %v %v", out.Status, err)
 	}
-	rec, err := runstore.New(fs).GetRun(context.Background(), "dead-run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Status != workflow.StateFailed || rec.Failure == nil || rec.Failure.Reason != "run_abandoned" {
-		t.Errorf("the dead run's record: %s %+v", rec.Status, rec.Failure)
-	}
-	if g := getGuard(t, fs); g != nil {
-		t.Errorf("guard %+v outlived the run that took it over", g)
-	}
+	deadRunClosed(t, fs)
+	noGuardLeft(t, fs, "outlived the run that took it over")
 }
 
 // A live run renews its lease while its body works: however far its lease's first term is
 // passed, no other run takes its scope.
 func TestALiveRunRenewingItsLeaseIsNotTakenOver(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	inside, release := make(chan struct{}), make(chan struct{})
 	eng := leased(fs, clock, 300*time.Millisecond, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 		if run.UUID == "live-run" {
@@ -137,17 +148,14 @@ func TestALiveRunRenewingItsLeaseIsNotTakenOver(t *testing.T) {
 	if out := <-first; out.Status != workflow.StateCompleted {
 		t.Errorf("the live run ended %s", out.Status)
 	}
-	if g := getGuard(t, fs); g != nil {
-		t.Errorf("guard %+v outlived its run", g)
-	}
+	noGuardLeft(t, fs, "outlived its run")
 }
 
 // A run that finds its guard taken by another stops: its body's context is cancelled and the
 // run fails guard_lost.
 func TestARunThatLostItsGuardStops(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	inside := make(chan struct{})
 	eng := leased(fs, clock, 300*time.Millisecond, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 		close(inside)
@@ -180,8 +188,7 @@ func TestARunThatLostItsGuardStops(t *testing.T) {
 // completed (and the guard went with it), so the run completed.
 func TestAnEndWhoseAnswerWasLostIsReadBack(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	fault := fsfaulttest.New(codes.Unavailable)
 	faulted := fault.Client(t, fs)
 	seeGuard(t, faulted)
@@ -199,9 +206,7 @@ func TestAnEndWhoseAnswerWasLostIsReadBack(t *testing.T) {
 	if rec, _ := runstore.New(fs).GetRun(context.Background(), "run-a"); rec.Status != workflow.StateCompleted {
 		t.Errorf("record %s", rec.Status)
 	}
-	if g := getGuard(t, fs); g != nil {
-		t.Errorf("guard %+v left", g)
-	}
+	noGuardLeft(t, fs, "left")
 }
 
 // The start's commit lands and its answer is lost: the record and the guard, read back, are this
@@ -225,9 +230,7 @@ func TestAStartWhoseAnswerWasLostIsReadBack(t *testing.T) {
 	if fault.Faulted() != 2 || !ran || out.Status != workflow.StateCompleted {
 		t.Errorf("faulted %d, body ran %v, status %s", fault.Faulted(), ran, out.Status)
 	}
-	if g := getGuard(t, fs); g != nil {
-		t.Errorf("guard %+v left", g)
-	}
+	noGuardLeft(t, fs, "left")
 	if _, err := startOn(eng, "run-a"); !errors.Is(err, workflow.ErrDuplicateRun) {
 		t.Errorf("redelivery: %v, want a duplicate", err)
 	}
@@ -236,8 +239,7 @@ func TestAStartWhoseAnswerWasLostIsReadBack(t *testing.T) {
 // A start whose commit never landed is not started: the read-back finds no record.
 func TestALostStartIsNotStarted(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	fault := fsfaulttest.Lost(codes.DeadlineExceeded, nil)
 	ran := false
 	eng := leased(fault.Client(t, fs), clock, 30*time.Second, func(context.Context, workflow.Run) (workflow.Result, error) {
@@ -256,8 +258,7 @@ func TestALostStartIsNotStarted(t *testing.T) {
 // margin): a run that overruns that loses its scope as a dead one would.
 func TestRenewalStopsAtTheCap(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	acquired := clock.Now()
 	inside, release := make(chan struct{}), make(chan struct{})
 	eng := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Guards: runstore.NewGuardStore(fs), GuardTTL: time.Minute,
@@ -297,8 +298,7 @@ func TestRenewalStopsAtTheCap(t *testing.T) {
 // run's record: the guard it wrote names the run it took over.
 func TestAStartWhoseAnswerWasLostStillClosesTheRunItTookOver(t *testing.T) {
 	t.Parallel()
-	fs := testenv.Firestore(t)
-	clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	fs, clock := testenv.Firestore(t), testenv.NewClock(epoch)
 	dead := runstore.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",
 		InitiatedAt: clock.Now(), UpdatedAt: clock.Now()}
 	if _, err := runstore.New(fs).StartRun(context.Background(), dead, &runstore.GuardClaim{Key: guardKey,
@@ -311,11 +311,5 @@ func TestAStartWhoseAnswerWasLostStillClosesTheRunItTookOver(t *testing.T) {
 	if err != nil || out.Status != workflow.StateCompleted || fault.Faulted() == 0 {
 		t.Fatalf("start: %v %v, %d faulted", out.Status, err, fault.Faulted())
 	}
-	rec, err := runstore.New(fs).GetRun(context.Background(), "dead-run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Status != workflow.StateFailed || rec.Failure == nil || rec.Failure.Reason != "run_abandoned" {
-		t.Errorf("the dead run's record: %s %+v", rec.Status, rec.Failure)
-	}
+	deadRunClosed(t, fs)
 }

@@ -39,7 +39,7 @@ func newPausedEngine(t *testing.T) *pausedEngine {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
 	p := &pausedEngine{fs: fs, pauses: pausestore.New(fs), runs: runstore.New(fs), spy: spy,
-		clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+		clock: testenv.NewClock(epoch)}
 	p.eng = workflow.NewEngine(workflow.Options{Runs: p.runs, Guards: runstore.NewGuardStore(fs), Pauses: p.pauses, Now: p.clock.Now, Log: logging.Discard()},
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 			Body: func(ctx context.Context, run workflow.Run) (workflow.Result, error) {

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 const org = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
+// epoch is where the tests' clocks start.
+var epoch = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
 var validInput = json.RawMessage(`{"organization_uuid": "` + org + `"}`)
 
 type fixture struct {
@@ -39,7 +42,7 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	return fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	return fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(epoch)}
 }
 
 func (f fixture) engine(states []workflow.State, envelope []string, body workflow.Body) *workflow.Engine {
@@ -281,7 +284,7 @@ func TestAGuardedRunCostsTwoCommits(t *testing.T) {
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	f := fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	f := fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(epoch)}
 	eng := f.guarded(t, fs, func(ctx context.Context, run workflow.Run) (workflow.Result, error) { return workflow.Result{}, nil })
 	spy.Reset()
 	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: workflow.TriggerSchedule, RunUUID: "run-a"})
@@ -308,7 +311,7 @@ func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
 	t.Parallel()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	f := fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	f := fixture{runs: runstore.New(fs), spy: spy, clock: testenv.NewClock(epoch)}
 	inside := make(chan struct{})
 	release := make(chan struct{})
 	eng := f.guarded(t, fs, func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
@@ -366,7 +369,7 @@ func TestAGuardKeepsTwoRunsOfOneScopeApart(t *testing.T) {
 func TestAnExpiredGuardIsTakenOverAndItsRunClosed(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
-	f := fixture{runs: runstore.New(fs), clock: testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))}
+	f := fixture{runs: runstore.New(fs), clock: testenv.NewClock(epoch)}
 	ctx := context.Background()
 	// A run that died mid-way: its record is reconciling and its guard is still there.
 	dead := runstore.RunRecord{WorkflowRunUUID: "dead-run", WorkflowType: string(contract.ExecutionSyncCloudRun), Status: "reconciling",

@@ -38,7 +38,7 @@ func TestARunRecordExpiresAfterTheRetentionItsOutcomeEarns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			fs := testenv.Firestore(t, fsspy.New().DialOptions()...)
-			clock := testenv.NewClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+			clock := testenv.NewClock(epoch)
 			start := clock.Now()
 			runs := runstore.New(fs)
 			var inFlight, guardExpiry time.Time

@@ -15,10 +15,13 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
+	"github.com/google/uuid"
+
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/emulator/gcloudemu"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 )
 
@@ -132,4 +135,20 @@ func bulk(ctx context.Context, fs *firestore.Client, n int, doc func(i int) (*fi
 		}
 	}
 	return nil
+}
+
+// newIDs returns n fresh uuids.
+func newIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	return ids
+}
+
+// enable writes organizations/{org} with sweeps enabled for every org, in bulk.
+func enable(ctx context.Context, fs *firestore.Client, orgs []string) error {
+	return bulk(ctx, fs, len(orgs), func(i int) (*firestore.DocumentRef, any) {
+		return fs.Collection(ledger.OrganizationsCollection).Doc(orgs[i]), ledger.Organization{UUID: orgs[i], SweepsEnabled: true}
+	})
 }

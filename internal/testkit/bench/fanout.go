@@ -17,7 +17,6 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
-	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/emulator/localpipeline"
 	_ "github.com/stalesweep/stalesweep/functions" // the targets the fan-out goes through
@@ -46,13 +45,8 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 		return err
 	}
 	defer done()
-	orgs := make([]string, n)
-	for i := range orgs {
-		orgs[i] = uuid.NewString()
-	}
-	if err := bulk(ctx, fs, n, func(i int) (*firestore.DocumentRef, any) {
-		return fs.Collection(ledger.OrganizationsCollection).Doc(orgs[i]), ledger.Organization{UUID: orgs[i], SweepsEnabled: true}
-	}); err != nil {
+	orgs := newIDs(n)
+	if err := enable(ctx, fs, orgs); err != nil {
 		return err
 	}
 	// One stale row in each of the first `stale` organizations (no provider reference: the run

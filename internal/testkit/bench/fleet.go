@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -55,14 +54,9 @@ func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error
 		return err
 	}
 	defer done()
-	orgs := make([]string, n)
-	for i := range orgs {
-		orgs[i] = uuid.NewString()
-	}
+	orgs := newIDs(n)
 	began := time.Now()
-	if err := bulk(ctx, fs, n, func(i int) (*firestore.DocumentRef, any) {
-		return fs.Collection(ledger.OrganizationsCollection).Doc(orgs[i]), ledger.Organization{UUID: orgs[i], SweepsEnabled: true}
-	}); err != nil {
+	if err := enable(ctx, fs, orgs); err != nil {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(uint64(n), 7))

@@ -83,10 +83,7 @@ func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time
 		return fail(err)
 	}
 	old := time.Now().Add(-10 * time.Minute).Truncate(time.Microsecond)
-	ids := make([]string, n+missing)
-	for i := range ids {
-		ids[i] = uuid.NewString()
-	}
+	ids := newIDs(n + missing)
 	for i := range n {
 		name := cloudrunfake.ExecutionName("bench", "europe-west1", "job", ids[i])
 		if err := e.fake.SetExecution(cloudrunfake.Succeeded(name, old)); err != nil {

@@ -29,8 +29,24 @@ var pauseCases = []struct {
 	{"another workflow is paused fleet-wide", &ledger.Pause{WorkflowType: "wf2"}, false},
 }
 
-// putPause is how a case writes its pause into the store under test: memory's PutPause, or
-// sweep_pauses on the emulator.
+// pausedImplementations is implementations for a case that also writes a pause: each is handed,
+// with its world, how that store takes the pause — memory's PutPause, or sweep_pauses on the
+// emulator.
+func pausedImplementations[W any](t *testing.T, memory func() (W, *memstore.Pauses), real func(fs *firestore.Client) W, each func(t *testing.T, w W, putPause func(*ledger.Pause))) {
+	type world struct {
+		w      W
+		memory *memstore.Pauses
+		fs     *firestore.Client
+	}
+	implementations(t, func() world {
+		w, pauses := memory()
+		return world{w: w, memory: pauses}
+	}, func(fs *firestore.Client) world { return world{w: real(fs), fs: fs} }, func(t *testing.T, w world) {
+		each(t, w.w, func(p *ledger.Pause) { putPause(t, w.memory, w.fs, p) })
+	})
+}
+
+// putPause writes p, when there is one, into memory or, when that is nil, into fs.
 func putPause(t *testing.T, memory *memstore.Pauses, fs *firestore.Client, p *ledger.Pause) {
 	t.Helper()
 	if p == nil {
@@ -55,21 +71,16 @@ func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
 	for _, c := range pauseCases {
 		t.Run("Abandon/"+c.name, func(t *testing.T) {
 			t.Parallel()
-			type world struct {
-				runsWorld
-				memory *memstore.Pauses
-				fs     *firestore.Client
-			}
-			implementations(t, func() world {
+			pausedImplementations(t, func() (runsWorld, *memstore.Pauses) {
 				s := memstore.NewExtensionRuns()
 				s.Now = func() time.Time { return t0 }
 				w := memoryRuns()
 				w.store, w.put = s, s.Put
 				w.get = func(id string) ledger.ExtensionRun { r, _ := s.Get(id); return r }
-				return world{runsWorld: w, memory: &s.Pauses}
-			}, func(fs *firestore.Client) world { return world{runsWorld: ledgerRuns(t)(fs), fs: fs} }, func(t *testing.T, w world) {
+				return w, &s.Pauses
+			}, ledgerRuns(t), func(t *testing.T, w runsWorld, putPause func(*ledger.Pause)) {
 				w.put(ledger.ExtensionRun{RunID: "r", TenantID: "tn", ExtensionID: "ext", Status: ledger.ExtensionRunning, StartedAt: idle, LastMovedAt: idle})
-				putPause(t, w.memory, w.fs, c.pause)
+				putPause(c.pause)
 				got, err := w.store.Abandon(context.Background(), "r", ids, ledger.Settlement{At: t0, Reason: runssweep.ReasonIdle},
 					runssweep.Abandonable(ledger.ExtensionRun{LastMovedAt: idle}, t0.Add(-time.Minute)))
 				if err != nil {
@@ -86,18 +97,13 @@ func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
 		})
 		t.Run("ReclaimTask/"+c.name, func(t *testing.T) {
 			t.Parallel()
-			type world struct {
-				tasksWorld
-				memory *memstore.Pauses
-				fs     *firestore.Client
-			}
-			implementations(t, func() world {
+			pausedImplementations(t, func() (tasksWorld, *memstore.Pauses) {
 				s := memstore.NewTasks()
 				s.Now = func() time.Time { return t0 }
-				return world{tasksWorld: tasksWorld{store: s, put: s.Put, get: func(id string) ledger.Task { tk, _ := s.Get("q", id); return tk }}, memory: &s.Pauses}
-			}, func(fs *firestore.Client) world { return world{tasksWorld: ledgerTasks(t)(fs), fs: fs} }, func(t *testing.T, w world) {
+				return tasksWorld{store: s, put: s.Put, get: func(id string) ledger.Task { tk, _ := s.Get("q", id); return tk }}, &s.Pauses
+			}, ledgerTasks(t), func(t *testing.T, w tasksWorld, putPause func(*ledger.Pause)) {
 				w.put(ledger.Task{Queue: "q", ID: "k", Slug: "k", Status: ledger.TaskWorking, WorkerID: "w", CreatedAt: idle, LastActivityAt: idle, HeartbeatTip: "hb"})
-				putPause(t, w.memory, w.fs, c.pause)
+				putPause(c.pause)
 				got, err := w.store.ReclaimTask(context.Background(), "q", "k", "sweeper", ids, t0,
 					pmsweep.Reclaimable(ledger.Task{HeartbeatTip: "hb", LastActivityAt: idle}, 0))
 				if err != nil {
@@ -114,19 +120,14 @@ func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
 		})
 		t.Run("AbandonLease/"+c.name, func(t *testing.T) {
 			t.Parallel()
-			type world struct {
-				leasesWorld
-				memory *memstore.Pauses
-				fs     *firestore.Client
-			}
-			implementations(t, func() world {
+			pausedImplementations(t, func() (leasesWorld, *memstore.Pauses) {
 				s := memstore.NewLeases()
 				s.Now = func() time.Time { return t0 }
-				return world{leasesWorld: leasesWorld{store: s, put: s.Put, instance: s.PutInstance, org: s.PutOrganization,
-					get: func(id string) ledger.WorkspaceLease { l, _ := s.Get(id); return l }}, memory: &s.Pauses}
-			}, func(fs *firestore.Client) world { return world{leasesWorld: ledgerLeases(t)(fs), fs: fs} }, func(t *testing.T, w world) {
+				return leasesWorld{store: s, put: s.Put, instance: s.PutInstance, org: s.PutOrganization,
+					get: func(id string) ledger.WorkspaceLease { l, _ := s.Get(id); return l }}, &s.Pauses
+			}, ledgerLeases(t), func(t *testing.T, w leasesWorld, putPause func(*ledger.Pause)) {
 				w.put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: "g", WorkspaceID: "ws", Status: ledger.LeaseActive, AcquiredAt: idle, HeartbeatAt: idle})
-				putPause(t, w.memory, w.fs, c.pause)
+				putPause(c.pause)
 				asked := false
 				abandoned, refused, err := w.store.AbandonLease(context.Background(), "l", ledger.Reads{Pauses: ids},
 					func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string) {

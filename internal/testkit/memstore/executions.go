@@ -53,19 +53,11 @@ func (s *Executions) PutRun(id string, f ledger.RunFacts) { put(&s.mu, s.runs, i
 func (s *Executions) PutTarget(t ledger.Target) { put(&s.mu, s.targets, t.Target, t) }
 
 // Get reads a row.
-func (s *Executions) Get(id string) (ledger.Execution, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.rows[id]
-	return e, ok
-}
+func (s *Executions) Get(id string) (ledger.Execution, bool) { return get(&s.mu, s.rows, id) }
 
 // Receipt reads the receipt of run's sync of a row.
 func (s *Executions) Receipt(run, id string) (ledger.SyncReceipt, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.receipts[[2]string{run, id}]
-	return r, ok
+	return get(&s.mu, s.receipts, [2]string{run, id})
 }
 
 // Scan is ExecutionStore.Scan.

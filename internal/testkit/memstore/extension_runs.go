@@ -35,9 +35,7 @@ func (s *ExtensionRuns) PutInvisible(runID string) { put(&s.mu, s.invisible, run
 
 // PutInterlock writes the interlock of a tenant's extension, naming runID.
 func (s *ExtensionRuns) PutInterlock(tenantID, extensionID, runID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.interlocks[ledger.InterlockID(tenantID, extensionID)] = ledger.Interlock{RunID: runID}
+	put(&s.mu, s.interlocks, ledger.InterlockID(tenantID, extensionID), ledger.Interlock{RunID: runID})
 }
 
 // Move records that a running run moved at `at`, as ledgertest.ExtensionRuns.Move does.
@@ -52,18 +50,12 @@ func (s *ExtensionRuns) Move(runID string, at time.Time) {
 
 // Get reads a run.
 func (s *ExtensionRuns) Get(runID string) (ledger.ExtensionRun, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.runs[runID]
-	return r, ok
+	return get(&s.mu, s.runs, runID)
 }
 
 // Interlock reads the interlock of a tenant's extension.
 func (s *ExtensionRuns) Interlock(tenantID, extensionID string) (ledger.Interlock, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.interlocks[ledger.InterlockID(tenantID, extensionID)]
-	return l, ok
+	return get(&s.mu, s.interlocks, ledger.InterlockID(tenantID, extensionID))
 }
 
 // idle lists the running runs last moved before deadline.

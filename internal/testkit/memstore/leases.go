@@ -61,10 +61,7 @@ func (s *Leases) Heartbeat(leaseID string, at time.Time) {
 
 // Get reads a lease.
 func (s *Leases) Get(leaseID string) (ledger.WorkspaceLease, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.leases[leaseID]
-	return l, ok
+	return get(&s.mu, s.leases, leaseID)
 }
 
 // GetGroup is LeaseStore.GetGroup: a missing group is ledger.ErrGroupNotFound.

@@ -31,6 +31,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
+	"github.com/stalesweep/stalesweep/internal/testkit/cloudruntest"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -77,6 +78,15 @@ func previewed(p *explain.Preview, actions map[string]string) plan {
 		if a, ok := actions[r.Action]; ok {
 			out[r.ID] = a
 		}
+	}
+	return out
+}
+
+// abandoned is the plan of a real run whose output lists rows it abandoned, each named by id.
+func abandoned[T any](rows []T, id func(T) string) plan {
+	out := plan{}
+	for _, r := range rows {
+		out[id(r)] = "abandon"
 	}
 	return out
 }
@@ -146,10 +156,7 @@ func dryRuns(t *testing.T, _ *world, out workflow.Outcome) plan {
 func realRuns(t *testing.T, _ *world, out workflow.Outcome) plan {
 	var o runssweep.Output
 	testenv.Decode(t, out.Output, &o)
-	p := plan{}
-	for _, r := range o.Runs {
-		p[r.RunID] = "abandon"
-	}
+	p := abandoned(o.Runs, func(r runssweep.SweptRun) string { return r.RunID })
 	if o.Swept != len(p) {
 		t.Errorf("swept %d, runs listed %d", o.Swept, len(p))
 	}
@@ -273,10 +280,7 @@ func dryLeases(t *testing.T, _ *world, out workflow.Outcome) plan {
 func realLeases(t *testing.T, _ *world, out workflow.Outcome) plan {
 	var o leasesettle.Output
 	testenv.Decode(t, out.Output, &o)
-	p := plan{}
-	for _, s := range o.Settlements {
-		p[s.LeaseUUID] = "abandon"
-	}
+	p := abandoned(o.Settlements, func(s leasesettle.Settlement) string { return s.LeaseUUID })
 	if o.Settled != len(p) || o.Outcome != leasesettle.OutcomeSettled {
 		t.Errorf("real output %+v", o)
 	}
@@ -313,16 +317,7 @@ func putExecution(t *testing.T, w *world, store *ledger.ExecutionStore, org, pro
 }
 
 func seedCloudRun(t *testing.T) *world {
-	fakeRun, err := cloudrunfake.NewServer(cloudrunfake.WithClock(testenv.Fixed(epoch)), cloudrunfake.WithSeed(42))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fakeRun.Close)
-	client, err := cloudrun.Dial(context.Background(), fakeRun.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	fakeRun, client := cloudruntest.Start(t, cloudrunfake.WithClock(testenv.Fixed(epoch)), cloudrunfake.WithSeed(42))
 	w, store, org := executionWorld(t, executionsync.CloudRun, cloudrun.New(client, cloudrun.Config{Backoff: time.Millisecond}))
 	for i, build := range []func(string, time.Time) *runpb.Execution{cloudrunfake.Succeeded, cloudrunfake.Running, nil} {
 		name := cloudrunfake.ExecutionName("p", "europe-west1", "job", fmt.Sprintf("exec-%d", i))

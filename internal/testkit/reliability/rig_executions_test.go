@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/run/apiv2/runpb"
 	"github.com/google/uuid"
 	"google.golang.org/api/option"
@@ -73,12 +74,8 @@ func cloudRunRig(t *testing.T) *rig {
 		_, _ = client.GetExecution(context.Background(), &runpb.GetExecutionRequest{Name: cloudrunfake.ExecutionName("p", "l", "j", "warm")})
 	}
 	r.seed = func(t reporter, trial int) trialRows {
-		org := uuid.NewString()
-		now := r.clock.Now()
-		old := now.Add(-execStaleFor)
-		finished := old.Add(-time.Minute)
-		var rows []seededRow
-		docs := map[string]map[string]any{ledger.OrganizationsCollection + "/" + org: {"sweeps_enabled": true}}
+		x := newExecTrial(r.clock.Now(), ledger.ProviderCloudRun)
+		now, old, finished := x.now, x.old, x.finished
 		add := func(name string, exec func(string, time.Time) *runpb.Execution, observed time.Time, ch rowChange, settles bool) {
 			id := uuid.NewString()
 			ename := cloudrunfake.ExecutionName("p", "europe-west1", "job", "exec-"+id[:8])
@@ -87,14 +84,9 @@ func cloudRunRig(t *testing.T) *rig {
 					t.Fatalf("%v", err)
 				}
 			}
-			docs[ledger.ExecutionsCollection+"/"+id] = executionDoc(org, ledger.ProviderCloudRun, map[string]any{cloudrun.RefKey: ename}, observed)
-			rows = append(rows, executionRow(name, id, observed, ch, settles))
+			x.add(name, id, map[string]any{cloudrun.RefKey: ename}, observed, ch, settles)
 		}
-		settle := func(v string) rowChange {
-			return func(id string, observed time.Time) (func(string) *change, func(string) *change) {
-				return settleExecution(id, v, now, finished, observed, "etag", "conditions", "log_uri"), nil
-			}
-		}
+		settle := func(v string) rowChange { return x.settle(v, "etag", "conditions", "log_uri") }
 		add("succeeded", cloudrunfake.Succeeded, old, settle(ledger.StatusSucceeded), true)
 		add("failed", func(n string, at time.Time) *runpb.Execution {
 			return cloudrunfake.Failed(n, at, runpb.Condition_NON_ZERO_EXIT_CODE)
@@ -103,8 +95,7 @@ func cloudRunRig(t *testing.T) *rig {
 		add("running", cloudrunfake.Running, old, refreshExecution(now), false)
 		add("unknown", nil, old, unknownExecution(now), false)
 		add("fresh", cloudrunfake.Succeeded, now.Add(-10*time.Second), never, false)
-		putDocs(t, r.fs, docs)
-		return trialRows{input: map[string]any{"organization_uuid": org}, rows: rows}
+		return x.put(t, r.fs)
 	}
 	return r
 }
@@ -119,12 +110,8 @@ func kubernetesRig(t *testing.T) *rig {
 	r.warm = func(t *testing.T) { warmFirestore(t, r) }
 	r.seed = func(t reporter, trial int) trialRows {
 		ctx := context.Background()
-		org := uuid.NewString()
-		now := r.clock.Now()
-		old := now.Add(-execStaleFor)
-		finished := old.Add(-time.Minute)
-		var rows []seededRow
-		docs := map[string]map[string]any{ledger.OrganizationsCollection + "/" + org: {"sweeps_enabled": true}}
+		x := newExecTrial(r.clock.Now(), ledger.ProviderKubernetes)
+		now, old, finished := x.now, x.old, x.finished
 		add := func(name string, mod func(*batchv1.Job), create bool, observed time.Time, ch rowChange, settles bool) {
 			id := uuid.NewString()
 			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build-" + id[:13], Namespace: "runners", UID: types.UID("uid-" + id)},
@@ -137,18 +124,12 @@ func kubernetesRig(t *testing.T) *rig {
 					t.Fatalf("%v", err)
 				}
 			}
-			ref := map[string]any{"cluster": "eu", "namespace": j.Namespace, "job": j.Name, "uid": string(j.UID)}
-			docs[ledger.ExecutionsCollection+"/"+id] = executionDoc(org, ledger.ProviderKubernetes, ref, observed)
-			rows = append(rows, executionRow(name, id, observed, ch, settles))
+			x.add(name, id, map[string]any{"cluster": "eu", "namespace": j.Namespace, "job": j.Name, "uid": string(j.UID)}, observed, ch, settles)
 		}
 		cond := func(typ batchv1.JobConditionType, reason string) batchv1.JobCondition {
 			return batchv1.JobCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.Time{Time: finished}}
 		}
-		settle := func(v string) rowChange {
-			return func(id string, observed time.Time) (func(string) *change, func(string) *change) {
-				return settleExecution(id, v, now, finished, observed, "conditions", "uid", "cluster"), nil
-			}
-		}
+		settle := func(v string) rowChange { return x.settle(v, "conditions", "uid", "cluster") }
 		add("succeeded", func(j *batchv1.Job) {
 			j.Status.Succeeded, j.Status.CompletionTime = 1, &metav1.Time{Time: finished}
 			j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, "CompletionsReached"), cond(batchv1.JobComplete, "CompletionsReached")}
@@ -160,10 +141,44 @@ func kubernetesRig(t *testing.T) *rig {
 		add("running", func(j *batchv1.Job) { j.Status.Active = 1 }, true, old, refreshExecution(now), false)
 		add("deleted", nil, false, old, unknownExecution(now), false)
 		add("fresh", func(j *batchv1.Job) { j.Status.Active = 1 }, true, now.Add(-10*time.Second), never, false)
-		putDocs(t, r.fs, docs)
-		return trialRows{input: map[string]any{"organization_uuid": org}, rows: rows}
+		return x.put(t, r.fs)
 	}
 	return r
+}
+
+// execTrial is one trial's rows of an execution sync, as both providers' rigs seed them: an
+// organization with sweeps enabled, rows of one provider in it, and the times they are judged by.
+type execTrial struct {
+	org, provider      string
+	now, old, finished time.Time // the trial's start; stale rows' observed_at; their executions' end
+	rows               []seededRow
+	docs               map[string]map[string]any
+}
+
+func newExecTrial(now time.Time, provider string) *execTrial {
+	org := uuid.NewString()
+	old := now.Add(-execStaleFor)
+	return &execTrial{org: org, provider: provider, now: now, old: old, finished: old.Add(-time.Minute),
+		docs: map[string]map[string]any{ledger.OrganizationsCollection + "/" + org: {"sweeps_enabled": true}}}
+}
+
+// add seeds the row id, of the execution ref names, observed at observed.
+func (x *execTrial) add(name, id string, ref map[string]any, observed time.Time, ch rowChange, settles bool) {
+	x.docs[ledger.ExecutionsCollection+"/"+id] = executionDoc(x.org, x.provider, ref, observed)
+	x.rows = append(x.rows, executionRow(name, id, observed, ch, settles))
+}
+
+// settle is the change of a row the trial's run settles as verdict, with the provider's evidence.
+func (x *execTrial) settle(verdict string, evidence ...string) rowChange {
+	return func(id string, observed time.Time) (func(string) *change, func(string) *change) {
+		return settleExecution(id, verdict, x.now, x.finished, observed, evidence...), nil
+	}
+}
+
+// put writes the trial's documents and returns its rows, with the input that scopes a run to it.
+func (x *execTrial) put(t reporter, fs *firestore.Client) trialRows {
+	putDocs(t, fs, x.docs)
+	return trialRows{input: map[string]any{"organization_uuid": x.org}, rows: x.rows}
 }
 
 func warmFirestore(t *testing.T, r *rig) {

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -153,6 +154,17 @@ func Clear(t testing.TB, project string) {
 		return
 	}
 	resp.Body.Close()
+}
+
+// FreeAddr returns a loopback address nothing listens on: a port taken, then closed.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // Fixed returns a clock that always says at.
