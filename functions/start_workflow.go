@@ -70,12 +70,12 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := a.Engine.Start(ctx, workflow.Request{
-		Type:          start.WorkflowType,
-		InitialData:   start.InitialData,
-		Trigger:       workflow.TriggerManual,
-		Actor:         caller.String(),
-		DryRun:        start.DryRun,
-		OverridePause: start.OverridePause,
+		Type:        start.WorkflowType,
+		InitialData: start.InitialData,
+		Trigger:     workflow.TriggerManual,
+		Actor:       caller.String(),
+		DryRun:      start.DryRun,
+		Overrides:   workflow.Overrides{Pause: start.OverridePause},
 	})
 	switch {
 	case err != nil:

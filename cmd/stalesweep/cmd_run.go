@@ -130,7 +130,7 @@ func (c *cli) startRun(name string, f runFlags, req workflow.Request) int {
 	}
 	req.Trigger = workflow.TriggerLocal
 	req.Actor, req.ClaimedActor = localActor(), os.Getenv(envActor)
-	req.StormOverride, req.IncludeDisabled, req.DryRun, req.OverridePause = f.override, f.includeDisabled, f.dryRun, f.overridePause
+	req.Overrides, req.DryRun = workflow.Overrides{Storm: f.override, OptOut: f.includeDisabled, Pause: f.overridePause}, f.dryRun
 	out, err := a.Engine.Start(c.ctx, req)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "stalesweep %s: %v\n", name, err)

@@ -131,7 +131,7 @@ func stormGuardTrip(t *testing.T, log *slog.Logger) {
 	}
 	// The operator checks, and overrides it from the command: the twelve are abandoned.
 	out, err = engine.Start(ctx, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
-		Trigger: workflow.TriggerLocal, StormOverride: true, Actor: "ops@example.com"})
+		Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: true}, Actor: "ops@example.com"})
 	if err != nil || out.Status != workflow.StateCompleted {
 		t.Fatalf("overridden sweep: %+v %v", out, err)
 	}

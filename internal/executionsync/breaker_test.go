@@ -55,7 +55,7 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "limit": 200})
 	out := breakertest.Check(t, breakertest.Run{
 		Engine: e.engine, Records: e.fs, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
-		Req: workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: true},
+		Req: workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: raw, Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: true}},
 	})
 	settled := 0
 	for _, id := range stale {

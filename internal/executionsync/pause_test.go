@@ -41,7 +41,7 @@ func TestAPauseTakenWhileASyncIsInFlightIsRefusedInItsTransaction(t *testing.T) 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, s := racedRun(t, func(e *env, _ string) { tt.touch(e) }, workflow.Request{OverridePause: tt.override})
+			r, s := racedRun(t, func(e *env, _ string) { tt.touch(e) }, workflow.Request{Overrides: workflow.Overrides{Pause: tt.override}})
 			switch {
 			case !tt.refused && (r.Active || s.Settled["succeeded"] != 1):
 				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)

@@ -121,7 +121,7 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 }
 
 // RunOnce is one run: scan the organization's stale rows, start their syncs, count. Of run it
-// uses the uuid, the logger and IncludeDisabled.
+// uses the uuid, the logger and the overrides.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
@@ -149,8 +149,8 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	}()
 	reqs, err := w.scan(ctx, run.UUID, in, horizon, &out, &stats, log)
 	for i := range reqs {
-		reqs[i].IncludeDisabled = run.IncludeDisabled
-		reqs[i].OverridePause = run.OverridePause
+		reqs[i].IncludeDisabled = run.Overrides.OptOut
+		reqs[i].OverridePause = run.Overrides.Pause
 	}
 	if err != nil {
 		<-invisible

@@ -634,7 +634,7 @@ func TestARowIsSettledOnlyIfItsTransactionFindsItTheRunsToWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, s := racedRun(t, tt.touch, workflow.Request{IncludeDisabled: tt.includeDisabled})
+			r, s := racedRun(t, tt.touch, workflow.Request{Overrides: workflow.Overrides{OptOut: tt.includeDisabled}})
 			switch {
 			case tt.refused == "" && (r.Active || s.Settled["succeeded"] != 1):
 				t.Errorf("row active=%t, stats %+v; want it settled", r.Active, s)

@@ -49,7 +49,7 @@ func TestARunWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group, "max_settlements": leasesettle.MaxSettlementsMax})
 	out := breakertest.Check(t, breakertest.Run{
 		Engine: e.Engine, Records: e.FS, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
-		Req: workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: true},
+		Req: workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: true}},
 	})
 	abandoned := 0
 	for _, id := range leases {

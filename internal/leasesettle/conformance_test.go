@@ -66,7 +66,7 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
 		out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-			Trigger: workflow.TriggerLocal, OverridePause: c.override}, "run")
+			Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Pause: c.override}}, "run")
 		o, s := testenv.DecodeRun[leasesettle.Output, leasesettle.Stats](t, out.Output, out.Stats)
 		abandoned := 0
 		for _, id := range ids {
@@ -96,7 +96,7 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 		e.Spy.Reset()
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
 		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			Trigger: workflow.TriggerLocal, DryRun: true, Overrides: workflow.Overrides{Pause: override}},
 			func(s leasesettle.Stats) *explain.Preview { return s.Preview })
 		for _, id := range ids {
 			if l := e.get(id); l.Status != ledger.LeaseActive {

@@ -52,7 +52,7 @@ func (e *env) dryRun(trigger workflow.Trigger, override bool) (workflow.Outcome,
 	e.T.Helper()
 	raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
 	out := sweeptest.Dry(e.T, e.Engine, workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw,
-		Trigger: trigger, StormOverride: override, DryRun: true})
+		Trigger: trigger, Overrides: workflow.Overrides{Storm: override}, DryRun: true})
 	var o leasesettle.Output
 	var s leasesettle.Stats
 	testenv.Decode(e.T, out.Output, &o)

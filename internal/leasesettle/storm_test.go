@@ -42,7 +42,7 @@ func TestTheStormGuardStopsMassAbandonmentOnAgeAlone(t *testing.T) {
 	unresolvable, terminal := e.stormGroup()
 	start := func(override bool) (workflow.Outcome, leasesettle.Output, leasesettle.Stats) {
 		raw, _ := json.Marshal(map[string]any{"organization_uuid": e.org, "runner_group_uuid": e.group})
-		out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
+		out, err := e.Engine.Start(context.Background(), workflow.Request{Type: contract.WorkspaceLeaseSettle, InitialData: raw, Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: override}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -235,7 +235,7 @@ func TestSettleDecidesAndCountsEachLease(t *testing.T) {
 			cfg.Concurrency = 1
 			wf := leasesettle.New(s, cfg, ledgertest.LocalClock(func() time.Time { return now }))
 			out, stats, err := wf.RunOnce(context.Background(), workflow.Run{UUID: "run-1", Logger: logging.Discard(),
-				StormOverride: c.override, IncludeDisabled: c.includeDisabled}, c.in)
+				Overrides: workflow.Overrides{Storm: c.override, OptOut: c.includeDisabled}}, c.in)
 			got := tally{settled: map[string]string{}, kept: maps.Clone(stats.Kept), examined: out.Examined, raced: stats.Raced,
 				errored: stats.Errored, overBudget: stats.OverBudget, scanCapped: stats.ScanCapped, outcome: out.Outcome}
 			if len(stats.Refused) > 0 {

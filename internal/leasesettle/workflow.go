@@ -142,8 +142,8 @@ func Refuse(l ledger.WorkspaceLease, in Input, facts ledger.Facts, includeDisabl
 	return ""
 }
 
-// RunOnce is one run over one group. run.StormOverride lets it go ahead where the storm guard
-// would stop it; run.IncludeDisabled lets it settle an organization that opted out.
+// RunOnce is one run over one group. run.Overrides.Storm lets it go ahead where the storm guard
+// would stop it; run.Overrides.OptOut lets it settle an organization that opted out.
 //
 // It reads the group's active leases oldest heartbeat first and decides each, keeping up to
 // max_settlements candidates; it reads on past that while heartbeats are stale, so that the
@@ -273,7 +273,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	if err != nil {
 		return fail("count", err)
 	}
-	verdict = verdict.Override(run.StormOverride)
+	verdict = verdict.Override(run.Overrides.Storm)
 	stats.StormGuard = &verdict
 	if verdict.Holds() {
 		// Leases whose holder is terminal are not age alone: they are still abandoned.
@@ -360,10 +360,10 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		refused string
 	}
 	var reads ledger.Reads
-	if !run.IncludeDisabled {
+	if !run.Overrides.OptOut {
 		reads.Organization = in.OrganizationUUID
 	}
-	if !run.OverridePause {
+	if !run.Overrides.Pause {
 		// The fleet's pause, the organization's and the group's.
 		reads.Pauses = ledger.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
 	}
@@ -374,7 +374,7 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 	results, errs, _ := agesweep.Settle(ctx, candidates, w.Config.Concurrency, func(ctx context.Context, seen ledger.WorkspaceLease) (result, error) {
 		var s Settlement
 		settled, refused, err := abandon(ctx, seen.UUID, reads, func(l ledger.WorkspaceLease, holder ledger.HolderView, facts ledger.Facts) (*ledger.Settlement, string) {
-			if why := Refuse(l, in, facts, run.IncludeDisabled); why != "" {
+			if why := Refuse(l, in, facts, run.Overrides.OptOut); why != "" {
 				return nil, why
 			}
 			if l.HolderUUID != seen.HolderUUID || !l.HeartbeatAt.Equal(seen.HeartbeatAt) {

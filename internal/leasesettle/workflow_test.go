@@ -323,7 +323,7 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := workflow.Run{UUID: fmt.Sprintf("run-%d", i), Logger: logging.Discard(), StormOverride: true} // past the storm guard
+			run := workflow.Run{UUID: fmt.Sprintf("run-%d", i), Logger: logging.Discard(), Overrides: workflow.Overrides{Storm: true}} // past the storm guard
 			o, _, err := e.wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50})
 			if err != nil {
 				t.Error(err)
@@ -426,7 +426,7 @@ func TestOnlyARunOfTheLeasesOwnOrganizationAndGroupMayAbandonIt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e, rv := revived(t, tt.between)
-			run := workflow.Run{UUID: "run-" + uuid.NewString(), Logger: logging.Discard(), IncludeDisabled: tt.includeDisabled}
+			run := workflow.Run{UUID: "run-" + uuid.NewString(), Logger: logging.Discard(), Overrides: workflow.Overrides{OptOut: tt.includeDisabled}}
 			o, stats, err := e.wf.RunOnce(context.Background(), run, leasesettle.Input{OrganizationUUID: e.org, RunnerGroupUUID: e.group, MaxSettlements: 50})
 			if err != nil {
 				t.Fatal(err)

@@ -48,7 +48,7 @@ func TestARunWhoseStoreIsDownStopsWithinSecondsAndFailsStoreUnavailable(t *testi
 	raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "test-sweeper"})
 	breakertest.Check(t, breakertest.Run{
 		Engine: e.Engine, Records: e.FS, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
-		Req: workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: true},
+		Req: workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: true}},
 	})
 	for i := range total {
 		if task := e.task(fmt.Sprintf("task-%03d", i)); task.ReclaimCount != 0 {

@@ -68,7 +68,7 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
 		out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
-			Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
+			Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Pause: c.override}}, "sweep")
 		o, s := testenv.DecodeRun[pmsweep.Output, pmsweep.Stats](t, out.Output, out.Stats)
 		requeued := 0
 		for _, l := range leases {
@@ -98,7 +98,7 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 		e.Spy.Reset()
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "sweeper"})
 		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.PMSweep, InitialData: raw,
-			Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			Trigger: workflow.TriggerLocal, DryRun: true, Overrides: workflow.Overrides{Pause: override}},
 			func(s pmsweep.Stats) *explain.Preview { return s.Preview })
 		for _, l := range leases {
 			if tk := e.task(l.TaskID); tk.Status != ledger.TaskWorking {

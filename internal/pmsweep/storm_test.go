@@ -31,7 +31,7 @@ func TestTheStormGuardStopsMassReclaim(t *testing.T) {
 	}
 	start := func(dryRun, override bool) (workflow.Outcome, pmsweep.Output, pmsweep.Stats) {
 		raw, _ := json.Marshal(pmsweep.Input{Queue: e.queue, TTL: 300, Reclaimer: "janitor", DryRun: dryRun})
-		out, err := e.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, StormOverride: override})
+		out, err := e.Engine.Start(ctx, workflow.Request{Type: contract.PMSweep, InitialData: raw, Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: override}})
 		if err != nil {
 			t.Fatal(err)
 		}

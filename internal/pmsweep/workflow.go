@@ -49,7 +49,7 @@ func (w *Workflow) Definition() workflow.Definition {
 	return ttlFloor.Definition(Declared, w.Config.TTLFloor, w.probe, agesweep.Body(func(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 		// The engine's dry run is the seed's dry_run: one path, one output.
 		in.DryRun = in.DryRun || run.DryRun
-		return w.runOnce(ctx, in, run.StormOverride, Pauses(in.Queue, run.OverridePause), run.Logger)
+		return w.runOnce(ctx, in, run.Overrides.Storm, Pauses(in.Queue, run.Overrides.Pause), run.Logger)
 	}))
 }
 

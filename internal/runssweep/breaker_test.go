@@ -50,7 +50,7 @@ func TestASweepWhoseStoreGoesDownStopsAndFailsStoreUnavailable(t *testing.T) {
 	breakertest.Check(t, breakertest.Run{
 		Engine: e.Engine, Records: e.FS, Rows: count, Total: total, Concurrency: cfg.Concurrency, Budget: cfg.Budget,
 		Req: workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000, "limit": 1000}`),
-			Trigger: workflow.TriggerLocal, StormOverride: true},
+			Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Storm: true}},
 	})
 	abandoned := 0
 	for id, ext := range ids {

@@ -65,7 +65,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour), e.start("c", false, time.Hour)}
 
 		out := sweeptest.Completed(t, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep,
-			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, OverridePause: c.override}, "sweep")
+			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Pause: c.override}}, "sweep")
 		o, s := testenv.DecodeRun[runssweep.Output, runssweep.Stats](t, out.Output, out.Stats)
 		abandoned := 0
 		for _, id := range ids {
@@ -91,7 +91,7 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour)}
 		e.Spy.Reset()
 		s, p := sweeptest.DryPreview(t, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep,
-			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, OverridePause: override},
+			InitialData: []byte(`{"older_than_ms": 600000}`), Trigger: workflow.TriggerLocal, DryRun: true, Overrides: workflow.Overrides{Pause: override}},
 			func(s runssweep.Stats) *explain.Preview { return s.Preview })
 		for _, id := range ids {
 			if r := e.run(id); r.Status != ledger.ExtensionRunning {

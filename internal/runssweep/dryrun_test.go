@@ -56,7 +56,7 @@ func (e *env) interlockFleet() fleet {
 func (e *env) dryRun(trigger workflow.Trigger, input string, override bool) (workflow.Outcome, runssweep.Stats) {
 	e.T.Helper()
 	out := sweeptest.Dry(e.T, e.Engine, workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(input),
-		Trigger: trigger, StormOverride: override, DryRun: true})
+		Trigger: trigger, Overrides: workflow.Overrides{Storm: override}, DryRun: true})
 	var s runssweep.Stats
 	testenv.Decode(e.T, out.Stats, &s)
 	if s.Preview == nil {

@@ -41,7 +41,7 @@ func TestTheStormGuardStopsMassAbandonment(t *testing.T) {
 	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(e.FS), Now: e.Clock.Now, Log: logging.New(logs, slog.LevelInfo)}, e.wf.Definition())
 	start := func(trigger workflow.Trigger, override bool) (workflow.Outcome, runssweep.Stats, error) {
 		out, err := engine.Start(context.Background(), workflow.Request{Type: contract.ExtensionRunsSweep, InitialData: []byte(`{"older_than_ms": 600000}`),
-			Trigger: trigger, StormOverride: override, Actor: "ops@example.com"})
+			Trigger: trigger, Overrides: workflow.Overrides{Storm: override}, Actor: "ops@example.com"})
 		var s runssweep.Stats
 		testenv.Decode(t, out.Stats, &s)
 		return out, s, err

@@ -49,7 +49,7 @@ var Declared = workflow.Declaration{Type: contract.ExtensionRunsSweep, Scope: wo
 // older_than_ms to Config.ScheduledFloorMs.
 func (w *Workflow) Definition() workflow.Definition {
 	return floor.Definition(Declared, w.Config.ScheduledFloorMs, w.probe, agesweep.Body(func(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
-		return w.runOnce(ctx, run.UUID, in, run.StormOverride, run.DryRun, Pauses(run.OverridePause), run.Logger)
+		return w.runOnce(ctx, run.UUID, in, run.Overrides.Storm, run.DryRun, Pauses(run.Overrides.Pause), run.Logger)
 	}))
 }
 

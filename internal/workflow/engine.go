@@ -59,14 +59,35 @@ type Run struct {
 	Trigger Trigger
 	Actor   string
 	Logger  *slog.Logger // carries the run's ids
-	// StormOverride: Request.StormOverride.
-	StormOverride bool
-	// IncludeDisabled: Request.IncludeDisabled; per-row transactions skip the opt-out recheck.
-	IncludeDisabled bool
+	// Overrides: Request.Overrides; the per-row transactions skip the checks they override.
+	Overrides Overrides
 	// DryRun: Request.DryRun; the body runs as usual and writes nothing.
 	DryRun bool
-	// OverridePause: Request.OverridePause; the per-row transactions do not refuse the pause.
-	OverridePause bool
+}
+
+// Overrides are the guards an operator may ask one run to pass. Each is allowed only from some
+// triggers, checked once when the run starts (Check).
+type Overrides struct {
+	// Storm lets the run past the storm guard. The command only.
+	Storm bool
+	// OptOut lets the run sweep an organization that opted out. The command only.
+	OptOut bool
+	// Pause runs the workflow though it is paused on the scope. The command and the HTTP face
+	// (override_pause) only.
+	Pause bool
+}
+
+// Check refuses an override the trigger may not ask for (contract.CodeForbidden).
+func (o Overrides) Check(t Trigger) error {
+	switch {
+	case o.Storm && t != TriggerLocal:
+		return contract.Errorf(contract.CodeForbidden, "only the stalesweep command may override the storm guard, not a %s run", t)
+	case o.OptOut && t != TriggerLocal:
+		return contract.Errorf(contract.CodeForbidden, "only the stalesweep command may sweep an organization that opted out, not a %s run", t)
+	case o.Pause && t != TriggerLocal && t != TriggerManual:
+		return contract.Errorf(contract.CodeForbidden, "only the stalesweep command and the HTTP face may override a pause, not a %s run", t)
+	}
+	return nil
 }
 
 // Result is what a body returns.
@@ -112,15 +133,11 @@ type Request struct {
 	ClaimedActor string
 	// RunUUID names the run; empty means a new random one.
 	RunUUID string
-	// StormOverride lets the run past the storm guard. Local runs only, else forbidden.
-	StormOverride bool
-	// IncludeDisabled lets the run sweep an organization that opted out. Local runs only.
-	IncludeDisabled bool
+	// Overrides are the guards the run is asked to pass; one its trigger may not ask for is
+	// forbidden.
+	Overrides Overrides
 	// DryRun previews the run: the body writes nothing, and no record or guard is taken.
 	DryRun bool
-	// OverridePause runs the workflow though it is paused on the scope. Only the command and
-	// the HTTP face (override_pause) may ask, else forbidden.
-	OverridePause bool
 }
 
 // Outcome is a finished run.
@@ -250,16 +267,10 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 			return Outcome{}, contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", err)
 		}
 	}
-	if req.StormOverride && req.Trigger != TriggerLocal {
-		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may override the storm guard, not a %s run", req.Trigger)
+	if err := req.Overrides.Check(req.Trigger); err != nil {
+		return Outcome{}, err
 	}
-	if req.IncludeDisabled && req.Trigger != TriggerLocal {
-		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command may sweep an organization that opted out, not a %s run", req.Trigger)
-	}
-	if req.OverridePause && req.Trigger != TriggerLocal && req.Trigger != TriggerManual {
-		return Outcome{}, contract.Errorf(contract.CodeForbidden, "only the stalesweep command and the HTTP face may override a pause, not a %s run", req.Trigger)
-	}
-	if err := e.checkOptOut(ctx, def.Scope, input, req.IncludeDisabled); err != nil {
+	if err := e.checkOptOut(ctx, def.Scope, input, req.Overrides.OptOut); err != nil {
 		return Outcome{}, err
 	}
 	scope := def.Scope.Key(input)
@@ -292,13 +303,13 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		Trigger:         string(req.Trigger),
 		Actor:           req.Actor,
 		ClaimedActor:    req.ClaimedActor,
-		IncludeDisabled: req.IncludeDisabled,
+		IncludeDisabled: req.Overrides.OptOut,
 		InitialData:     stored,
 		InitiatedAt:     initiated,
 		UpdatedAt:       initiated,
 		History:         history,
 		Scope:           scope,
-		OverridePause:   req.OverridePause,
+		OverridePause:   req.Overrides.Pause,
 		// Until it finishes, a run is kept as if notable: one that never finishes still expires.
 		ExpireAt: ledger.ExpiryAt(initiated, e.keep, true),
 	}
@@ -310,13 +321,13 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		out.Paused = paused
 		return out, nil
 	}
-	guard, err := e.start(ctx, def, input, rec, log, e.pauses != nil && !req.OverridePause)
+	guard, err := e.start(ctx, def, input, rec, log, e.pauses != nil && !req.Overrides.Pause)
 	if err != nil {
 		return Outcome{RunUUID: runUUID}, err
 	}
 
 	run := Run{UUID: runUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
-		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: rec.OverridePause}
+		Overrides: req.Overrides}
 	bodyCtx, cancelBody := context.WithCancelCause(ctx)
 	bodyCtx = withBreaker(bodyCtx, cancelBody)
 	stopRenewing := guard.renew(bodyCtx, cancelBody)
@@ -410,7 +421,7 @@ func (e *Engine) readBackEnd(ctx context.Context, runUUID string) (runstore.RunR
 func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMessage, req Request, rec runstore.RunRecord, log *slog.Logger) Outcome {
 	log = log.With("dry_run", true)
 	run := Run{UUID: rec.WorkflowRunUUID, Type: def.Type, Input: input, Trigger: req.Trigger, Actor: req.Actor, Logger: log,
-		StormOverride: req.StormOverride, IncludeDisabled: req.IncludeDisabled, OverridePause: req.OverridePause, DryRun: true}
+		Overrides: req.Overrides, DryRun: true}
 	res, bodyErr := e.runBody(ctx, def.Body, run)
 	output, err := outputMap(res.Output)
 	if err != nil && bodyErr == nil {
@@ -616,7 +627,7 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 	case req.DryRun:
 		e.log.Warn("dry run of a paused workflow: not refused, since it writes nothing", "workflow_type", string(typ), "scope", scope, "pause", p.String())
 		return p, nil
-	case req.OverridePause:
+	case req.Overrides.Pause:
 		e.log.Warn("the workflow is paused on this scope; the run goes ahead as asked (override_pause)", "workflow_type", string(typ), "scope", scope, "pause", p.String(), "actor", req.Actor)
 		return p, nil
 	}

@@ -44,7 +44,7 @@ func newPausedEngine(t *testing.T) *pausedEngine {
 		workflow.Definition{Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 			Body: func(ctx context.Context, run workflow.Run) (workflow.Result, error) {
 				p.ran++
-				p.override = run.OverridePause
+				p.override = run.Overrides.Pause
 				return workflow.Result{}, nil
 			}})
 	return p
@@ -61,7 +61,7 @@ func (p *pausedEngine) pause(t *testing.T, scope string, until time.Time) {
 
 func (p *pausedEngine) start(org string, trigger workflow.Trigger, override, dry bool) (workflow.Outcome, error) {
 	return p.eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun,
-		InitialData: []byte(`{"organization_uuid": "` + org + `"}`), Trigger: trigger, OverridePause: override, DryRun: dry})
+		InitialData: []byte(`{"organization_uuid": "` + org + `"}`), Trigger: trigger, Overrides: workflow.Overrides{Pause: override}, DryRun: dry})
 }
 
 // refused checks that err is the pause's refusal and that the refused start wrote nothing.
@@ -200,7 +200,7 @@ func TestAPauseTheStartCheckMissedIsCaughtInTheStartTransaction(t *testing.T) {
 		t.Error("the body ran")
 	}
 	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun,
-		InitialData: []byte(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal, OverridePause: true})
+		InitialData: []byte(`{"organization_uuid": "` + org + `"}`), Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{Pause: true}})
 	if err != nil || out.Status != workflow.StateCompleted {
 		t.Errorf("an overriding run: %+v %v", out, err)
 	}

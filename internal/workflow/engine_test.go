@@ -410,7 +410,7 @@ func TestAnOrganizationThatOptedOutIsRefusedUnlessTheCommandIncludesIt(t *testin
 	eng := workflow.NewEngine(workflow.Options{Runs: f.runs, Orgs: orgs{}, Now: f.clock.Now, Log: logging.Discard()}, workflow.Definition{
 		Declaration: executionsync.CloudRun.Declaration, States: workflow.Linear,
 		Body: func(_ context.Context, run workflow.Run) (workflow.Result, error) {
-			if !run.IncludeDisabled {
+			if !run.Overrides.OptOut {
 				t.Error("the body of an included organization's run was not told so")
 			}
 			ran++
@@ -425,7 +425,7 @@ func TestAnOrganizationThatOptedOutIsRefusedUnlessTheCommandIncludesIt(t *testin
 		if trig == workflow.TriggerLocal {
 			continue
 		}
-		_, err = eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: trig, IncludeDisabled: true})
+		_, err = eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput, Trigger: trig, Overrides: workflow.Overrides{OptOut: true}})
 		if contract.CodeOf(err) != contract.CodeForbidden {
 			t.Errorf("%s asking to include it: err = %v, want forbidden", trig, err)
 		}
@@ -434,7 +434,7 @@ func TestAnOrganizationThatOptedOutIsRefusedUnlessTheCommandIncludesIt(t *testin
 		t.Fatalf("refused runs ran %d bodies and committed %d times", ran, f.spy.Commits())
 	}
 	out, err := eng.Start(context.Background(), workflow.Request{Type: contract.ExecutionSyncCloudRun, InitialData: validInput,
-		Trigger: workflow.TriggerLocal, IncludeDisabled: true, Actor: "local:ops@host", ClaimedActor: "someone"})
+		Trigger: workflow.TriggerLocal, Overrides: workflow.Overrides{OptOut: true}, Actor: "local:ops@host", ClaimedActor: "someone"})
 	if err != nil || out.Status != workflow.StateCompleted || ran != 1 {
 		t.Fatalf("the command including it: %v %+v", err, out)
 	}
