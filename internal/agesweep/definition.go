@@ -21,7 +21,7 @@ type Floor struct {
 // any → failed), its input held to least on every path but the command (Check and Scheduled),
 // probe asked of each scope, body its run.
 func (f Floor) Definition(d workflow.Declaration, least int64, probe func(ctx context.Context, input json.RawMessage, now time.Time) (bool, error),
-	body func(context.Context, workflow.Run) (workflow.Result, error)) workflow.Definition {
+	body workflow.Body) workflow.Definition {
 	scheduled := func(input json.RawMessage) error {
 		return contract.AtLeast(input, f.Field, least, f.Setting, f.Why)
 	}
@@ -30,7 +30,7 @@ func (f Floor) Definition(d workflow.Declaration, least int64, probe func(ctx co
 
 // Body is a Definition's Body: the run's input decoded (Decode) and handed to run, whose
 // output and stats are the run's result.
-func Body[In, Out, Stats any](run func(ctx context.Context, r workflow.Run, in In) (Out, Stats, error)) func(context.Context, workflow.Run) (workflow.Result, error) {
+func Body[In, Out, Stats any](run func(ctx context.Context, r workflow.Run, in In) (Out, Stats, error)) workflow.Body {
 	return func(ctx context.Context, r workflow.Run) (workflow.Result, error) {
 		in, err := Decode[In](r.Input)
 		if err != nil {
