@@ -11,6 +11,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -124,7 +125,7 @@ organization without a document is not listed: it is not swept either.`, orgadmi
 			}
 		}
 		return c.withFirestore("orgs list", *project, func(ctx context.Context, fsc *firestore.Client, _ app.Config) int {
-			now, err := ledger.ServerClock(fsc)(ctx)
+			now, err := firestoreconn.ServerClock(fsc)(ctx)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep orgs list: %v\n", err)
 				return exitFailed

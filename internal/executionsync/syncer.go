@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // SyncOutcome is how one sync ended.
@@ -211,7 +212,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	if trust.CheckPause {
 		// The fleet's pause and the organization's: a pause taken while the run's syncs are in
 		// flight stops the ones not yet written.
-		reads.Pauses = ledger.PauseIDs(string(s.typ), req.OrganizationUUID)
+		reads.Pauses = pausestore.PauseIDs(string(s.typ), req.OrganizationUUID)
 	}
 	target := s.exec.Target(req.ProviderRef)
 	// assessed is a dry run's stand-in for the judgment a real sync records (peek).

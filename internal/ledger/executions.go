@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // ExecutionsCollection holds one document per runner execution, keyed by its uuid.
@@ -306,7 +307,7 @@ type Facts struct {
 	// Target is the judgment of Reads.Target; nil when it was not read or never made.
 	Target *Target
 	// Pauses are the pauses of Reads.Pauses that exist, ended ones included (ActivePause).
-	Pauses []Pause
+	Pauses []pausestore.Pause
 }
 
 // RunFacts are the fields of a run record that say which syncs belong to it.
@@ -429,7 +430,7 @@ func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
 	}
 	rd.pausesAt, rd.pauses = len(rd.refs), len(reads.Pauses)
 	for _, id := range reads.Pauses {
-		add(s.client.Collection(PausesCollection).Doc(id))
+		add(s.client.Collection(pausestore.PausesCollection).Doc(id))
 	}
 	return rd
 }
@@ -449,7 +450,7 @@ func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
 			facts.Target = &t
 		}
 	}
-	facts.Pauses = DecodePauses(snaps[rd.pausesAt : rd.pausesAt+rd.pauses])
+	facts.Pauses = pausestore.DecodePauses(snaps[rd.pausesAt : rd.pausesAt+rd.pauses])
 	return facts
 }
 
@@ -577,4 +578,14 @@ func (c ExecutionChange) updates(row Execution) []firestore.Update {
 	default:
 		return nil
 	}
+}
+
+// pauseRefs are the documents of the pause ids ids (pausestore.PauseIDs), for a settling
+// transaction to read with its row.
+func pauseRefs(client *firestore.Client, ids []string) []*firestore.DocumentRef {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = client.Collection(pausestore.PausesCollection).Doc(id)
+	}
+	return refs
 }

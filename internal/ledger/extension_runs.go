@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -119,11 +120,11 @@ func (s *ExtensionRunStore) CountRunning(ctx context.Context, deadline time.Time
 // Abandonment is what the sweep decided about one run.
 type Abandonment struct {
 	Swept bool
-	// Why says, when not swept, why (LeftExtensionRunMissing, LeftNotRunning, LeftMoved, LeftNotIdle,
+	// Why says, when not swept, why (LeftExtensionRunMissing, the rule's reason, or
 	// LeftPaused).
 	Why Left
 	// Pause is, when Why is LeftPaused, the pause the transaction read.
-	Pause *Pause
+	Pause *pausestore.Pause
 	// InterlockReleased is true when the run's interlock was deleted; InterlockHolder names
 	// another run holding it, left alone.
 	InterlockReleased bool
@@ -244,7 +245,7 @@ func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pau
 		}
 	}
 	out.Run = r
-	if out.Pause = ActivePause(DecodePauses(snaps[1:]), time.Now()); out.Pause != nil {
+	if out.Pause = pausestore.ActivePause(pausestore.DecodePauses(snaps[1:]), time.Now()); out.Pause != nil {
 		out.Why = LeftPaused
 		return out, nil
 	}

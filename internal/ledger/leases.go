@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -308,7 +309,7 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	if reads.Organization != "" {
 		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
 	}
-	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, time.Now()) != nil {
+	if facts.Pauses = pausestore.DecodePauses(snaps[pausesAt:]); pausestore.ActivePause(facts.Pauses, time.Now()) != nil {
 		return nil, string(LeftPaused), nil
 	}
 	var view HolderView

@@ -3,6 +3,8 @@ package ledger
 import (
 	"fmt"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // ExpireField is the field every document stalesweep writes for its own bookkeeping carries:
@@ -94,6 +96,6 @@ func ExpiringCollections() []Expiring {
 		{Collection: GuardsCollection, What: "scope guards left by a run that never released them: notable retention after it was taken"},
 		{Collection: TargetsCollection, What: "blind-executor judgments: retention after the last judgment or clearance (notable while blind)"},
 		{Collection: RosterCollection, What: "the roster and its shards: retention after they were written"},
-		{Collection: PausesCollection, What: "pauses: one with an end (--for) at its end, when it refuses nothing more; an open-ended one never (resume deletes it)"},
+		{Collection: pausestore.PausesCollection, What: "pauses: one with an end (--for) at its end, when it refuses nothing more; an open-ended one never (resume deletes it)"},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/gowebpki/jcs"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/api/iterator"
 )
 
@@ -248,11 +249,11 @@ type Reclaim struct {
 	StatusSHA string
 	// Poisoned is a task reclaimed more than the cap allows: failed instead of requeued.
 	Poisoned bool
-	// Why says, when not reclaimed, why (LeftTaskMissing, LeftNotWorking, LeftHeartbeatMoved,
-	// LeftActivityMoved): each means a worker was alive after all; or LeftPaused.
+	// Why says, when not reclaimed, why (LeftTaskMissing, or the rule's reason: a worker was
+	// alive after all; or LeftPaused).
 	Why Left
 	// Pause is, when Why is LeftPaused, the pause the transaction read.
-	Pause *Pause
+	Pause *pausestore.Pause
 }
 
 // ReclaimPlan is what a reclaim's rule says of a task as its transaction re-reads it: leave it
@@ -347,7 +348,7 @@ func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, pauses
 // planReclaim reads the task and the pause documents pauses names in tx and asks decide; a
 // missing task is left (LeftTaskMissing), and a task of a paused scope (LeftPaused, with the
 // pause), without asking.
-func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, pauses []string, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, *Pause, error) {
+func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, pauses []string, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, *pausestore.Pause, error) {
 	snaps, err := tx.GetAll(append([]*firestore.DocumentRef{ref}, pauseRefs(s.client, pauses)...))
 	if err != nil {
 		return Task{}, ReclaimPlan{}, nil, err
@@ -360,7 +361,7 @@ func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.Docume
 		return t, ReclaimPlan{}, nil, err
 	}
 	t.ID, t.Queue = ref.ID, ref.Parent.Parent.ID
-	if p := ActivePause(DecodePauses(snaps[1:]), time.Now()); p != nil {
+	if p := pausestore.ActivePause(pausestore.DecodePauses(snaps[1:]), time.Now()); p != nil {
 		return t, ReclaimPlan{Left: LeftPaused}, p, nil
 	}
 	return t, decide(t), nil, nil
