@@ -83,7 +83,7 @@ organization writes nothing.`
 // checkOrg says why org cannot name an organization: the workflows' inputs take an
 // organization_uuid in the uuid format, so nothing else could ever be swept.
 func checkOrg(org string) error {
-	if err := ledger.CheckDocID(org); err != nil {
+	if err := firestoreconn.CheckDocID(org); err != nil {
 		return err
 	}
 	if _, err := uuid.Parse(org); err != nil || len(org) != 36 {
@@ -120,7 +120,7 @@ organization without a document is not listed: it is not swept either.`, orgadmi
 			return c.usageError(cmd, "--min-age: want a positive duration, got %s", *minAge)
 		}
 		if *token != "" {
-			if err := ledger.CheckDocID(*token); err != nil {
+			if err := firestoreconn.CheckDocID(*token); err != nil {
 				return c.usageError(cmd, "--page-token: %q %v", *token, err)
 			}
 		}

@@ -117,7 +117,7 @@ func CheckExplainID(coll, id string) error {
 		}
 	}
 	for _, part := range ids {
-		if err := ledger.CheckDocID(part); err != nil {
+		if err := firestoreconn.CheckDocID(part); err != nil {
 			return fmt.Errorf("want %s: the id %q %v", want, part, err)
 		}
 	}

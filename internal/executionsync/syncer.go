@@ -80,7 +80,7 @@ type Store interface {
 	// Scan returns one page of an organization's stale active rows of one provider, oldest
 	// observed first; a row that does not decode comes back with Malformed set.
 	Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Execution, *ledger.Cursor, error)
-	// StaleOrganizations returns which of orgs (at most ledger.InMax) have a row Scan would
+	// StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a row Scan would
 	// return at horizon: the probe of a batch of organizations.
 	StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error)
 	// Invisible reports the active rows no scan can see (observed_at missing or not a time).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
@@ -188,18 +189,15 @@ func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *C
 	return rows, cur, nil
 }
 
-// InMax is how many values one `in` filter takes (Firestore's limit on a query's disjunctions).
-const InMax = 30
-
-// StaleOrganizations returns which of orgs (at most InMax) have a stale active row of provider:
-// one observed at or before horizon, as Scan would return it. It asks all of them at once, an
+// StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a stale active row
+// of provider: one observed at or before horizon, as Scan would return it. It asks all of them at once, an
 // `in` query of one document, oldest first, served by the scan's index; a row found names one
 // organization with work, which leaves the question, and the rest are asked again. So a batch
 // of quiet organizations costs one query (billed one read), and each organization with work one
 // more, however many stale rows it has: one with ten thousand cannot hide another.
 func (s *ExecutionStore) StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error) {
-	if len(orgs) > InMax {
-		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), InMax)
+	if len(orgs) > firestoreconn.InMax {
+		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), firestoreconn.InMax)
 	}
 	pending := slices.Compact(slices.Sorted(slices.Values(orgs)))
 	var found []string

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -145,7 +146,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 		out, err = s.abandon(tx, runID, pauses, &settlement, decide)
 		return err
 	})
-	if err != nil && Ambiguous(err) {
+	if err != nil && firestoreconn.Ambiguous(err) {
 		if settled, ok := s.settledBy(ctx, runID, settlement.WorkflowRunUUID); ok {
 			return settled, nil
 		}

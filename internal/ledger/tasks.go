@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/gowebpki/jcs"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/api/iterator"
 )
@@ -174,7 +175,7 @@ func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit in
 // decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
 func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *Cursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
-		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", FirestoreMinTime).
+		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", firestoreconn.MinTime).
 		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
@@ -310,7 +311,7 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 			firestore.Update{Path: "last_activity_at", Value: firestore.ServerTimestamp},
 		))
 	})
-	if err != nil && Ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
+	if err != nil && firestoreconn.Ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
 		return tried, nil
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -264,7 +265,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		return Outcome{}, err
 	}
 	if req.RunUUID != "" {
-		if err := ledger.CheckDocID(req.RunUUID); err != nil {
+		if err := firestoreconn.CheckDocID(req.RunUUID); err != nil {
 			return Outcome{}, contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", err)
 		}
 	}
@@ -521,7 +522,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	})
 	var busy *runstore.GuardHeldError
 	var paused *runstore.PausedError
-	if err != nil && ledger.Ambiguous(err) { // a refusal the transaction decided wrote nothing
+	if err != nil && firestoreconn.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
 			// The commit landed and its answer was lost; the client's retry then failed (the
 			// transaction closed). The run started.

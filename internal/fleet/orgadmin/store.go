@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -37,7 +38,7 @@ func New(client *firestore.Client) *Store { return &Store{client: client} }
 // sweeps_enabled already is the boolean asked for, it writes nothing and returns false, so the
 // record of who made the change that holds stays. One transaction re-reads the document.
 func (s *Store) SetSweeps(ctx context.Context, id string, enabled bool, by, reason string) (bool, error) {
-	if err := ledger.CheckDocID(id); err != nil {
+	if err := firestoreconn.CheckDocID(id); err != nil {
 		return false, fmt.Errorf("set sweeps of organization %q: the id %w", id, err)
 	}
 	ref := s.client.Collection(ledger.OrganizationsCollection).Doc(id)

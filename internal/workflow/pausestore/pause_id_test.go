@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
@@ -18,7 +18,7 @@ func TestPauseIDsAreDeterministicAndDistinct(t *testing.T) {
 			t.Errorf("scopes %q and %q share the id %q", scope, other, id)
 		}
 		ids[id] = scope
-		if err := ledger.CheckDocID(id); err != nil {
+		if err := firestoreconn.CheckDocID(id); err != nil {
 			t.Errorf("scope %q: id %q %v", scope, id, err)
 		}
 		if again := pausestore.PauseID("pm.sweep", scope); again != id {
