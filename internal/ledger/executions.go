@@ -97,8 +97,8 @@ type ExecutionStore struct {
 
 // Defaults of TxConfig.
 const (
-	TxTimeoutDefault     = 10 * time.Second
-	TxMaxAttemptsDefault = 3
+	txTimeoutDefault     = 10 * time.Second
+	txMaxAttemptsDefault = 3
 )
 
 // TxConfig bounds each settlement transaction. Zero values take the defaults.
@@ -107,16 +107,17 @@ type TxConfig struct {
 	MaxAttempts int           // Firestore retries only Aborted (contention)
 }
 
-func (c TxConfig) withDefaults() TxConfig {
-	c.Timeout = cmp.Or(c.Timeout, TxTimeoutDefault)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, TxMaxAttemptsDefault)
+// WithDefaults fills zero values with the defaults: 10 s and 3 attempts.
+func (c TxConfig) WithDefaults() TxConfig {
+	c.Timeout = cmp.Or(c.Timeout, txTimeoutDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, txMaxAttemptsDefault)
 	return c
 }
 
 // NewExecutionStore returns a store on client whose receipts expire after keep
 // (receiptExpiry; zero durations take the defaults).
 func NewExecutionStore(client *firestore.Client, cfg TxConfig, keep Retention) *ExecutionStore {
-	return &ExecutionStore{client: client, cfg: cfg.withDefaults(), keep: keep.WithDefaults(), now: time.Now}
+	return &ExecutionStore{client: client, cfg: cfg.WithDefaults(), keep: keep.WithDefaults(), now: time.Now}
 }
 
 func (s *ExecutionStore) ref(uuid string) *firestore.DocumentRef {

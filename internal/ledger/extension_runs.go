@@ -63,7 +63,7 @@ type ExtensionRunStore struct {
 
 // NewExtensionRunStore returns a store on client.
 func NewExtensionRunStore(client *firestore.Client, cfg TxConfig) *ExtensionRunStore {
-	return &ExtensionRunStore{client: client, cfg: cfg.withDefaults()}
+	return &ExtensionRunStore{client: client, cfg: cfg.WithDefaults()}
 }
 
 func (s *ExtensionRunStore) run(id string) *firestore.DocumentRef {

@@ -88,7 +88,7 @@ type LeaseStore struct {
 
 // NewLeaseStore returns a store on client.
 func NewLeaseStore(client *firestore.Client, cfg TxConfig) *LeaseStore {
-	return &LeaseStore{client: client, cfg: cfg.withDefaults()}
+	return &LeaseStore{client: client, cfg: cfg.WithDefaults()}
 }
 
 func (s *LeaseStore) group(id string) *firestore.DocumentRef {

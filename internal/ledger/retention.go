@@ -29,21 +29,21 @@ type Retention struct {
 // minute, and they then stop accumulating. Notable runs are kept half a year: the runs that
 // settled rows lost or tripped a guard are the evidence a postmortem asks for long after.
 const (
-	RetentionDefault        = 30 * 24 * time.Hour
-	RetentionNotableDefault = 180 * 24 * time.Hour
+	retentionDefault        = 30 * 24 * time.Hour
+	retentionNotableDefault = 180 * 24 * time.Hour
 	// retentionMin is the shortest retention accepted: a run record must outlive any run (a
 	// run is bounded by its function's timeout, at most an hour) and its scope guard with a
 	// wide margin, or a run still in flight could lose its record.
 	retentionMin = 24 * time.Hour
 )
 
-// WithDefaults fills zero durations with the defaults.
+// WithDefaults fills zero durations with the defaults: 30 days, and 180 (at least Ordinary).
 func (r Retention) WithDefaults() Retention {
 	if r.Ordinary == 0 {
-		r.Ordinary = RetentionDefault
+		r.Ordinary = retentionDefault
 	}
 	if r.Notable == 0 {
-		r.Notable = max(RetentionNotableDefault, r.Ordinary)
+		r.Notable = max(retentionNotableDefault, r.Ordinary)
 	}
 	return r
 }

@@ -109,7 +109,7 @@ type TaskStore struct {
 
 // NewTaskStore returns a store on client.
 func NewTaskStore(client *firestore.Client, cfg TxConfig) *TaskStore {
-	return &TaskStore{client: client, cfg: cfg.withDefaults()}
+	return &TaskStore{client: client, cfg: cfg.WithDefaults()}
 }
 
 func (s *TaskStore) queue(q string) *firestore.DocumentRef {
