@@ -12,8 +12,7 @@ import (
 )
 
 // Declaration is one workflow type as the rest of stalesweep sees it, declared in the workflow's
-// own package. Its input schema is contract's; a floor the scheduled path applies is its
-// Definition's Check.
+// own package.
 type Declaration struct {
 	Type  contract.WorkflowType
 	Scope Scope
@@ -72,8 +71,7 @@ func (s Scope) Values(input json.RawMessage) ScopeValues {
 // Key names the scope a validated input covers (ScopeValues.Key).
 func (s Scope) Key(input json.RawMessage) string { return s.Values(input).Key() }
 
-// ScopeValues name one scope: the values of its workflow's scope fields, in order (an
-// organization; an organization and a runner group; a queue); none for the fleet.
+// ScopeValues name one scope: its workflow's scope field values, in order; none for the fleet.
 type ScopeValues []string
 
 // Key is the one form a scope is named in (guard keys, run records, a tick's run uuids): the
@@ -85,8 +83,7 @@ func (v ScopeValues) Key() string {
 	return strings.Join(v, "/")
 }
 
-// Organization returns the organization a validated input is scoped to, when the scope is an
-// organization or one of its runner groups.
+// Organization returns the organization a validated input is scoped to, if any.
 func (s Scope) Organization(input json.RawMessage) (string, bool) {
 	if !slices.Contains(s.Names(), orgField.Name) {
 		return "", false
