@@ -1,5 +1,3 @@
-// Package pausestore is where an operator's pauses are written, resumed and listed, and where
-// a run's start looks for one that covers it. The pause document itself (ledger.Pause, its ids
-// and its collection) is the ledger's, since every settling transaction reads the pauses that
-// cover its row with the row and leaves it when one holds.
+// Package pausestore writes, resumes and lists an operator's pauses, and finds the one covering a
+// run's start. The pause document itself is the ledger's: every settling transaction reads it.
 package pausestore

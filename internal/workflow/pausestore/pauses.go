@@ -43,8 +43,7 @@ func (s *Store) Put(ctx context.Context, p ledger.Pause) error {
 	return nil
 }
 
-// Delete removes the pause of workflowType on scope ("" for the fleet) and reports whether there
-// was one. Deleting one that is not there is not an error.
+// Delete removes the pause of workflowType on scope ("" for the fleet), reporting whether there was one.
 func (s *Store) Delete(ctx context.Context, workflowType, scope string) (bool, error) {
 	ref := s.ref(workflowType, scope)
 	existed := false
@@ -76,9 +75,8 @@ func (s *Store) Covering(ctx context.Context, workflowType, scope string, now ti
 	return ledger.ActivePause(ledger.DecodePauses(snaps), now), nil
 }
 
-// List returns up to limit (at most PauseListMax) pauses in id order, of workflowType only when
-// it is not empty, ended ones included. The equality filter with id order is served by
-// Firestore's automatic single-field index.
+// List returns up to limit (at most PauseListMax) pauses in id order, ended ones included, of
+// workflowType when it is not empty (Firestore's automatic single-field index serves it).
 func (s *Store) List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error) {
 	if limit <= 0 || limit > PauseListMax {
 		limit = PauseListMax
