@@ -35,14 +35,11 @@ type Shape string
 
 // The three shapes of a Pub/Sub push.
 const (
-	// ShapeBinary is a binary-mode CloudEvent, as Eventarc delivers: the attributes in ce-*
-	// headers and the push body ({"message", "subscription"}) as the request body.
+	// ShapeBinary is a binary-mode CloudEvent, as Eventarc delivers: the attributes in ce-* headers.
 	ShapeBinary Shape = "binary"
-	// ShapeStructured is a structured-mode CloudEvent (application/cloudevents+json): one JSON
-	// object with the attributes and the push body under "data".
+	// ShapeStructured is a structured-mode CloudEvent (application/cloudevents+json).
 	ShapeStructured Shape = "structured"
-	// ShapeRaw is a push subscription's own request: the push body and no CloudEvent at all, as
-	// the Pub/Sub emulator delivers.
+	// ShapeRaw is a push subscription's own request, no CloudEvent, as the Pub/Sub emulator delivers.
 	ShapeRaw Shape = "push"
 )
 
@@ -55,11 +52,9 @@ type Push struct {
 	Shape       Shape
 }
 
-// DecodePush reads one Pub/Sub push delivery from r in any of its three shapes (see Shape). It
-// reads at most MaxPushBytes+1 bytes, and none when Content-Length is already larger. The
-// message's id falls back to the event id, and a delivery with neither is refused: the id is what
-// makes a redelivery recognisable. On an error the returned Push holds what could be read (ids,
-// trace context) for the log.
+// DecodePush reads one Pub/Sub push delivery in any of its shapes, at most MaxPushBytes+1 bytes.
+// A delivery without a message or event id is refused: the id is what makes a redelivery
+// recognisable. On an error the Push holds what could be read (ids, trace context) for the log.
 func DecodePush(r *http.Request) (Push, error) {
 	p := Push{Shape: shapeOf(r.Header)}
 	if p.Shape == ShapeBinary {
@@ -92,10 +87,9 @@ func DecodePush(r *http.Request) (Push, error) {
 	return p, nil
 }
 
-// checkID holds an id to what names a delivery the same way every time it is read: present, at
-// most MaxIDBytes, valid UTF-8 without control characters (the CloudEvents String type). JSON
-// would re-encode invalid UTF-8 as U+FFFD, so such an id would change between a delivery and the
-// message it becomes.
+// checkID holds an id to what names a delivery the same way every time: present, at most
+// MaxIDBytes, UTF-8 without control characters. JSON would re-encode invalid UTF-8 as U+FFFD,
+// so such an id would change between a delivery and the message it becomes.
 func checkID(field, id string) error {
 	switch {
 	case id == "":
@@ -152,7 +146,6 @@ func readPush(r *http.Request) ([]byte, error) {
 	return raw, nil
 }
 
-// binary checks a binary-mode event's attributes and reads the push body it carries.
 func (p *Push) binary(h http.Header, raw []byte) error {
 	if err := checkAttributes("ce-", h.Get("Ce-Specversion"), p.EventID, p.EventType); err != nil {
 		return err
@@ -174,7 +167,6 @@ type structuredEvent struct {
 	Data        json.RawMessage `json:"data"`
 }
 
-// structured reads a structured-mode event and the push body under its "data".
 func (p *Push) structured(raw []byte) error {
 	var e structuredEvent
 	if err := json.Unmarshal(raw, &e); err != nil {
