@@ -15,7 +15,6 @@ const (
 	SeverityError   = "ERROR"
 )
 
-// severityRank orders the severities a listed event may be logged at.
 var severityRank = map[string]int{"DEBUG": 100, SeverityInfo: 200, SeverityWarning: 400, SeverityError: 500}
 
 // Label is one metric label, extracted from a jsonPayload field of the event's lines.
@@ -49,7 +48,6 @@ type Metric struct {
 	Alert *Alert // nil: charted, never paging
 }
 
-// workflowType is the label most metrics are charted and alerted by.
 var workflowType = Label{Key: "workflow_type", Field: "workflow_type", Description: "the workflow type of the run that logged it"}
 
 // Metrics is the list. Order is the dashboard's.

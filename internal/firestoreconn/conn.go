@@ -1,7 +1,5 @@
 // Package firestoreconn connects a process to Firestore: the client (the emulator when
-// FIRESTORE_EMULATOR_HOST is set) and the reachability check a process runs when it starts. The
-// command bounds every call (cmd/stalesweep/firestore_bound.go). What the documents hold is the
-// ledger's.
+// FIRESTORE_EMULATOR_HOST is set) and the reachability check a process runs when it starts.
 package firestoreconn
 
 import (
@@ -49,11 +47,9 @@ func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	}
 	var opts []option.ClientOption
 	if host := os.Getenv(EmulatorEnv); host != "" {
-		// Dial the emulator ourselves so that DialOptions apply; the client would dial it
-		// with its own options otherwise. It still dials its own too (firestore v1.29.2,
-		// newClient), eagerly, before this connection replaces it: one idle connection per
-		// client, which nothing uses or closes and gRPC drops after its idle timeout. Only
-		// against the emulator; tests that count goroutines wait for its handshake.
+		// Dial the emulator ourselves so that DialOptions apply. The client still dials its own
+		// too (firestore v1.29.2, newClient), eagerly: one idle connection per client that gRPC
+		// drops after its idle timeout; tests that count goroutines wait for its handshake.
 		dial := append([]grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(emulatorOwner{}),
@@ -87,11 +83,9 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
-// defaultEndpoint is where the client reaches Firestore when no emulator is set.
 const defaultEndpoint = "firestore.googleapis.com:443"
 
-// Endpoint is where Open's client reaches Firestore: the emulator's host:port, or the default
-// endpoint.
+// Endpoint is where Open's client reaches Firestore: the emulator's host:port, or the default.
 func Endpoint() string {
 	if host := os.Getenv(EmulatorEnv); host != "" {
 		return host
@@ -107,10 +101,9 @@ func (o Options) Where() string {
 	return fmt.Sprintf("project %s, database %s", o.Project, cmp.Or(o.Database, firestore.DefaultDatabaseID))
 }
 
-// Ping reads one document, within timeout, to learn that Firestore answers: a process that
-// cannot reach it says so when it starts, naming where it looked (Endpoint, o.Where), instead of
-// failing its first run with a bare "context deadline exceeded". A refusal (credentials, roles,
-// a project or database that does not exist) is told apart from silence.
+// Ping reads one document, within timeout, so a process that cannot reach Firestore says so when
+// it starts, naming where it looked, instead of failing its first run with a bare "context
+// deadline exceeded". A refusal (credentials, roles, no such database) is told apart from silence.
 func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Duration) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl).Round(time.Millisecond))
@@ -132,9 +125,8 @@ func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Dura
 	}
 }
 
-// dialDiagnosis tells, for a Firestore that did not answer, a refused or unroutable address
-// from one that accepts connections and then says nothing (or drops them): the client's own
-// error is often only the deadline.
+// dialDiagnosis tells a refused or unroutable address from one that accepts connections and says
+// nothing: the client's own error is often only the deadline.
 func dialDiagnosis(timeout time.Duration) string {
 	conn, err := net.DialTimeout("tcp", Endpoint(), timeout)
 	if err != nil {

@@ -1,7 +1,6 @@
 // Package logging builds the slog loggers stalesweep writes with: one JSON object a line, in the
 // field names Cloud Logging reads from a function's stdout (severity, message, time,
-// logging.googleapis.com/trace), so a line lands in Cloud Logging with its level and trace and
-// every other attribute as a queryable jsonPayload field.
+// logging.googleapis.com/trace), every other attribute a queryable jsonPayload field.
 package logging
 
 import (

@@ -13,9 +13,8 @@ import (
 	"sync"
 )
 
-// ForEach calls f(i) for every i in [0, n), at most limit at a time, in a random order, then
-// once more, alone, for each i whose call asked to retry, unless ctx is done. f must be safe to
-// call twice for the same i.
+// ForEach calls f(i) for every i in [0, n), at most limit at a time, then once more for each i
+// whose call asked to retry, unless ctx is done; f must be safe to call twice for the same i.
 func ForEach(ctx context.Context, n, limit int, f func(i int) (retry bool)) {
 	order := rand.Perm(n)
 	again := make([]bool, n)
