@@ -47,8 +47,7 @@ func withBreaker(ctx context.Context, cancel context.CancelCauseFunc) context.Co
 	return context.WithValue(ctx, breakerKey{}, &storeBreaker{cancel: cancel})
 }
 
-// storeFailure reports whether a row transaction failed for the store's reason rather than the
-// row's (contention, a refusal, a decision).
+// storeFailure reports whether a row transaction failed for the store's reason, not the row's.
 func storeFailure(err error) bool {
 	if err == nil {
 		return false

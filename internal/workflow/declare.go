@@ -11,8 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 )
 
-// Declaration is one workflow type as the rest of stalesweep sees it, declared in the workflow's
-// own package.
+// Declaration is one workflow type as the rest of stalesweep sees it.
 type Declaration struct {
 	Type  contract.WorkflowType
 	Scope Scope
@@ -74,8 +73,7 @@ func (s Scope) Key(input json.RawMessage) string { return s.Values(input).Key() 
 // ScopeValues name one scope: its workflow's scope field values, in order; none for the fleet.
 type ScopeValues []string
 
-// Key is the one form a scope is named in (guard keys, run records, a tick's run uuids): the
-// values joined by "/", or "fleet".
+// Key is the one form a scope is named in: the values joined by "/", or "fleet".
 func (v ScopeValues) Key() string {
 	if len(v) == 0 {
 		return "fleet"

@@ -13,8 +13,8 @@
 //   - Every run that starts has exactly one record, and every transition is checked against the
 //     record's current state inside a transaction, so a record never moves backwards or out of a
 //     terminal state.
-//   - The final transition is written even when the body's budget or the caller's context
-//     ended: it uses a detached context with its own timeout.
+//   - The final transition is written under a detached context with its own timeout, even when
+//     the body's budget or the caller's context ended.
 //   - A run's guard is deleted only by the transaction that ends its record. A run that died
 //     leaves both; one lease later the next run of the scope takes the guard over and ends the
 //     record failed / run_abandoned (docs/data-model.md has the lease).

@@ -102,8 +102,7 @@ type Definition struct {
 	Envelope []string
 	// Check, when set, refuses a run on rules beyond the schema before anything is written.
 	Check func(ctx context.Context, input json.RawMessage, trigger Trigger) error
-	// Scheduled, when set, is a pure floor every path but the command applies, so Dispatch
-	// refuses a tick before publishing.
+	// Scheduled, when set, is a pure floor every path but the command applies, Dispatch included.
 	Scheduled func(input json.RawMessage) error
 	// Probe, when set, says which scopes have work at now (Firestore's clock) without writing;
 	// it must say yes whenever the run could settle something.
@@ -194,8 +193,7 @@ const GuardLeaseDefault = 30 * time.Second
 // ErrDuplicateRun means the run uuid has already started (a redelivered message).
 var ErrDuplicateRun = errors.New("this run has already started")
 
-// ErrOrganizationDisabled says an organization has opted out of sweeps; only the command, told
-// to (--include-disabled), touches its rows.
+// ErrOrganizationDisabled says an organization has opted out of sweeps; only --include-disabled overrides it.
 var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 
 // NewEngine returns an engine running defs.
@@ -273,8 +271,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	log := e.log.With("workflow_type", string(def.Type), "workflow_run_uuid", runUUID, "trigger", string(req.Trigger))
 	// Firestore keeps microseconds: the record read back must say the same time.
 	initiated := e.now().UTC().Truncate(time.Microsecond)
-	// The record is created in the state before the body's, its history listing each earlier
-	// one, so starting a run costs one commit rather than one per state.
+	// Created in the body's state, the earlier ones in its history: one commit, not one per state.
 	state := len(def.States) - 2
 	history := make([]runstore.StateEntry, 0, state+1)
 	for _, s := range def.States[:state+1] {
@@ -360,8 +357,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		return e.runs.TransitionRun(ctx, runUUID, from, out.Status, at, upd)
 	})
 	if err != nil {
-		// The commit may have landed, or another writer may have ended the record: the record
-		// says how the run ended.
+		// The commit may have landed, or another writer ended the record: it says how the run ended.
 		if ended, ok := e.readBackEnd(ctx, runUUID); ok {
 			if ended.Status != out.Status {
 				log.Warn("the run's record was ended by another writer", "status", ended.Status, "error", err.Error())
@@ -569,7 +565,6 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec runstore.RunRecord, gu
 	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
 }
 
-// checkOptOut refuses a run of an organization that opted out.
 func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMessage, includeDisabled bool) error {
 	if e.orgs == nil || includeDisabled {
 		return nil

@@ -19,7 +19,6 @@ func Notable(status string, stats map[string]any) bool {
 	return false
 }
 
-// positive reports whether a stored count is above zero.
 func positive(v any) bool {
 	switch n := v.(type) {
 	case int64:

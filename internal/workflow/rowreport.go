@@ -14,8 +14,7 @@ const malformedSampleMax = 10
 // and come first in every scan, so past this many a run stops, says so, and leaves the rest.
 const MalformedReadMax = 1000
 
-// Malformed tallies the documents a run's scans could not decode (a writer put a value of the
-// wrong type in a field); each is skipped, never settled.
+// Malformed tallies the documents a run's scans could not decode: each is skipped, never settled.
 type Malformed struct {
 	Count  int      `json:"count"`
 	Sample []string `json:"sample,omitempty"` // the first documents' paths
@@ -39,8 +38,7 @@ func (m *Malformed) Report() *Malformed {
 	return m
 }
 
-// ReportInvisible logs a count of invisible rows and returns it for a run's stats. A failed count
-// is logged, not fatal: it is a report, not a rule.
+// ReportInvisible logs a count of invisible rows for a run's stats; a failed count is a report, not a rule.
 func ReportInvisible(log *slog.Logger, collection, field string, v ledger.Invisible, err error) *ledger.Invisible {
 	switch {
 	case err != nil:

@@ -30,8 +30,7 @@ func (s *Store) ref(workflowType, scope string) *firestore.DocumentRef {
 	return s.client.Collection(ledger.PausesCollection).Doc(ledger.PauseID(workflowType, scope))
 }
 
-// Put writes p, replacing the pause of the same workflow type and scope: pausing again updates
-// who, when, why and until. ExpireAt is set from Until.
+// Put writes p over the pause of the same workflow type and scope, ExpireAt set from Until.
 func (s *Store) Put(ctx context.Context, p ledger.Pause) error {
 	if err := check(p); err != nil {
 		return fmt.Errorf("pause: %w", err)
@@ -65,8 +64,7 @@ func (s *Store) Delete(ctx context.Context, workflowType, scope string) (bool, e
 	return existed, nil
 }
 
-// Covering returns the pause that holds at now over a run of workflowType on scope (a
-// ScopeValues.Key), or nil: one read of at most three documents.
+// Covering returns the pause holding at now over workflowType on scope, or nil: one read of at most three documents.
 func (s *Store) Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error) {
 	snaps, err := s.client.GetAll(ctx, s.refs(ledger.PauseIDs(workflowType, scope)))
 	if err != nil {

@@ -18,8 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// RunRecord is a sweep_runs document (docs/data-model.md); its JSON form (stalesweep runs) has the
-// same field names.
+// RunRecord is a sweep_runs document (docs/data-model.md); stalesweep runs prints the same fields.
 type RunRecord struct {
 	WorkflowRunUUID string `firestore:"workflow_run_uuid" json:"workflow_run_uuid"`
 	WorkflowType    string `firestore:"workflow_type" json:"workflow_type"`
@@ -105,8 +104,7 @@ func (s *Store) ref(uuid string) *firestore.DocumentRef {
 	return s.client.Collection(ledger.RunsCollection).Doc(uuid)
 }
 
-// CreateRun writes a new record; it fails with ErrRunExists if one has the same uuid. A record
-// without ExpireAt gets the default notable expiry from its start.
+// CreateRun writes a new record (ErrRunExists if the uuid is taken), defaulting ExpireAt as withExpiry does.
 func (s *Store) CreateRun(ctx context.Context, r RunRecord) error {
 	r = r.withExpiry()
 	if _, err := s.ref(r.WorkflowRunUUID).Create(ctx, r); err != nil {
@@ -128,9 +126,8 @@ type GuardClaim struct {
 	Pauses []string
 }
 
-// StartRun creates a run record and, with a claim, takes the scope's guard in the same
-// transaction: neither without the other. It fails with a *GuardHeldError (checked first),
-// ErrRunExists or a *PausedError, and returns the expired guard it took over, if any.
+// StartRun creates a run record and, with a claim, takes the scope's guard in the same transaction,
+// returning the expired guard it took over; it fails with a *GuardHeldError, ErrRunExists or a *PausedError.
 func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
 	if claim == nil {
 		return nil, s.CreateRun(ctx, r)
@@ -167,8 +164,7 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (e
 		if err := tx.Set(guardRef, taken); err != nil {
 			return err
 		}
-		// The record is not read: Create's precondition refuses a taken uuid at commit, and the
-		// whole transaction with it.
+		// Not read: Create's precondition refuses a taken uuid at commit, and the transaction with it.
 		return tx.Create(runRef, r)
 	}, firestore.MaxAttempts(3))
 	if status.Code(err) == codes.AlreadyExists {
@@ -305,8 +301,7 @@ func (s *Store) TransitionRun(ctx context.Context, uuid string, from []string, t
 	return nil
 }
 
-// StorableJSON converts JSON into values Firestore stores faithfully: objects to maps, integers
-// to int64 (not float64), other numbers to float64.
+// StorableJSON converts JSON into values Firestore stores faithfully: integers as int64, not float64.
 func StorableJSON(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -340,8 +335,7 @@ func storable(v any) any {
 	}
 }
 
-// SyncReceipts returns up to limit receipts of a run's syncs (pipeline path), and how many
-// there are of each change kind among them.
+// SyncReceipts returns up to limit receipts of a run's syncs, and their count by change kind.
 func (s *Store) SyncReceipts(ctx context.Context, runUUID string, limit int) ([]ledger.SyncReceipt, map[string]int, error) {
 	snaps, err := s.ref(runUUID).Collection(ledger.SyncsCollection).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
@@ -401,8 +395,7 @@ func GuardKey(workflowType, scope string) string {
 	return strings.NewReplacer("/", "_").Replace(workflowType + ":" + scope)
 }
 
-// takeOver decides whether g may take the guard in snap (nil or missing when none): a
-// *GuardHeldError while it has not expired, else the expired guard it replaces, if any.
+// takeOver refuses g while snap's guard has not expired, else returns the guard it replaces, if any.
 func takeOver(snap *firestore.DocumentSnapshot, g Guard) (*Guard, error) {
 	if snap == nil || !snap.Exists() {
 		return nil, nil
@@ -417,8 +410,7 @@ func takeOver(snap *firestore.DocumentSnapshot, g Guard) (*Guard, error) {
 	return &cur, nil
 }
 
-// ErrGuardLost is returned by GuardStore.Renew when the guard no longer names the run: another
-// run took it over, or an operator ended the run.
+// ErrGuardLost is returned by GuardStore.Renew when another run took the guard over or an operator ended the run.
 var ErrGuardLost = errors.New("the run no longer holds its scope's guard")
 
 // GuardLostError says who holds the guard now; Holder is nil when nobody does.
@@ -433,9 +425,8 @@ func (e *GuardLostError) Error() string {
 
 func (e *GuardLostError) Unwrap() error { return ErrGuardLost }
 
-// Renew extends the lease of the guard of key to until, in a transaction, if run still holds
-// it; otherwise it fails with a *GuardLostError and writes nothing. It renews a lease that has
-// expired but that no other run has taken over: nobody else acted on it.
+// Renew extends the guard's lease to until if run still holds it (else a *GuardLostError), even
+// one that expired but that no other run has taken over: nobody else acted on it.
 func (s *GuardStore) Renew(ctx context.Context, key, runUUID string, until time.Time) error {
 	ref := s.client.Collection(ledger.GuardsCollection).Doc(key)
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
