@@ -51,20 +51,17 @@ const (
 	BudgetDefault           = 60 * time.Second
 	// RosterMaxAgeDefault is how long a roster is read before a tick rebuilds it.
 	RosterMaxAgeDefault = 10 * time.Minute
-	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
-	// rosterstore.RosterOrphanAge at least.
+	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by rosterstore.RosterOrphanAge at least.
 	RosterMaxAgeMax = 6 * time.Hour
 )
 
 // DispatchConfig bounds one dispatch invocation. Zero values take the defaults.
 type DispatchConfig struct {
 	PageSize int // organizations read per query
-	// ShardScopes is how many scopes one invocation enumerates before it hands the rest of the
-	// tick on, so that an invocation is bounded in time and memory.
+	// ShardScopes is how many scopes one invocation enumerates before handing the rest of the tick on.
 	ShardScopes      int
 	ProbeConcurrency int
-	// ListMax bounds the lists that have no cursor: the queues of the fleet, the runner groups
-	// of one organization. Reaching it is reported as Capped.
+	// ListMax bounds the lists that have no cursor (queues, an organization's runner groups): see Capped.
 	ListMax int
 	Budget  time.Duration // one invocation
 }
@@ -135,8 +132,7 @@ type DispatcherOptions struct {
 	// Probe turns probes on, at the time it gives (read once per invocation); a probe that fails
 	// publishes the sweep: a probe never hides work.
 	Probe ledger.Clock
-	// TicksTopic lets an invocation hand the rest of a tick on as a continuation, after
-	// ShardScopes scopes or with a quarter of its budget left.
+	// TicksTopic lets an invocation hand the rest of a large tick on as a continuation.
 	TicksTopic string
 	// Roster has ticks read the organizations from the roster while it is younger than
 	// RosterMaxAge (0: RosterMaxAgeDefault; at most RosterMaxAgeMax). An organization that opts
@@ -167,10 +163,9 @@ func NewDispatcher(o DispatcherOptions) *Dispatcher {
 // page is one page of a tick's scopes, and the organization to resume after ("" on the last).
 type page func(ctx context.Context, after string) (scopes []workflow.ScopeValues, next string, err error)
 
-// Dispatch publishes one sweep message per scope of the tick's workflow that has work. An
-// invalid tick is a *contract.ValidationError and publishes nothing; a failed enumeration or
-// publish returns an error with the report, so the tick is delivered again (started runs are
-// skipped as duplicates).
+// Dispatch publishes one sweep message per scope of the tick's workflow that has work. An invalid
+// tick is a *contract.ValidationError and publishes nothing; a failed enumeration or publish
+// returns an error with the report, so the tick is delivered again (its started runs are skipped).
 func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	rep := Report{WorkflowType: string(tick.WorkflowType), TickID: tick.TickID}
 	def, defaults, explicit, err := d.validate(tick)
@@ -426,8 +421,7 @@ func (d *Dispatcher) now(ctx context.Context, tick Tick) (time.Time, bool) {
 	return now, true
 }
 
-// paused is the workflow's pauses that hold now, read once per invocation; none when pauses are
-// off or the read failed (each run's start checks again).
+// paused is the workflow's pauses that hold now; none when off or unread, since each run's start checks again.
 func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clocked bool) []ledger.Pause {
 	if d.pauses == nil {
 		return nil
@@ -483,7 +477,6 @@ func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused [
 	return out
 }
 
-// continueAfter hands the rest of the tick on to the ticks topic, still building the roster if building.
 func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string, building bool) error {
 	attrs := message.ContinuationAttributes{Trigger: cmp.Or(tick.Trigger, "schedule"), ClaimedActor: tick.ClaimedActor, TickID: tick.TickID, After: after}
 	if building {
@@ -562,7 +555,6 @@ func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage
 	})
 }
 
-// scopeInput is one scope's initial data: the tick's defaults with the scope's fields set.
 func scopeInput(defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) json.RawMessage {
 	data := map[string]json.RawMessage{}
 	for k, v := range defaults {
@@ -577,8 +569,7 @@ func scopeInput(defaults map[string]json.RawMessage, fields []string, scope work
 
 var runNamespace = uuid.MustParse("6f1d3c2e-8a44-4f7e-9a53-51b0e6c2d7a1")
 
-// RunUUID is the uuid of the run a tick starts on a scope: the same for every delivery of the
-// same tick, different for every other tick. Without a tick id it is random.
+// RunUUID is the uuid of the run a tick starts on a scope: the same for every delivery of one tick (random without one).
 func RunUUID(tickID string, t contract.WorkflowType, scope string) string {
 	if tickID == "" {
 		return uuid.NewString()

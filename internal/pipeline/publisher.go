@@ -129,8 +129,7 @@ func (p *TopicPublisher) Stop() {
 	clear(p.pubs)
 }
 
-// SyncStarter is the pipeline's executionsync.Starter: it publishes one message per candidate
-// to the syncs topic. A candidate is started once Pub/Sub acknowledged its message.
+// SyncStarter is the pipeline's executionsync.Starter: a candidate is started once Pub/Sub acknowledged its message.
 type SyncStarter struct {
 	Publisher Publisher
 	Topic     string

@@ -50,8 +50,7 @@ func (o *organizations) decide(ctx context.Context) {
 	}
 }
 
-// page is one page of enabled organizations after `after`, and where the next starts ("" at the
-// end). A roster found gone mid-tick is left for the listing.
+// page is one page of enabled organizations after `after` ("" at the end); a roster gone mid-tick falls back to listing.
 func (o *organizations) page(ctx context.Context, after string) ([]string, string, error) {
 	if o.mode == "" {
 		o.decide(ctx)

@@ -54,8 +54,7 @@ type Store struct {
 	now    func() time.Time // the clock shards' expiry is reckoned from
 }
 
-// New returns a store on client whose documents expire after keep (zero durations
-// take the defaults), reckoned for shards from now's clock (nil: time.Now).
+// New returns a store on client whose documents expire after keep, shards reckoned from now (nil: time.Now).
 func New(client *firestore.Client, keep ledger.Retention, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
@@ -81,8 +80,7 @@ func (s *Store) Current(ctx context.Context) (Roster, bool, error) {
 	return r, true, nil
 }
 
-// Page returns the ids of roster r after `after` held by the next shard (one document read), and
-// the id to resume after ("" on the last page).
+// Page returns the ids of roster r after `after` in the next shard (one read), and where to resume ("" at the end).
 func (s *Store) Page(ctx context.Context, r Roster, after string) ([]string, string, error) {
 	if r.Last == "" || after >= r.Last {
 		return nil, "", nil
@@ -112,9 +110,8 @@ func (s *Store) Page(ctx context.Context, r Roster, after string) ([]string, str
 	return ids, sh.Last, nil
 }
 
-// PutShards writes the ids listed after `after` (in id order) as shards of version: as many
-// documents as rosterShardBytes needs. Each shard's id derives from the version and where it
-// starts, so a listing done again writes the same documents.
+// PutShards writes the ids listed after `after` (in id order) as shards of version. A shard's id
+// derives from the version and where it starts, so a listing done again writes the same documents.
 func (s *Store) PutShards(ctx context.Context, version, after string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
