@@ -24,8 +24,7 @@ type Label struct {
 	Description string
 }
 
-// Alert is when a metric pages: its count summed over Window, across every label, is above
-// Threshold.
+// Alert is when a metric pages: its count summed over Window, across every label, above Threshold.
 type Alert struct {
 	Threshold int
 	Window    time.Duration // the alignment period the count is summed over
@@ -117,9 +116,8 @@ var Metrics = []Metric{
 	},
 }
 
-// Filter is the metric's logs filter on a line's fields, after the resource: the event, the
-// severity floor and the Where fields. A dry run's lines (dry_run: true, which the engine puts on
-// every line of one) are never counted: a preview settles, trips and fails nothing.
+// Filter is the metric's logs filter after the resource. A dry run's lines (dry_run: true, on every
+// line of one) are never counted: a preview settles, trips and fails nothing.
 func (m Metric) Filter() string {
 	parts := []string{
 		fmt.Sprintf("jsonPayload.%s=%q", Key, m.Event),
@@ -132,8 +130,7 @@ func (m Metric) Filter() string {
 	return strings.Join(parts, " AND ")
 }
 
-// Matches reports whether a decoded log line is counted by m and, if so, which of the fields m
-// extracts it lacks (absent, or not a non-empty string).
+// Matches reports whether m counts a decoded log line, and which of the fields m extracts it lacks.
 func (m Metric) Matches(line map[string]any) (counted bool, missing []string) {
 	if line[Key] != string(m.Event) || line["dry_run"] == true {
 		return false, nil

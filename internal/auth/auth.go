@@ -50,8 +50,7 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Check reports why the configuration cannot be enforced, naming the setting; nil when it can.
-// It makes no network call.
+// Check reports why the configuration cannot be enforced, naming the setting, without a network call.
 func (c Config) Check() error {
 	switch c.mode() {
 	case ModeOff:

@@ -55,9 +55,7 @@ func SchemaPath(t WorkflowType) string { return "schemas/" + string(t) + ".json"
 // Schema returns the raw input schema of t.
 func Schema(t WorkflowType) ([]byte, error) { return schemaFiles.ReadFile(SchemaPath(t)) }
 
-// Validate checks raw, a workflow's initial_data (empty or null: an empty object), against the
-// input schema of t, and returns it with defaults applied and integers canonical, ready for
-// json.Unmarshal into the workflow's Input.
+// Validate checks raw (empty or null: {}) against t's input schema, returning it with defaults applied and integers canonical.
 func Validate(t WorkflowType, raw []byte) (json.RawMessage, error) {
 	schemas, err := compiled()
 	if err != nil {

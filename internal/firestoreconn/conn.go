@@ -35,8 +35,7 @@ type Options struct {
 	ClientOptions []option.ClientOption
 }
 
-// Open returns a Firestore client: the emulator when FIRESTORE_EMULATOR_HOST is set, otherwise
-// Firestore with Application Default Credentials.
+// Open returns a Firestore client: the emulator when EmulatorEnv is set, else Application Default Credentials.
 func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	if o.Project == "" {
 		return nil, fmt.Errorf("open firestore: no project: set --project or GOOGLE_CLOUD_PROJECT")
@@ -73,8 +72,7 @@ func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	return c, nil
 }
 
-// emulatorOwner authenticates to the emulator as its owner, which bypasses security rules, as
-// the client library itself does against the emulator.
+// emulatorOwner authenticates as the emulator's owner, bypassing security rules, as the client library does.
 type emulatorOwner struct{}
 
 func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {

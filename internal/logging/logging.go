@@ -85,9 +85,8 @@ var (
 	traceParent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$`)
 )
 
-// TraceAttrs returns the trace attributes of a request, read from its traceparent or
-// X-Cloud-Trace-Context header, for project. It returns nothing when project is empty or the
-// request carries no well-formed trace.
+// TraceAttrs returns the trace attributes of a request, from its traceparent or
+// X-Cloud-Trace-Context header, for project; none without a project or a well-formed trace.
 func TraceAttrs(r *http.Request, project string) []slog.Attr {
 	if project == "" || r == nil {
 		return nil

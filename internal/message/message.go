@@ -24,8 +24,7 @@ import (
 // MaxBodyBytes bounds a start request or a message's data.
 const MaxBodyBytes = 1 << 20
 
-// Start asks for one workflow run: the seeds' `POST /api/workflows/start` body, and the data of
-// a message on the sweeps topic.
+// Start asks for one workflow run: the seeds' `POST /api/workflows/start` body and a sweep message's data.
 type Start struct {
 	WorkflowType contract.WorkflowType `json:"workflow_type"`
 	InitialData  json.RawMessage       `json:"initial_data,omitempty"`
@@ -33,8 +32,7 @@ type Start struct {
 	OverridePause bool `json:"override_pause,omitempty"`
 }
 
-// DecodeStart reads a Start from r, refusing more than MaxBodyBytes, unknown fields, and
-// anything but one JSON object.
+// DecodeStart reads a Start from r, refusing more than MaxBodyBytes, unknown fields, and all but one JSON object.
 func DecodeStart(r io.Reader) (Start, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
 	if err != nil {
@@ -259,8 +257,7 @@ type ContinuationAttributes struct {
 // RosterBuild is AttrRoster's value on the continuations of a tick that is building the roster.
 const RosterBuild = "build"
 
-// EncodeContinuation is the message on the ticks topic that hands the rest of a tick to the next
-// Dispatch invocation: the tick's data, with where to resume in its attributes (Continuation).
+// EncodeContinuation is the message on the ticks topic that hands the rest of a tick on; Continuation reads it.
 func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
 	if a.TickID == "" || a.After == "" {
 		return Outgoing{}, fmt.Errorf("encode tick continuation: the tick id and where to resume are required")
@@ -286,8 +283,7 @@ type Resume struct {
 	Roster string
 }
 
-// Continuation reads a tick message's attributes: a continuation's tick id, resume point and
-// roster, or for a first delivery messageID alone.
+// Continuation reads where a tick message has Dispatch start: a continuation's attributes, or messageID alone.
 func Continuation(attrs map[string]string, messageID string) (Resume, error) {
 	after := attrs[AttrDispatchAfter]
 	if after == "" {

@@ -22,12 +22,10 @@ const MaxPushBytes = 2 * MaxBodyBytes
 // a longer one is refused rather than carried.
 const MaxIDBytes = 1024
 
-// maxTraceparentBytes bounds a traceparent kept for the logs (a W3C one is 55 bytes); a longer
-// one is dropped, not refused.
+// maxTraceparentBytes bounds a traceparent kept for the logs (a W3C one is 55 bytes); longer is dropped.
 const maxTraceparentBytes = 256
 
-// MessagePublished is the CloudEvent type of a Pub/Sub message published to a topic: the only
-// type an Eventarc Pub/Sub trigger delivers.
+// MessagePublished is the only CloudEvent type an Eventarc Pub/Sub trigger delivers.
 const MessagePublished = "google.cloud.pubsub.topic.v1.messagePublished"
 
 // Shape is how a push delivery arrived.
@@ -102,8 +100,7 @@ func checkID(field, id string) error {
 	return nil
 }
 
-// shapeOf tells the shapes apart as the CloudEvents HTTP binding does: a structured event by its
-// media type, a binary one by its ce-* headers; anything else is a plain push.
+// shapeOf tells the shapes apart as the CloudEvents HTTP binding does: by media type, then ce-* headers.
 func shapeOf(h http.Header) Shape {
 	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil && mt == "application/cloudevents+json" {
 		return ShapeStructured
@@ -114,7 +111,6 @@ func shapeOf(h http.Header) Shape {
 	return ShapeRaw
 }
 
-// traceparent returns the first value that fits a traceparent, or "".
 func traceparent(values ...string) string {
 	for _, v := range values {
 		if v != "" && len(v) <= maxTraceparentBytes {
@@ -158,7 +154,6 @@ func (p *Push) binary(h http.Header, raw []byte) error {
 	return nil
 }
 
-// structuredEvent is a structured-mode CloudEvent as far as a messagePublished event needs it.
 type structuredEvent struct {
 	SpecVersion string          `json:"specversion"`
 	ID          string          `json:"id"`
@@ -207,8 +202,7 @@ func (p *Push) raw(raw []byte) error {
 	return nil
 }
 
-// checkAttributes holds a CloudEvent to what an Eventarc Pub/Sub trigger sends: spec version
-// 1.0, an id, and the messagePublished type. prefix is "ce-" for headers.
+// checkAttributes holds a CloudEvent to what an Eventarc Pub/Sub trigger sends; prefix is "ce-" for headers.
 func checkAttributes(prefix, specVersion, id, typ string) error {
 	if specVersion != "1.0" {
 		return contract.Invalid(prefix+"specversion", "const", "must be 1.0, not %q", clip(specVersion))
@@ -222,7 +216,6 @@ func checkAttributes(prefix, specVersion, id, typ string) error {
 	return nil
 }
 
-// within prefixes every field a validation error names with parent.
 func within(parent string, err error) error {
 	var ve *contract.ValidationError
 	if !errors.As(err, &ve) {

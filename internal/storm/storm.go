@@ -29,8 +29,7 @@ var ErrTripped = errors.New("storm guard")
 
 // Config sets the guard. Zero values take the defaults.
 type Config struct {
-	// Fraction of a scope's live rows one run may settle on age alone. 1 turns the guard off
-	// (a run can never settle more rows than are live).
+	// Fraction of a scope's live rows one run may settle on age alone; 1 turns the guard off.
 	Fraction float64
 	// MinRows a run may always settle on age alone, whatever the fraction.
 	MinRows int64
