@@ -2,9 +2,8 @@
 // alerts` generates the logs-based metrics, alert policies and dashboard (terraform/alerts.tf.json).
 //
 // What holds:
-//   - A listed log line carries a stable `event` field (Event.Attr), so a metric never depends on
-//     a message's prose; event names and the fields a metric extracts change only with a
-//     regeneration.
+//   - A listed log line carries a stable `event` field (Event.Attr), so a metric never depends on a
+//     message's prose; event names and extracted fields change only with a regeneration.
 //   - Every field a metric extracts as a label is on every line of its event (a test checks the
 //     demo and incident scenarios with Matches).
 //   - The package imports nothing of stalesweep's, so every package that logs can import it.

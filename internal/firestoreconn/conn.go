@@ -46,9 +46,8 @@ func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	}
 	var opts []option.ClientOption
 	if host := os.Getenv(EmulatorEnv); host != "" {
-		// Dial the emulator ourselves so that DialOptions apply. The client still dials its own
-		// too (firestore v1.29.2, newClient), eagerly: one idle connection per client that gRPC
-		// drops after its idle timeout; tests that count goroutines wait for its handshake.
+		// Dialled here so DialOptions apply. The client still dials its own (firestore v1.29.2, newClient):
+		// one idle connection per client, dropped by gRPC's idle timeout; goroutine-counting tests wait for it.
 		dial := append([]grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(emulatorOwner{}),
@@ -99,9 +98,8 @@ func (o Options) Where() string {
 	return fmt.Sprintf("project %s, database %s", o.Project, cmp.Or(o.Database, firestore.DefaultDatabaseID))
 }
 
-// Ping reads one document, within timeout, so a process that cannot reach Firestore says so when
-// it starts, naming where it looked, instead of failing its first run with a bare "context
-// deadline exceeded". A refusal (credentials, roles, no such database) is told apart from silence.
+// Ping reads one document so a process that cannot reach Firestore says so, and where it looked, when
+// it starts rather than at its first run's bare deadline; a refusal is told apart from silence.
 func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Duration) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl).Round(time.Millisecond))

@@ -63,9 +63,8 @@ func (s Start) check() error {
 	return nil
 }
 
-// StartRequest is the body of a manual start request (StartWorkflow). dry_run sits beside
-// initial_data because the seeds' initial_data refuse unknown fields; a Start refuses it too, so
-// no published message can preview where a run was meant, or run where a preview was.
+// StartRequest is the body of a manual start request. dry_run sits beside initial_data, which refuses
+// unknown fields, and a Start refuses it too, so no published message previews where a run was meant.
 type StartRequest struct {
 	Start
 	DryRun bool `json:"dry_run,omitempty"`
@@ -199,9 +198,8 @@ func ParsePubSub(raw []byte) (PubSub, error) {
 	return *b.Message, nil
 }
 
-// The attributes stalesweep's own messages carry. A tick's are the publisher's (Cloud
-// Scheduler's, or an operator's): only AttrTrigger and AttrActor are read from it, and the
-// actor only as a claim.
+// The attributes stalesweep's own messages carry. Of a tick's, which its publisher writes, only
+// AttrTrigger and AttrActor are read, and the actor only as a claim.
 const (
 	AttrTrigger             = "trigger"               // schedule | manual
 	AttrActor               = "actor"                 // who asked, where known (a claim)

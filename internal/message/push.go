@@ -50,9 +50,8 @@ type Push struct {
 	Shape       Shape
 }
 
-// DecodePush reads one Pub/Sub push delivery in any of its shapes, at most MaxPushBytes+1 bytes.
-// A delivery without a message or event id is refused: the id is what makes a redelivery
-// recognisable. On an error the Push holds what could be read (ids, trace context) for the log.
+// DecodePush reads one push delivery in any shape, refusing one without an id, which is what makes a
+// redelivery recognisable. On an error the Push holds what could be read (ids, trace) for the log.
 func DecodePush(r *http.Request) (Push, error) {
 	p := Push{Shape: shapeOf(r.Header)}
 	if p.Shape == ShapeBinary {
@@ -85,9 +84,8 @@ func DecodePush(r *http.Request) (Push, error) {
 	return p, nil
 }
 
-// checkID holds an id to what names a delivery the same way every time: present, at most
-// MaxIDBytes, UTF-8 without control characters. JSON would re-encode invalid UTF-8 as U+FFFD,
-// so such an id would change between a delivery and the message it becomes.
+// checkID refuses an id that is empty, too long, or not UTF-8 without control characters: JSON would
+// re-encode invalid UTF-8 as U+FFFD, so such an id would change between a delivery and its message.
 func checkID(field, id string) error {
 	switch {
 	case id == "":

@@ -2,9 +2,7 @@
 //
 // Rows are taken in a random order: concurrent runs over the same rows (two sweeps whose guards
 // overlapped, a redelivered message) then meet on different rows instead of marching through the
-// same list in step, where every transaction of one would wait on a lock held by another. A row
-// whose work failed for a reason worth retrying is tried once more, alone, after the pool has
-// drained, while the context lasts.
+// same list in step, where every transaction of one would wait on a lock held by another.
 package parallel
 
 import (

@@ -134,14 +134,12 @@ type DispatcherOptions struct {
 	Probe ledger.Clock
 	// TicksTopic lets an invocation hand the rest of a large tick on as a continuation.
 	TicksTopic string
-	// Roster has ticks read the organizations from the roster while it is younger than
-	// RosterMaxAge (0: RosterMaxAgeDefault; at most RosterMaxAgeMax). An organization that opts
-	// out is refused by its sweep and every settling transaction, whatever the roster says.
+	// Roster has ticks read the organizations from the roster while it is younger than RosterMaxAge; an
+	// organization that opts out is refused by its sweep and every settling transaction, whatever it says.
 	Roster       *rosterstore.Store
 	RosterMaxAge time.Duration
-	// Pauses has each invocation read its workflow's pauses once and publish nothing for a paused
-	// scope. It is the cheap half: each run's start and every settling transaction check again,
-	// so a pause this read missed still stops the run.
+	// Pauses has each invocation skip the scopes its workflow is paused on: the cheap half, since each
+	// run's start and every settling transaction check again, so a pause this read missed still stops it.
 	Pauses PauseLister
 }
 
@@ -164,8 +162,8 @@ func NewDispatcher(o DispatcherOptions) *Dispatcher {
 type page func(ctx context.Context, after string) (scopes []workflow.ScopeValues, next string, err error)
 
 // Dispatch publishes one sweep message per scope of the tick's workflow that has work. An invalid
-// tick is a *contract.ValidationError and publishes nothing; a failed enumeration or publish
-// returns an error with the report, so the tick is delivered again (its started runs are skipped).
+// tick (*contract.ValidationError) publishes nothing; a failed enumeration or publish returns an
+// error, so the tick is delivered again (its started runs are skipped).
 func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	rep := Report{WorkflowType: string(tick.WorkflowType), TickID: tick.TickID}
 	def, defaults, explicit, err := d.validate(tick)

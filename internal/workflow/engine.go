@@ -236,9 +236,9 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 	return def, input, nil
 }
 
-// Start runs one workflow run to its end. A refused or invalid request writes nothing and returns
-// an error (a *contract.ValidationError, or CodeConflict wrapping runstore.ErrGuardHeld,
-// ErrDuplicateRun or a runstore.PausedError); a run that starts and fails returns Status failed.
+// Start runs one workflow run to its end; a run that starts and fails is an Outcome with Status
+// failed, not an error. A refused request writes nothing and returns a *contract.ValidationError,
+// or CodeConflict wrapping runstore.ErrGuardHeld, ErrDuplicateRun or runstore.ErrPaused.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
 	if err != nil {
@@ -472,9 +472,8 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 	return func() { cancel(); <-done }
 }
 
-// start creates the record and takes the guard in one transaction, closing the record of a run
-// whose guard expired; checkPauses re-reads the pauses there, so a pause taken after Start's
-// check still refuses the run.
+// start creates the record and takes the guard in one transaction, closing the record of a run whose
+// guard expired; checkPauses re-reads the pauses there, so a pause taken after Start's check refuses too.
 func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec runstore.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID, acquired: e.now().UTC()}

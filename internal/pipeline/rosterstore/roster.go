@@ -139,9 +139,8 @@ func shardID(version, after string) string {
 	return version + "-" + hex.EncodeToString(h[:8])
 }
 
-// Finish makes r the roster in use unless the one in use was built later (two ticks built one at
-// once: the later stands), then deletes, up to a bound, the shards of the roster it replaced and
-// of rosters never finished; a tick still reading the replaced roster gets ErrRosterGone.
+// Finish makes r the roster in use unless the one in use was built later (the later stands), then
+// deletes, up to a bound, the shards it replaced and those never finished (readers get ErrRosterGone).
 func (s *Store) Finish(ctx context.Context, r Roster) (bool, error) {
 	current := s.col().Doc(rosterCurrent)
 	var replaced string
