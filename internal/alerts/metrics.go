@@ -15,7 +15,6 @@ const (
 	SeverityError   = "ERROR"
 )
 
-// severityRank orders the severities a listed event may be logged at.
 var severityRank = map[string]int{"DEBUG": 100, SeverityInfo: 200, SeverityWarning: 400, SeverityError: 500}
 
 // Label is one metric label, extracted from a jsonPayload field of the event's lines.
@@ -25,8 +24,7 @@ type Label struct {
 	Description string
 }
 
-// Alert is when a metric pages: its count summed over Window, across every label, is above
-// Threshold.
+// Alert is when a metric pages: its count summed over Window, across every label, above Threshold.
 type Alert struct {
 	Threshold int
 	Window    time.Duration // the alignment period the count is summed over
@@ -49,7 +47,6 @@ type Metric struct {
 	Alert *Alert // nil: charted, never paging
 }
 
-// workflowType is the label most metrics are charted and alerted by.
 var workflowType = Label{Key: "workflow_type", Field: "workflow_type", Description: "the workflow type of the run that logged it"}
 
 // Metrics is the list. Order is the dashboard's.
@@ -119,9 +116,8 @@ var Metrics = []Metric{
 	},
 }
 
-// Filter is the metric's logs filter on a line's fields, after the resource: the event, the
-// severity floor and the Where fields. A dry run's lines (dry_run: true, which the engine puts on
-// every line of one) are never counted: a preview settles, trips and fails nothing.
+// Filter is the metric's logs filter after the resource. A dry run's lines (dry_run: true, on every
+// line of one) are never counted: a preview settles, trips and fails nothing.
 func (m Metric) Filter() string {
 	parts := []string{
 		fmt.Sprintf("jsonPayload.%s=%q", Key, m.Event),
@@ -134,8 +130,7 @@ func (m Metric) Filter() string {
 	return strings.Join(parts, " AND ")
 }
 
-// Matches reports whether a decoded log line is counted by m and, if so, which of the fields m
-// extracts it lacks (absent, or not a non-empty string).
+// Matches reports whether m counts a decoded log line, and which of the fields m extracts it lacks.
 func (m Metric) Matches(line map[string]any) (counted bool, missing []string) {
 	if line[Key] != string(m.Event) || line["dry_run"] == true {
 		return false, nil

@@ -1,25 +1,8 @@
 // Package auth decides who may call the HTTP face (StartWorkflow). Cloud Run's IAM has already
-// let the request through (the caller holds roles/run.invoker on the service); the function then
-// checks the Google-signed ID token itself, against settings that come from the deployment, never
-// from the request:
-//
-//	Authorization: Bearer TOKEN missing or malformed                                → 401
-//	signature not Google's, token expired, issuer not accounts.google.com            → 401
-//	audience not one of the function's own URLs (STALESWEEP_AUTH_AUDIENCE) nor,
-//	  when accepted, gcloud's OAuth client id                                        → 401
-//	an email claim that is not verified                                              → 403
-//	neither the verified email nor the subject (a service account's unique id) is on
-//	  the allow-list (STALESWEEP_ALLOWED_CALLERS)                                     → 403
-//
-// The tokens the documented manual paths send, and why each passes:
-//
-//	gcloud functions call --gen2 (a user)      aud = gcloud's client id, email verified
-//	... --impersonate-service-account=SA        aud = gcloud's client id, no email: sub = SA's unique id
-//	gcloud auth print-identity-token (a user)   aud = gcloud's client id, email verified
-//	... --impersonate-service-account=SA --audiences=URL --include-email
-//	                                            aud = URL, email verified
-//	the metadata server, ?audience=URL&format=full
-//	                                            aud = URL, email verified (format=standard: sub only)
+// let the request through; the function then checks the Google-signed ID token itself (issuer,
+// audience, verified email, allow-list) against settings that come from the deployment, never
+// from the request. docs/operations.md lists the checks, their answers, and the token each
+// manual path sends.
 //
 // Authentication can be turned off for local use only: the setting is refused on Cloud Run
 // (K_SERVICE set), `stalesweep serve` refuses it on an address that is not loopback, and a
@@ -45,9 +28,8 @@ const (
 	ModeOff    = "off"    // accept every caller as "anonymous"; local use only
 )
 
-// GcloudClientID is the OAuth client id of the Google Cloud CLI: the audience of the ID tokens
-// gcloud holds for its own account (googlecloudsdk/core/config.py CLOUDSDK_CLIENT_ID), which
-// `gcloud functions call` and `gcloud auth print-identity-token` without --audiences send.
+// GcloudClientID is the OAuth client id of the Google Cloud CLI (googlecloudsdk/core/config.py
+// CLOUDSDK_CLIENT_ID): the audience gcloud's own ID tokens carry without --audiences.
 const GcloudClientID = "32555940559.apps.googleusercontent.com"
 
 var issuers = []string{"accounts.google.com", "https://accounts.google.com"}
@@ -55,8 +37,7 @@ var issuers = []string{"accounts.google.com", "https://accounts.google.com"}
 // Config configures the verifier.
 type Config struct {
 	Mode string // ModeGoogle (default) or ModeOff
-	// Audiences are the function's own URLs: a token minted for one of them is for this service.
-	// Required in ModeGoogle.
+	// Audiences are the function's own URLs; required in ModeGoogle.
 	Audiences []string
 	// AcceptGcloud also accepts tokens whose audience is GcloudClientID.
 	AcceptGcloud bool
@@ -69,8 +50,7 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Check reports why the configuration cannot be enforced, naming the setting; nil when it can.
-// It makes no network call.
+// Check reports why the configuration cannot be enforced, naming the setting, without a network call.
 func (c Config) Check() error {
 	switch c.mode() {
 	case ModeOff:
@@ -163,8 +143,7 @@ func (c Caller) String() string {
 	return "subject:" + c.Subject
 }
 
-// Verify returns the request's verified caller, or a *contract.Error with code unauthorized or
-// forbidden.
+// Verify returns the request's verified caller, or a *contract.Error (unauthorized or forbidden).
 func (v *Verifier) Verify(r *http.Request) (Caller, error) {
 	if v.Disabled() {
 		return Caller{Email: "anonymous (auth off)"}, nil

@@ -5,8 +5,7 @@
 // Invariants:
 //   - Every input is validated against its schema before anything is read or written, and a
 //     rejection is a *ValidationError that names the field and the rule it broke.
-//   - Defaults live in the schemas; Validate returns the input with them applied, so a workflow
-//     never sees a missing optional field. Each workflow keeps `...Default` constants beside its
-//     Config, and a test holds the two equal.
+//   - Defaults live in the schemas and Validate applies them, so a workflow never sees a missing
+//     optional field; a test holds each `...Default` constant to its schema.
 //   - Numbers are validated exactly (big rationals), so 2^53 is told apart from 2^53 − 1.
 package contract

@@ -57,8 +57,7 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// CodeOf returns the code an error carries: CodeValidationFailed for a *ValidationError, the
-// code of an *Error, and CodeInternal for anything else.
+// CodeOf returns the code an error carries: CodeValidationFailed for a *ValidationError, an *Error's, else CodeInternal.
 func CodeOf(err error) Code {
 	var ve *ValidationError
 	if errors.As(err, &ve) {

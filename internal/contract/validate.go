@@ -23,7 +23,6 @@ var schemaFiles embed.FS
 
 var printer = message.NewPrinter(language.English)
 
-// compiled holds every input schema, compiled once.
 var compiled = sync.OnceValues(func() (map[WorkflowType]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
@@ -56,9 +55,7 @@ func SchemaPath(t WorkflowType) string { return "schemas/" + string(t) + ".json"
 // Schema returns the raw input schema of t.
 func Schema(t WorkflowType) ([]byte, error) { return schemaFiles.ReadFile(SchemaPath(t)) }
 
-// Validate checks raw, a workflow's initial_data (empty or null: an empty object), against the
-// input schema of t, and returns it with defaults applied and integers canonical, ready for
-// json.Unmarshal into the workflow's Input.
+// Validate checks raw (empty or null: {}) against t's input schema, returning it with defaults applied and integers canonical.
 func Validate(t WorkflowType, raw []byte) (json.RawMessage, error) {
 	schemas, err := compiled()
 	if err != nil {
@@ -148,8 +145,7 @@ func bound(rule string, got, want *big.Rat) string {
 	return fmt.Sprintf("%s: got %s, want %s", rule, plainNumber(got), plainNumber(want))
 }
 
-// plainNumber renders r as a plain decimal: an integer without exponent, a fraction in as few
-// digits as float64 needs.
+// plainNumber renders r as a plain decimal: an integer without exponent, a fraction as float64 prints it.
 func plainNumber(r *big.Rat) string {
 	if r == nil {
 		return "?"
@@ -161,7 +157,6 @@ func plainNumber(r *big.Rat) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// orInput names the input itself where a path is empty.
 func orInput(field string) string {
 	if field == "" {
 		return "initial_data"

@@ -20,8 +20,7 @@ const (
 	PMSweep                 WorkflowType = "pm.sweep"                               // seed 001
 )
 
-// Seeded lists every workflow type with an input schema in schemas/, sorted. Whether a process
-// runs one is its engine's to say (the build without Kubernetes lacks one).
+// Seeded lists every workflow type with an input schema, sorted; whether a process runs one is its engine's to say.
 var Seeded = sync.OnceValue(func() []WorkflowType {
 	names, _ := fs.Glob(schemaFiles, "schemas/*.json")
 	out := make([]WorkflowType, 0, len(names))

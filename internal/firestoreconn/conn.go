@@ -36,8 +36,7 @@ type Options struct {
 	ClientOptions []option.ClientOption
 }
 
-// Open returns a Firestore client: the emulator when FIRESTORE_EMULATOR_HOST is set, otherwise
-// Firestore with Application Default Credentials.
+// Open returns a Firestore client: the emulator when EmulatorEnv is set, else Application Default Credentials.
 func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	if o.Project == "" {
 		return nil, fmt.Errorf("open firestore: no project: set --project or GOOGLE_CLOUD_PROJECT")
@@ -48,11 +47,8 @@ func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	}
 	var opts []option.ClientOption
 	if host := os.Getenv(EmulatorEnv); host != "" {
-		// Dial the emulator ourselves so that DialOptions apply; the client would dial it
-		// with its own options otherwise. It still dials its own too (firestore v1.29.2,
-		// newClient), eagerly, before this connection replaces it: one idle connection per
-		// client, which nothing uses or closes and gRPC drops after its idle timeout. Only
-		// against the emulator; tests that count goroutines wait for its handshake.
+		// Dialled here so DialOptions apply. The client still dials its own (firestore v1.29.2, newClient):
+		// one idle connection per client, dropped by gRPC's idle timeout; goroutine-counting tests wait for it.
 		dial := append([]grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(emulatorOwner{}),
@@ -76,8 +72,7 @@ func Open(ctx context.Context, o Options) (*firestore.Client, error) {
 	return c, nil
 }
 
-// emulatorOwner authenticates to the emulator as its owner, which bypasses security rules, as
-// the client library itself does against the emulator.
+// emulatorOwner authenticates as the emulator's owner, bypassing security rules, as the client library does.
 type emulatorOwner struct{}
 
 func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
@@ -86,11 +81,9 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
-// defaultEndpoint is where the client reaches Firestore when no emulator is set.
 const defaultEndpoint = "firestore.googleapis.com:443"
 
-// Endpoint is where Open's client reaches Firestore: the emulator's host:port, or the default
-// endpoint.
+// Endpoint is where Open's client reaches Firestore: the emulator's host:port, or the default.
 func Endpoint() string {
 	if host := os.Getenv(EmulatorEnv); host != "" {
 		return host
@@ -106,10 +99,8 @@ func (o Options) Where() string {
 	return fmt.Sprintf("project %s, database %s", o.Project, cmp.Or(o.Database, firestore.DefaultDatabaseID))
 }
 
-// Ping reads one document, within timeout, to learn that Firestore answers: a process that
-// cannot reach it says so when it starts, naming where it looked (Endpoint, o.Where), instead of
-// failing its first run with a bare "context deadline exceeded". A refusal (credentials, roles,
-// a project or database that does not exist) is told apart from silence.
+// Ping reads one document so a process that cannot reach Firestore says so, and where it looked, when
+// it starts rather than at its first run's bare deadline; a refusal is told apart from silence.
 func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Duration) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl).Round(time.Millisecond))
@@ -131,9 +122,8 @@ func Ping(ctx context.Context, c *firestore.Client, o Options, timeout time.Dura
 	}
 }
 
-// dialDiagnosis tells, for a Firestore that did not answer, a refused or unroutable address
-// from one that accepts connections and then says nothing (or drops them): the client's own
-// error is often only the deadline.
+// dialDiagnosis tells a refused or unroutable address from one that accepts connections and says
+// nothing: the client's own error is often only the deadline.
 func dialDiagnosis(timeout time.Duration) string {
 	conn, err := net.DialTimeout("tcp", Endpoint(), timeout)
 	if err != nil {

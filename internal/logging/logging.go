@@ -1,7 +1,6 @@
 // Package logging builds the slog loggers stalesweep writes with: one JSON object a line, in the
 // field names Cloud Logging reads from a function's stdout (severity, message, time,
-// logging.googleapis.com/trace), so a line lands in Cloud Logging with its level and trace and
-// every other attribute as a queryable jsonPayload field.
+// logging.googleapis.com/trace), every other attribute a queryable jsonPayload field.
 package logging
 
 import (
@@ -86,9 +85,8 @@ var (
 	traceParent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$`)
 )
 
-// TraceAttrs returns the trace attributes of a request, read from its traceparent or
-// X-Cloud-Trace-Context header, for project. It returns nothing when project is empty or the
-// request carries no well-formed trace.
+// TraceAttrs returns the trace attributes of a request, from its traceparent or
+// X-Cloud-Trace-Context header, for project; none without a project or a well-formed trace.
 func TraceAttrs(r *http.Request, project string) []slog.Attr {
 	if project == "" || r == nil {
 		return nil

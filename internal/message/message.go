@@ -1,10 +1,9 @@
 // Package message owns stalesweep's messages: the body of a manual start request, the Pub/Sub
-// push deliveries its event functions receive, and the messages on its topics — each type, its
-// attributes (Attr*), its encoding and its decoding, in one place, so what Dispatch and Sweep
-// write is what Sweep and SyncExecution read. Decoders never panic, read a bounded number of
-// bytes, and reject bad input with a *contract.ValidationError naming the field and the rule;
-// the one plain error is a body that broke off while being read. The fuzz targets
-// (fuzz_test.go) hold each decoder to this.
+// push deliveries, and the messages on its topics — each type, its attributes (Attr*), its
+// encoding and its decoding, so what Dispatch and Sweep write is what Sweep and SyncExecution
+// read. Decoders never panic, read a bounded number of bytes, and reject bad input with a
+// *contract.ValidationError naming the field and the rule (the one plain error is a body that
+// broke off while being read); fuzz_test.go holds them to it.
 package message
 
 import (
@@ -25,18 +24,15 @@ import (
 // MaxBodyBytes bounds a start request or a message's data.
 const MaxBodyBytes = 1 << 20
 
-// Start asks for one workflow run: the seeds' `POST /api/workflows/start` body, and the data of
-// a message on the sweeps topic.
+// Start asks for one workflow run: the seeds' `POST /api/workflows/start` body and a sweep message's data.
 type Start struct {
 	WorkflowType contract.WorkflowType `json:"workflow_type"`
 	InitialData  json.RawMessage       `json:"initial_data,omitempty"`
-	// OverridePause asks the HTTP face to run though the scope is paused
-	// (workflow.Request.OverridePause). Sweep ignores it: no message overrides a pause.
+	// OverridePause asks the HTTP face to run though the scope is paused; Sweep ignores it.
 	OverridePause bool `json:"override_pause,omitempty"`
 }
 
-// DecodeStart reads a Start from r, refusing more than MaxBodyBytes, unknown fields, and
-// anything but one JSON object.
+// DecodeStart reads a Start from r, refusing more than MaxBodyBytes, unknown fields, and all but one JSON object.
 func DecodeStart(r io.Reader) (Start, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
 	if err != nil {
@@ -54,7 +50,6 @@ func ParseStart(raw []byte) (Start, error) {
 	return s, s.check()
 }
 
-// check holds a decoded Start to its rules.
 func (s Start) check() error {
 	if s.WorkflowType == "" {
 		return contract.Invalid("workflow_type", "required", "is required")
@@ -68,12 +63,10 @@ func (s Start) check() error {
 	return nil
 }
 
-// StartRequest is the body of a manual start request (StartWorkflow). dry_run sits beside
-// initial_data because the seeds' initial_data refuse unknown fields; a Start refuses it too, so
-// no published message can preview where a run was meant, or run where a preview was.
+// StartRequest is the body of a manual start request. dry_run sits beside initial_data, which refuses
+// unknown fields, and a Start refuses it too, so no published message previews where a run was meant.
 type StartRequest struct {
 	Start
-	// DryRun previews the run (workflow.Request.DryRun).
 	DryRun bool `json:"dry_run,omitempty"`
 	// OverrideStormGuard is read only to be refused (ErrStormGuardOverride), not left an unknown
 	// field: only an operator at the command (--override-storm-guard) may override the guard.
@@ -177,8 +170,7 @@ type PubSub struct {
 	PublishTime time.Time         `json:"publishTime"`
 }
 
-// pushBody is the body of a google.cloud.pubsub.topic.v1.messagePublished event, and of a raw
-// push request (which adds subscription).
+// pushBody is a messagePublished event's data, and a raw push body (which adds subscription).
 type pushBody struct {
 	Message      *PubSub `json:"message"`
 	Subscription string  `json:"subscription"`
@@ -206,9 +198,8 @@ func ParsePubSub(raw []byte) (PubSub, error) {
 	return *b.Message, nil
 }
 
-// The attributes stalesweep's own messages carry. A tick's are the publisher's (Cloud
-// Scheduler's, or an operator's): only AttrTrigger and AttrActor are read from it, and the
-// actor only as a claim.
+// The attributes stalesweep's own messages carry. Of a tick's, which its publisher writes, only
+// AttrTrigger and AttrActor are read, and the actor only as a claim.
 const (
 	AttrTrigger             = "trigger"               // schedule | manual
 	AttrActor               = "actor"                 // who asked, where known (a claim)
@@ -234,8 +225,7 @@ type SweepAttributes struct {
 	TickID          string // the tick it came from
 }
 
-// EncodeSweep is the message on the sweeps topic that starts one run: s as its data (what
-// ParseStart reads back), and its attributes.
+// EncodeSweep is the message on the sweeps topic that starts one run; ParseStart reads its data.
 func EncodeSweep(s Start, a SweepAttributes) (Outgoing, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -265,8 +255,7 @@ type ContinuationAttributes struct {
 // RosterBuild is AttrRoster's value on the continuations of a tick that is building the roster.
 const RosterBuild = "build"
 
-// EncodeContinuation is the message on the ticks topic that hands the rest of a tick to the next
-// Dispatch invocation: the tick's data, with where to resume in its attributes (Continuation).
+// EncodeContinuation is the message on the ticks topic that hands the rest of a tick on; Continuation reads it.
 func EncodeContinuation(s Start, a ContinuationAttributes) (Outgoing, error) {
 	if a.TickID == "" || a.After == "" {
 		return Outgoing{}, fmt.Errorf("encode tick continuation: the tick id and where to resume are required")
@@ -292,9 +281,7 @@ type Resume struct {
 	Roster string
 }
 
-// Continuation reads a tick message's attributes: a continuation's tick id, resume point and
-// roster attribute, or for a first delivery messageID alone. A continuation without its tick's
-// id, or with a roster attribute other than RosterBuild, is malformed.
+// Continuation reads where a tick message has Dispatch start: a continuation's attributes, or messageID alone.
 func Continuation(attrs map[string]string, messageID string) (Resume, error) {
 	after := attrs[AttrDispatchAfter]
 	if after == "" {
@@ -309,8 +296,7 @@ func Continuation(attrs map[string]string, messageID string) (Resume, error) {
 	return Resume{TickID: attrs[AttrTickID], After: after, Roster: attrs[AttrRoster]}, nil
 }
 
-// EncodeSync is the message on the syncs topic that asks for one row's sync: s as its data
-// (what ParseSync reads back), its run and row as attributes.
+// EncodeSync is the message on the syncs topic that asks for one row's sync (ParseSync reads it).
 func EncodeSync(s Sync) Outgoing {
 	data, _ := json.Marshal(s) // a Sync always encodes: strings, a time, a map decoded from JSON
 	return Outgoing{Data: data, Attributes: map[string]string{
@@ -328,11 +314,10 @@ type Sync struct {
 	Provider            string         `json:"provider"`
 	ProviderRef         map[string]any `json:"provider_ref"`
 	ObservedAt          time.Time      `json:"observed_at"`
-	// IncludeDisabled: workflow.Request.IncludeDisabled. Never on the wire.
+	// IncludeDisabled and OverridePause carry a run's overrides to its inline syncs; never on the
+	// wire, so no message overrides an opt-out or a pause.
 	IncludeDisabled bool `json:"-"`
-	// OverridePause: workflow.Request.OverridePause, for a run's inline syncs. Never on the
-	// wire, so no message overrides a pause.
-	OverridePause bool `json:"-"`
+	OverridePause   bool `json:"-"`
 }
 
 // Validate checks a sync request that came from outside the process, naming the field and rule.
@@ -358,9 +343,8 @@ func (r Sync) Validate() error {
 	return nil
 }
 
-// ParseSync reads the data of a message on the syncs topic by DecodeStart's rules, and validates
-// it: Sweep alone writes the topic, but it is still outside input. On a rejection the request holds
-// whatever was decoded, so the log can name the row.
+// ParseSync reads and validates the data of a message on the syncs topic: Sweep alone writes the
+// topic, but it is still outside input. A rejected request holds what was decoded, for the log.
 func ParseSync(raw []byte) (Sync, error) {
 	var req Sync
 	if err := decodeOne(raw, &req); err != nil {

@@ -22,12 +22,10 @@ const MaxPushBytes = 2 * MaxBodyBytes
 // a longer one is refused rather than carried.
 const MaxIDBytes = 1024
 
-// maxTraceparentBytes bounds a traceparent kept for the logs (a W3C one is 55 bytes); a longer
-// one is dropped, not refused.
+// maxTraceparentBytes bounds a traceparent kept for the logs (a W3C one is 55 bytes); longer is dropped.
 const maxTraceparentBytes = 256
 
-// MessagePublished is the CloudEvent type of a Pub/Sub message published to a topic: the only
-// type an Eventarc Pub/Sub trigger delivers.
+// MessagePublished is the only CloudEvent type an Eventarc Pub/Sub trigger delivers.
 const MessagePublished = "google.cloud.pubsub.topic.v1.messagePublished"
 
 // Shape is how a push delivery arrived.
@@ -35,14 +33,11 @@ type Shape string
 
 // The three shapes of a Pub/Sub push.
 const (
-	// ShapeBinary is a binary-mode CloudEvent, as Eventarc delivers: the attributes in ce-*
-	// headers and the push body ({"message", "subscription"}) as the request body.
+	// ShapeBinary is a binary-mode CloudEvent, as Eventarc delivers: the attributes in ce-* headers.
 	ShapeBinary Shape = "binary"
-	// ShapeStructured is a structured-mode CloudEvent (application/cloudevents+json): one JSON
-	// object with the attributes and the push body under "data".
+	// ShapeStructured is a structured-mode CloudEvent (application/cloudevents+json).
 	ShapeStructured Shape = "structured"
-	// ShapeRaw is a push subscription's own request: the push body and no CloudEvent at all, as
-	// the Pub/Sub emulator delivers.
+	// ShapeRaw is a push subscription's own request, no CloudEvent, as the Pub/Sub emulator delivers.
 	ShapeRaw Shape = "push"
 )
 
@@ -55,11 +50,8 @@ type Push struct {
 	Shape       Shape
 }
 
-// DecodePush reads one Pub/Sub push delivery from r in any of its three shapes (see Shape). It
-// reads at most MaxPushBytes+1 bytes, and none when Content-Length is already larger. The
-// message's id falls back to the event id, and a delivery with neither is refused: the id is what
-// makes a redelivery recognisable. On an error the returned Push holds what could be read (ids,
-// trace context) for the log.
+// DecodePush reads one push delivery in any shape, refusing one without an id, which is what makes a
+// redelivery recognisable. On an error the Push holds what could be read (ids, trace) for the log.
 func DecodePush(r *http.Request) (Push, error) {
 	p := Push{Shape: shapeOf(r.Header)}
 	if p.Shape == ShapeBinary {
@@ -92,10 +84,8 @@ func DecodePush(r *http.Request) (Push, error) {
 	return p, nil
 }
 
-// checkID holds an id to what names a delivery the same way every time it is read: present, at
-// most MaxIDBytes, valid UTF-8 without control characters (the CloudEvents String type). JSON
-// would re-encode invalid UTF-8 as U+FFFD, so such an id would change between a delivery and the
-// message it becomes.
+// checkID refuses an id that is empty, too long, or not UTF-8 without control characters: JSON would
+// re-encode invalid UTF-8 as U+FFFD, so such an id would change between a delivery and its message.
 func checkID(field, id string) error {
 	switch {
 	case id == "":
@@ -108,8 +98,7 @@ func checkID(field, id string) error {
 	return nil
 }
 
-// shapeOf tells the shapes apart as the CloudEvents HTTP binding does: a structured event by its
-// media type, a binary one by its ce-* headers; anything else is a plain push.
+// shapeOf tells the shapes apart as the CloudEvents HTTP binding does: by media type, then ce-* headers.
 func shapeOf(h http.Header) Shape {
 	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil && mt == "application/cloudevents+json" {
 		return ShapeStructured
@@ -120,7 +109,6 @@ func shapeOf(h http.Header) Shape {
 	return ShapeRaw
 }
 
-// traceparent returns the first value that fits a traceparent, or "".
 func traceparent(values ...string) string {
 	for _, v := range values {
 		if v != "" && len(v) <= maxTraceparentBytes {
@@ -152,7 +140,6 @@ func readPush(r *http.Request) ([]byte, error) {
 	return raw, nil
 }
 
-// binary checks a binary-mode event's attributes and reads the push body it carries.
 func (p *Push) binary(h http.Header, raw []byte) error {
 	if err := checkAttributes("ce-", h.Get("Ce-Specversion"), p.EventID, p.EventType); err != nil {
 		return err
@@ -165,7 +152,6 @@ func (p *Push) binary(h http.Header, raw []byte) error {
 	return nil
 }
 
-// structuredEvent is a structured-mode CloudEvent as far as a messagePublished event needs it.
 type structuredEvent struct {
 	SpecVersion string          `json:"specversion"`
 	ID          string          `json:"id"`
@@ -174,7 +160,6 @@ type structuredEvent struct {
 	Data        json.RawMessage `json:"data"`
 }
 
-// structured reads a structured-mode event and the push body under its "data".
 func (p *Push) structured(raw []byte) error {
 	var e structuredEvent
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -215,8 +200,7 @@ func (p *Push) raw(raw []byte) error {
 	return nil
 }
 
-// checkAttributes holds a CloudEvent to what an Eventarc Pub/Sub trigger sends: spec version
-// 1.0, an id, and the messagePublished type. prefix is "ce-" for headers.
+// checkAttributes holds a CloudEvent to what an Eventarc Pub/Sub trigger sends; prefix is "ce-" for headers.
 func checkAttributes(prefix, specVersion, id, typ string) error {
 	if specVersion != "1.0" {
 		return contract.Invalid(prefix+"specversion", "const", "must be 1.0, not %q", clip(specVersion))
@@ -230,7 +214,6 @@ func checkAttributes(prefix, specVersion, id, typ string) error {
 	return nil
 }
 
-// within prefixes every field a validation error names with parent.
 func within(parent string, err error) error {
 	var ve *contract.ValidationError
 	if !errors.As(err, &ve) {

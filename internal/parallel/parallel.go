@@ -2,9 +2,7 @@
 //
 // Rows are taken in a random order: concurrent runs over the same rows (two sweeps whose guards
 // overlapped, a redelivered message) then meet on different rows instead of marching through the
-// same list in step, where every transaction of one would wait on a lock held by another. A row
-// whose work failed for a reason worth retrying is tried once more, alone, after the pool has
-// drained, while the context lasts.
+// same list in step, where every transaction of one would wait on a lock held by another.
 package parallel
 
 import (
@@ -13,9 +11,8 @@ import (
 	"sync"
 )
 
-// ForEach calls f(i) for every i in [0, n), at most limit at a time, in a random order, then
-// once more, alone, for each i whose call asked to retry, unless ctx is done. f must be safe to
-// call twice for the same i.
+// ForEach calls f(i) for every i in [0, n), at most limit at a time, then once more for each i
+// whose call asked to retry, unless ctx is done; f must be safe to call twice for the same i.
 func ForEach(ctx context.Context, n, limit int, f func(i int) (retry bool)) {
 	order := rand.Perm(n)
 	again := make([]bool, n)

@@ -34,8 +34,7 @@ type Tick struct {
 	// ClaimedActor is who the tick says sent it, carried on to the sweep messages as a claim.
 	Actor        string
 	ClaimedActor string
-	// TickID is the tick message's id, which the runs' uuids derive from (RunUUID). A
-	// continuation carries its tick's id.
+	// TickID is the tick message's id, from which the runs' uuids derive (RunUUID).
 	TickID string
 	// After, on a continuation, is the organization the previous invocation stopped after.
 	After string
@@ -50,25 +49,19 @@ const (
 	ProbeConcurrencyDefault = 16
 	ListMaxDefault          = 10000
 	BudgetDefault           = 60 * time.Second
-	// RosterMaxAgeDefault is how long a roster is read before a tick rebuilds it
-	// (DispatcherOptions.Roster).
+	// RosterMaxAgeDefault is how long a roster is read before a tick rebuilds it.
 	RosterMaxAgeDefault = 10 * time.Minute
-	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by
-	// rosterstore.RosterOrphanAge at least.
+	// RosterMaxAgeMax bounds RosterMaxAge: a roster's shards outlive it by rosterstore.RosterOrphanAge at least.
 	RosterMaxAgeMax = 6 * time.Hour
 )
 
 // DispatchConfig bounds one dispatch invocation. Zero values take the defaults.
 type DispatchConfig struct {
 	PageSize int // organizations read per query
-	// ShardScopes is how many scopes one invocation enumerates before it hands the rest of the
-	// tick on (DispatcherOptions.TicksTopic), so that a tick has no cap and an invocation is
-	// bounded in time and memory.
-	ShardScopes int
-	// ProbeConcurrency is how many probes run at once.
+	// ShardScopes is how many scopes one invocation enumerates before handing the rest of the tick on.
+	ShardScopes      int
 	ProbeConcurrency int
-	// ListMax bounds the lists that have no cursor: the queues of the fleet, the runner groups
-	// of one organization. Reaching it is reported as Capped.
+	// ListMax bounds the lists that have no cursor (queues, an organization's runner groups): see Capped.
 	ListMax int
 	Budget  time.Duration // one invocation
 }
@@ -97,8 +90,7 @@ type Report struct {
 	OutOfBudget    bool   `json:"out_of_budget"`
 }
 
-// Workflows are the workflows a dispatcher dispatches: their declared scopes and the rules the
-// scheduled path applies. *workflow.Engine is one.
+// Workflows are the workflows a dispatcher dispatches; *workflow.Engine is one.
 type Workflows interface {
 	Definition(t contract.WorkflowType) (workflow.Definition, bool)
 }
@@ -135,35 +127,19 @@ type DispatcherOptions struct {
 	Log         *slog.Logger
 	Config      DispatchConfig
 
-	// ListQueues is how queue-scoped workflows (pm.sweep) enumerate their scopes.
 	ListQueues func(ctx context.Context, limit int) ([]string, error)
-	// ListGroups is how runner-group-scoped workflows (runner.workspace-lease-settle) enumerate
-	// the groups of an organization.
 	ListGroups func(ctx context.Context, org string, limit int) ([]string, error)
-	// Probe turns probes on: before publishing a scope's sweep, the dispatcher asks the
-	// workflow's Probe whether the scope has work, at the time Probe gives (read once per
-	// invocation), and publishes nothing for a quiet one. A probe that fails publishes the
-	// sweep: a probe never hides work.
+	// Probe turns probes on, at the time it gives (read once per invocation); a probe that fails
+	// publishes the sweep: a probe never hides work.
 	Probe firestoreconn.Clock
-	// TicksTopic lets one invocation hand the rest of a tick on: after ShardScopes scopes, or
-	// with a quarter of its budget left, it publishes a continuation of the tick to TicksTopic —
-	// the same tick, its id, and the organization to resume after — and stops.
+	// TicksTopic lets an invocation hand the rest of a large tick on as a continuation.
 	TicksTopic string
-	// Roster has ticks read the organizations from the roster — a few documents for the whole
-	// fleet — instead of listing every organizations document, while the roster is younger than
-	// RosterMaxAge (0: RosterMaxAgeDefault; at most RosterMaxAgeMax). A tick that finds it
-	// older, or none, lists the organizations and writes what it listed as the next roster. An
-	// organization that enables sweeps is therefore swept from the next rebuild, within
-	// RosterMaxAge and a tick; one that opts out is refused by its sweep and by every settling
-	// transaction, whatever the roster says.
+	// Roster has ticks read the organizations from the roster while it is younger than RosterMaxAge; an
+	// organization that opts out is refused by its sweep and every settling transaction, whatever it says.
 	Roster       *rosterstore.Store
 	RosterMaxAge time.Duration
-	// Pauses has each invocation read its workflow's pauses once (at most
-	// pausestore.PauseListMax) and publish nothing for a paused scope, nor anything at all under a
-	// fleet-wide pause. It is the cheap half: the engine checks the pause again when each run
-	// starts, and every settling transaction of the execution syncs checks it again, so a pause
-	// this read missed (one past the list's bound, one taken after the read, a read that
-	// failed) still stops the run.
+	// Pauses has each invocation skip the scopes its workflow is paused on: the cheap half, since each
+	// run's start and every settling transaction check again, so a pause this read missed still stops it.
 	Pauses PauseLister
 }
 
@@ -182,15 +158,12 @@ func NewDispatcher(o DispatcherOptions) *Dispatcher {
 	}
 }
 
-// page is one page of a tick's scopes, and the organization to resume after ("" when it was
-// the last page).
+// page is one page of a tick's scopes, and the organization to resume after ("" on the last).
 type page func(ctx context.Context, after string) (scopes []workflow.ScopeValues, next string, err error)
 
-// Dispatch publishes one sweep message per scope of the tick's workflow that has work (every
-// scope, without probes). An invalid tick is a *contract.ValidationError and publishes
-// nothing. It returns an error, with the report, when enumeration failed or any message could
-// not be published: the tick is then worth delivering again, and the runs it already started
-// are skipped as duplicates.
+// Dispatch publishes one sweep message per scope of the tick's workflow that has work. An invalid
+// tick (*contract.ValidationError) publishes nothing; a failed enumeration or publish returns an
+// error, so the tick is delivered again (its started runs are skipped).
 func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	rep := Report{WorkflowType: string(tick.WorkflowType), TickID: tick.TickID}
 	def, defaults, explicit, err := d.validate(tick)
@@ -202,8 +175,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	defer cancel()
 	started := time.Now()
 
-	// A tick naming an organization that opted out publishes nothing: the opt-out holds
-	// whatever a message names.
+	// A tick naming an organization that opted out publishes nothing, whatever a message names.
 	if org := explicitOrg(kind, defaults); org != "" {
 		ok, err := d.orgs.Enabled(ctx, org)
 		if err != nil {
@@ -272,7 +244,6 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 	return rep, nil
 }
 
-// pager is how a tick's scopes are enumerated, page by page.
 func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[string]json.RawMessage, explicit string, orgs *organizations, rep *Report) (page, error) {
 	one := func(scopes ...workflow.ScopeValues) page {
 		return func(context.Context, string) ([]workflow.ScopeValues, string, error) { return scopes, "", nil }
@@ -322,7 +293,6 @@ func (d *Dispatcher) pager(tick Tick, kind contract.ScopeKind, defaults map[stri
 	return nil, contract.Invalid("workflow_type", "enum", "dispatching %s scopes (%s) is not available in this build", kind, tick.WorkflowType)
 }
 
-// enabled is one page (as page) of enabled organizations.
 func (d *Dispatcher) enabled(ctx context.Context, after string) ([]string, string, error) {
 	ids, err := d.orgs.ListEnabled(ctx, after, d.cfg.PageSize)
 	if err != nil || len(ids) < d.cfg.PageSize {
@@ -331,7 +301,6 @@ func (d *Dispatcher) enabled(ctx context.Context, after string) ([]string, strin
 	return ids, ids[len(ids)-1], nil
 }
 
-// groupsOf lists the runner groups of each organization as scopes.
 func (d *Dispatcher) groupsOf(ctx context.Context, orgs []string, tick Tick, rep *Report) ([]workflow.ScopeValues, error) {
 	var scopes []workflow.ScopeValues
 	for _, org := range orgs {
@@ -450,8 +419,7 @@ func (d *Dispatcher) now(ctx context.Context, tick Tick) (time.Time, bool) {
 	return now, true
 }
 
-// paused is the workflow's pauses that hold now, read once per invocation; none when pauses are
-// off or the read failed (each run's start checks again).
+// paused is the workflow's pauses that hold now; none when off or unread, since each run's start checks again.
 func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clocked bool) []pausestore.Pause {
 	if d.pauses == nil {
 		return nil
@@ -483,7 +451,6 @@ func pauseTime(now time.Time, clocked bool) time.Time {
 	return now
 }
 
-// unpaused drops the scopes a pause covers, counting them.
 func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused []pausestore.Pause, rep *Report) []workflow.ScopeValues {
 	if len(paused) == 0 {
 		return scopes
@@ -508,7 +475,6 @@ func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused [
 	return out
 }
 
-// continueAfter hands the rest of the tick on to the ticks topic, still building the roster if building.
 func (d *Dispatcher) continueAfter(ctx context.Context, tick Tick, after string, building bool) error {
 	attrs := message.ContinuationAttributes{Trigger: cmp.Or(tick.Trigger, "schedule"), ClaimedActor: tick.ClaimedActor, TickID: tick.TickID, After: after}
 	if building {
@@ -531,8 +497,7 @@ func explicitOrg(kind contract.ScopeKind, defaults map[string]json.RawMessage) s
 	return org
 }
 
-// validate checks the tick and returns its workflow, its defaults as an object, and the scope
-// it names explicitly ("" when it names none).
+// validate checks the tick and returns its workflow, its defaults, and the scope it names ("" if none).
 func (d *Dispatcher) validate(tick Tick) (workflow.Definition, map[string]json.RawMessage, string, error) {
 	def, ok := d.workflows.Definition(tick.WorkflowType)
 	if !ok {
@@ -571,7 +536,6 @@ func (d *Dispatcher) validate(tick Tick) (workflow.Definition, map[string]json.R
 	return def, defaults, explicit, nil
 }
 
-// values makes each id a one-field scope.
 func values(ids []string) []workflow.ScopeValues {
 	out := make([]workflow.ScopeValues, len(ids))
 	for i, id := range ids {
@@ -580,7 +544,6 @@ func values(ids []string) []workflow.ScopeValues {
 	return out
 }
 
-// sweepMessage builds the sweep message of one scope (scopeInput, RunUUID).
 func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) (message.Outgoing, error) {
 	return message.EncodeSweep(message.Start{WorkflowType: tick.WorkflowType, InitialData: scopeInput(defaults, fields, scope)}, message.SweepAttributes{
 		Trigger:         cmp.Or(tick.Trigger, "schedule"),
@@ -590,7 +553,6 @@ func (d *Dispatcher) sweepMessage(tick Tick, defaults map[string]json.RawMessage
 	})
 }
 
-// scopeInput is one scope's initial data: the tick's defaults with the scope's fields set.
 func scopeInput(defaults map[string]json.RawMessage, fields []string, scope workflow.ScopeValues) json.RawMessage {
 	data := map[string]json.RawMessage{}
 	for k, v := range defaults {
@@ -603,11 +565,9 @@ func scopeInput(defaults map[string]json.RawMessage, fields []string, scope work
 	return out
 }
 
-// runNamespace is the UUID namespace of the runs a tick starts.
 var runNamespace = uuid.MustParse("6f1d3c2e-8a44-4f7e-9a53-51b0e6c2d7a1")
 
-// RunUUID is the uuid of the run a tick starts on a scope: the same for every delivery of the
-// same tick, different for every other tick. Without a tick id it is random.
+// RunUUID is the uuid of the run a tick starts on a scope: the same for every delivery of one tick (random without one).
 func RunUUID(tickID string, t contract.WorkflowType, scope string) string {
 	if tickID == "" {
 		return uuid.NewString()

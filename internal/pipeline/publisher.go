@@ -6,10 +6,9 @@
 //	    ─▶ Sweep (one run) ─one per stale row─▶ stalesweep-syncs ─▶ SyncExecution
 //
 // What holds:
-//   - Every step is idempotent by the state it reads, never by message id alone: a sweep
-//     message carries a workflow_run_uuid derived from the tick's message id, the workflow type
-//     and the scope, so a redelivered tick or sweep message names a run that already exists and
-//     is skipped; a redelivered sync message finds its receipt and writes nothing.
+//   - Every step is idempotent by the state it reads, never by message id alone: a sweep's
+//     workflow_run_uuid derives from the tick's id, the workflow type and the scope (RunUUID), so
+//     a redelivered tick or sweep names a run that exists; a redelivered sync finds its receipt.
 //   - Enumeration is paged and bounded; publishing is batched, bounded in flight, and each batch
 //     waits for Pub/Sub's acknowledgement, which is what "published" means.
 package pipeline
@@ -52,8 +51,7 @@ type Result struct {
 	Err error
 }
 
-// Publisher publishes batches and waits for each message's acknowledgement. *TopicPublisher has it;
-// tests may substitute their own.
+// Publisher publishes batches and waits for each message's acknowledgement (*TopicPublisher).
 type Publisher interface {
 	PublishBatch(ctx context.Context, topic string, msgs []message.Outgoing) []Result
 }
@@ -131,8 +129,7 @@ func (p *TopicPublisher) Stop() {
 	clear(p.pubs)
 }
 
-// SyncStarter is the pipeline's executionsync.Starter: it publishes one message per candidate
-// to the syncs topic. A candidate is started once Pub/Sub acknowledged its message.
+// SyncStarter is the pipeline's executionsync.Starter: a candidate is started once Pub/Sub acknowledged its message.
 type SyncStarter struct {
 	Publisher Publisher
 	Topic     string

@@ -10,8 +10,7 @@ import (
 )
 
 // organizations is where one Dispatch invocation takes the enabled organizations from: the
-// roster while it is fresh, else the organizations documents themselves — and then, on a tick
-// that started that way, it keeps what it listed to write as the next roster.
+// roster while it is fresh, else the organizations documents, kept to write as the next roster.
 type organizations struct {
 	d       *Dispatcher
 	tick    Tick
@@ -29,9 +28,8 @@ func (d *Dispatcher) organizations(tick Tick, now time.Time, clocked bool, rep *
 	return &organizations{d: d, tick: tick, now: now, clocked: clocked, rep: rep}
 }
 
-// decide decides, on the first page, where the tick's organizations come from. A tick building
-// the roster goes on building it; any other reads the roster when it is fresh; the first
-// invocation of a tick that finds it stale, or none, builds the next.
+// decide decides, on the first page, where the tick's organizations come from; only the first
+// invocation of a tick that finds the roster stale, or none, builds the next.
 func (o *organizations) decide(ctx context.Context) {
 	d := o.d
 	o.mode = "list"
@@ -52,8 +50,7 @@ func (o *organizations) decide(ctx context.Context) {
 	}
 }
 
-// page is one page of enabled organizations after `after`, and where the next starts ("" at the
-// end). A roster found gone mid-tick is left for the listing.
+// page is one page of enabled organizations after `after` ("" at the end); a roster gone mid-tick falls back to listing.
 func (o *organizations) page(ctx context.Context, after string) ([]string, string, error) {
 	if o.mode == "" {
 		o.decide(ctx)
@@ -77,9 +74,8 @@ func (o *organizations) page(ctx context.Context, after string) ([]string, strin
 	return ids, next, err
 }
 
-// save writes what a building invocation listed as shards of the tick's roster, once; whether
-// the tick goes on building (false when nothing is being built or the write failed: the roster
-// is a saving, never a reason to fail a tick).
+// save writes what a building invocation listed as shards, once, and says whether the tick goes
+// on building: a failed write stops it, since the roster is a saving, never a reason to fail a tick.
 func (o *organizations) save(ctx context.Context) bool {
 	if o.mode != "build" {
 		return false

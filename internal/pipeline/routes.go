@@ -5,9 +5,7 @@ type Route struct {
 	Topic, Subscription, Target string
 }
 
-// Routes returns which function target each topic of topics is delivered to: ticks →
-// Dispatch, sweeps → Sweep, syncs → SyncExecution. The local pipeline builds it; the Terraform
-// checks hold the module to it.
+// Routes returns which function target each topic is delivered to; the Terraform checks hold the module to it.
 func Routes(topics Topics) []Route {
 	topics = topics.WithDefaults()
 	return []Route{

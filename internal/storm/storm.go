@@ -1,16 +1,10 @@
-// Package storm is the guard of the workflows that settle rows on age alone
-// (platform.extension.runs.sweep, pm.sweep, and runner.workspace-lease-settle for holders it
-// cannot resolve). Age is evidence of death only while the writers can write: a fleet-wide
-// stall — Firestore or the network, not the workers — makes every row look dead at once, and
-// settling on age then evicts live workers by the thousand. So before a run settles anything on
-// age, it counts the rows it would settle that way and the scope's live rows; when the first is
-// more than Fraction of the second (and more than MinRows, so small scopes are not held to a
-// percentage), the run settles none of them, fails with reason storm_guard and logs at ERROR.
-// An operator who has checked that the workers really are gone overrides it from the command.
-//
-// Verdicts an executor or a record confirms (a Cloud Run execution's terminal state, a
-// Kubernetes Job's conditions, a lease holder's terminal instance status) are not age alone:
-// they are neither counted nor held back.
+// Package storm is the guard of the workflows that settle rows on age alone. Age is evidence of
+// death only while the writers can write: a stall of Firestore or the network makes every row
+// look dead at once, and settling on age then evicts live workers by the thousand. So before a
+// run settles anything on age, it counts those rows against the scope's live ones; above Fraction
+// of them (and MinRows, so small scopes are not held to a percentage) it settles none and fails
+// with reason storm_guard. Verdicts an executor or a record confirms are not age alone: they are
+// neither counted nor held back. docs/operations.md (The storm guard) has the override.
 package storm
 
 import (
@@ -35,8 +29,7 @@ var ErrTripped = errors.New("storm guard")
 
 // Config sets the guard. Zero values take the defaults.
 type Config struct {
-	// Fraction of a scope's live rows one run may settle on age alone. 1 turns the guard off
-	// (a run can never settle more rows than are live).
+	// Fraction of a scope's live rows one run may settle on age alone; 1 turns the guard off.
 	Fraction float64
 	// MinRows a run may always settle on age alone, whatever the fraction.
 	MinRows int64

@@ -10,15 +10,12 @@ import (
 )
 
 // StoreBreakerThreshold is how many row transactions in a row may fail for the store's reason
-// (Unavailable, DeadlineExceeded, a deadline) before the run stops: the store is down, and every
-// further row would wait its whole timeout until the budget is spent.
+// before the run stops: the store is down, and every further row would wait out its timeout.
 const StoreBreakerThreshold = 5
 
-// ErrStoreUnavailable is the cause a run's body context is cancelled with when the store breaker
-// trips; the run fails with failure_reason store_unavailable.
+// ErrStoreUnavailable is the cause a run's body context is cancelled with when the breaker trips.
 var ErrStoreUnavailable = errors.New("the store failed too many row transactions in a row")
 
-// storeBreaker trips at StoreBreakerThreshold consecutive store failures, cancelling the body.
 type storeBreaker struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
@@ -27,9 +24,8 @@ type storeBreaker struct {
 
 type breakerKey struct{}
 
-// NoteRow tells the run whose body context ctx is how one row's transaction ended (err nil for
-// one that committed or decided to write nothing). Every workflow that settles rows calls it for
-// each row it tried; outside a run (a test calling a body directly) it does nothing.
+// NoteRow tells the run whose body context ctx is how one row's transaction ended (nil for a
+// commit or a decision to write nothing). Outside a run it does nothing.
 func NoteRow(ctx context.Context, err error) {
 	b, _ := ctx.Value(breakerKey{}).(*storeBreaker)
 	if b == nil || ctx.Err() != nil {
@@ -47,13 +43,11 @@ func NoteRow(ctx context.Context, err error) {
 	}
 }
 
-// withBreaker returns ctx carrying a breaker that cancels it.
 func withBreaker(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
 	return context.WithValue(ctx, breakerKey{}, &storeBreaker{cancel: cancel})
 }
 
-// storeFailure reports whether a row transaction failed for the store's reason rather than the
-// row's (contention, a refusal, a decision).
+// storeFailure reports whether a row transaction failed for the store's reason, not the row's.
 func storeFailure(err error) bool {
 	if err == nil {
 		return false

@@ -11,9 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 )
 
-// Declaration is one workflow type as the rest of stalesweep sees it, declared in the workflow's
-// own package. Its input schema is contract's; a floor the scheduled path applies is its
-// Definition's Check.
+// Declaration is one workflow type as the rest of stalesweep sees it.
 type Declaration struct {
 	Type  contract.WorkflowType
 	Scope Scope
@@ -72,12 +70,10 @@ func (s Scope) Values(input json.RawMessage) ScopeValues {
 // Key names the scope a validated input covers (ScopeValues.Key).
 func (s Scope) Key(input json.RawMessage) string { return s.Values(input).Key() }
 
-// ScopeValues name one scope: the values of its workflow's scope fields, in order (an
-// organization; an organization and a runner group; a queue); none for the fleet.
+// ScopeValues name one scope: its workflow's scope field values, in order; none for the fleet.
 type ScopeValues []string
 
-// Key is the one form a scope is named in (guard keys, run records, a tick's run uuids): the
-// values joined by "/", or "fleet".
+// Key is the one form a scope is named in: the values joined by "/", or "fleet".
 func (v ScopeValues) Key() string {
 	if len(v) == 0 {
 		return "fleet"
@@ -85,8 +81,7 @@ func (v ScopeValues) Key() string {
 	return strings.Join(v, "/")
 }
 
-// Organization returns the organization a validated input is scoped to, when the scope is an
-// organization or one of its runner groups.
+// Organization returns the organization a validated input is scoped to, if any.
 func (s Scope) Organization(input json.RawMessage) (string, bool) {
 	if !slices.Contains(s.Names(), orgField.Name) {
 		return "", false

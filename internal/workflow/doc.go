@@ -8,27 +8,17 @@
 //	atomic (seed 004):        pending --execute--> completed
 //	any state --fail--> failed
 //
-// The engine auto-advances through every state before the last but one, runs the body in that
-// state (reconciling, or pending), and moves to the final state with the body's output, or to
-// failed with the failure fields (failure_reason, failure_type, failed_step, failed_layer,
-// failed_at_state, failed_action, error, error_type).
-//
 // What holds:
-//   - Invalid input writes nothing: no record, no row. The caller gets a *contract.ValidationError
-//     naming the field and the rule.
+//   - Invalid input writes nothing: no record, no row.
 //   - Every run that starts has exactly one record, and every transition is checked against the
 //     record's current state inside a transaction, so a record never moves backwards or out of a
 //     terminal state.
-//   - The final transition is written even when the body ran out of its budget or the caller's
-//     context ended: it uses a detached context with its own timeout.
-//   - A run's guard lives as long as its record is open and the run is alive: taken with the
-//     record (a GuardLease), renewed every third of a lease while the body works (never past
-//     GuardTTL from its acquisition), and deleted only by the transaction that ends the record.
-//     A run whose process died, or whose final write failed, leaves both; one lease later the
-//     next run of the scope takes the guard over and ends the record failed / run_abandoned.
-//   - A write whose answer was lost is read back, not guessed: an ended record is the outcome,
-//     and a start whose record and guard are this run's started.
-//   - A run whose store fails StoreBreakerThreshold row transactions in a row stops at once
-//     (store_unavailable), its rows in flight cancelled; each row's transaction writes all or
-//     nothing.
+//   - The final transition is written under a detached context with its own timeout, even when
+//     the body's budget or the caller's context ended.
+//   - A run's guard is deleted only by the transaction that ends its record. A run that died
+//     leaves both; one lease later the next run of the scope takes the guard over and ends the
+//     record failed / run_abandoned (docs/data-model.md has the lease).
+//   - A write whose answer was lost is read back, not guessed.
+//   - StoreBreakerThreshold row transactions failing in a row stop the run (store_unavailable);
+//     each row's transaction writes all or nothing.
 package workflow

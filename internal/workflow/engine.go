@@ -38,7 +38,7 @@ const (
 	StateFailed    = "failed"
 )
 
-// StateReconciling is the state a Linear run does its work in (an execution sync publishes in it).
+// StateReconciling is the state a Linear run does its work in.
 const StateReconciling = "reconciling"
 
 // State is one state of a workflow's machine and the action that leaves it.
@@ -55,28 +55,21 @@ var Atomic = []State{{"pending", "execute"}, {StateCompleted, ""}}
 
 // Run is what a workflow body gets.
 type Run struct {
-	UUID    string
-	Type    contract.WorkflowType
-	Input   json.RawMessage // validated, defaults applied
-	Trigger Trigger
-	Actor   string
-	Logger  *slog.Logger // carries the run's ids
-	// Overrides: Request.Overrides; the per-row transactions skip the checks they override.
+	UUID      string
+	Type      contract.WorkflowType
+	Input     json.RawMessage // validated, defaults applied
+	Trigger   Trigger
+	Actor     string
+	Logger    *slog.Logger // carries the run's ids
 	Overrides Overrides
-	// DryRun: Request.DryRun; the body runs as usual and writes nothing.
-	DryRun bool
+	DryRun    bool
 }
 
-// Overrides are the guards an operator may ask one run to pass. Each is allowed only from some
-// triggers, checked once when the run starts (Check).
+// Overrides are the guards an operator may ask one run to pass, each allowed only from some triggers.
 type Overrides struct {
-	// Storm lets the run past the storm guard. The command only.
-	Storm bool
-	// OptOut lets the run sweep an organization that opted out. The command only.
+	Storm  bool
 	OptOut bool
-	// Pause runs the workflow though it is paused on the scope. The command and the HTTP face
-	// (override_pause) only.
-	Pause bool
+	Pause  bool
 }
 
 // Check refuses an override the trigger may not ask for (contract.CodeForbidden).
@@ -109,15 +102,12 @@ type Definition struct {
 	States []State
 	// Envelope lists the record fields the seed's output echoes; no other record field reaches it.
 	Envelope []string
-	// Check, when set, adds rules beyond the schema that depend on the trigger or on what
-	// exists; a *contract.ValidationError from it refuses the run before anything is written.
+	// Check, when set, refuses a run on rules beyond the schema before anything is written.
 	Check func(ctx context.Context, input json.RawMessage, trigger Trigger) error
-	// Scheduled, when set, is a pure rule (a floor) every path but the command applies, so
-	// Dispatch can refuse a tick before publishing. Check applies it too.
+	// Scheduled, when set, is a pure floor every path but the command applies, Dispatch included.
 	Scheduled func(input json.RawMessage) error
-	// Probe, when set, says which scopes (at most ProbeBatch) have work at now, Firestore's
-	// clock, so Dispatch publishes nothing for a quiet one. It never writes, and must say yes
-	// whenever the run could settle something.
+	// Probe, when set, says which scopes have work at now (Firestore's clock) without writing;
+	// it must say yes whenever the run could settle something.
 	Probe func(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error)
 	// ProbeBatch is how many scopes one Probe call takes; 0 is one.
 	ProbeBatch int
@@ -129,14 +119,12 @@ type Request struct {
 	Type        contract.WorkflowType
 	InitialData json.RawMessage
 	Trigger     Trigger
-	// Actor is who started the run, from something verified (token, subscription, local user).
-	Actor string
-	// ClaimedActor is who the request says started it, unverified; recorded apart from Actor.
+	// Actor is who started the run, verified (token, subscription, local user); ClaimedActor is
+	// who the request says started it, unverified and recorded apart.
+	Actor        string
 	ClaimedActor string
 	// RunUUID names the run; empty means a new random one.
-	RunUUID string
-	// Overrides are the guards the run is asked to pass; one its trigger may not ask for is
-	// forbidden.
+	RunUUID   string
 	Overrides Overrides
 	// DryRun previews the run: the body writes nothing, and no record or guard is taken.
 	DryRun bool
@@ -185,8 +173,8 @@ const RecordTimeout = 15 * time.Second
 // Options configures an engine.
 type Options struct {
 	Runs *runstore.Store
-	// Guards, when set, keeps two runs of one workflow on one scope from overlapping (see the
-	// package doc). GuardTTL must outlast the run's budget; GuardLease is GuardLeaseDefault when zero.
+	// Guards, when set, keeps runs of one workflow on one scope from overlapping; GuardTTL must
+	// outlast the run's budget.
 	Guards     *runstore.GuardStore
 	GuardTTL   time.Duration
 	GuardLease time.Duration
@@ -195,8 +183,7 @@ type Options struct {
 	// Retention decides when run records and guards expire; zero durations take the defaults.
 	Retention ledger.Retention
 	// Pauses, when set, refuses a run whose workflow is paused on its scope, unless overridden.
-	Pauses Pauses
-	// RecordTimeout overrides RecordTimeout when set.
+	Pauses        Pauses
 	RecordTimeout time.Duration
 	Now           func() time.Time
 	Log           *slog.Logger
@@ -208,9 +195,7 @@ const GuardLeaseDefault = 30 * time.Second
 // ErrDuplicateRun means the run uuid has already started (a redelivered message).
 var ErrDuplicateRun = errors.New("this run has already started")
 
-// ErrOrganizationDisabled says an organization has opted out of sweeps: its organizations
-// document is missing or its sweeps_enabled is not true. No scheduled, Pub/Sub or HTTP path
-// touches its rows; only the operator's own command, told to (--include-disabled), does.
+// ErrOrganizationDisabled says an organization has opted out of sweeps; only --include-disabled overrides it.
 var ErrOrganizationDisabled = errors.New("the organization has sweeps disabled")
 
 // NewEngine returns an engine running defs.
@@ -253,12 +238,9 @@ func (e *Engine) Validate(ctx context.Context, req Request) (Definition, json.Ra
 	return def, input, nil
 }
 
-// Start runs one workflow run to its end. It writes nothing and returns an error when the
-// request is invalid (*contract.ValidationError), the scope is held (CodeConflict wrapping
-// runstore.ErrGuardHeld), the run uuid has already started (CodeConflict wrapping
-// ErrDuplicateRun), the scope is paused and not overridden (CodeConflict; match
-// runstore.ErrPaused), or the record cannot be created. A run that starts and fails returns
-// an Outcome with Status failed and Err set.
+// Start runs one workflow run to its end; a run that starts and fails is an Outcome with Status
+// failed, not an error. A refused request writes nothing and returns a *contract.ValidationError,
+// or CodeConflict wrapping runstore.ErrGuardHeld, ErrDuplicateRun or runstore.ErrPaused.
 func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	def, input, err := e.Validate(ctx, req)
 	if err != nil {
@@ -291,8 +273,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	log := e.log.With("workflow_type", string(def.Type), "workflow_run_uuid", runUUID, "trigger", string(req.Trigger))
 	// Firestore keeps microseconds: the record read back must say the same time.
 	initiated := e.now().UTC().Truncate(time.Microsecond)
-	// The states before the body's are auto-advanced: the record is created in the last of them,
-	// its history listing each, so starting a run costs one commit rather than one per state.
+	// Created in the body's state, the earlier ones in its history: one commit, not one per state.
 	state := len(def.States) - 2
 	history := make([]runstore.StateEntry, 0, state+1)
 	for _, s := range def.States[:state+1] {
@@ -334,8 +315,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 	bodyCtx = withBreaker(bodyCtx, cancelBody)
 	stopRenewing := guard.renew(bodyCtx, cancelBody)
 	res, bodyErr := e.runBody(bodyCtx, def.Body, run)
-	// Renewal stops before the final write: if that write fails, the guard's lease runs out and
-	// the next run closes the record.
+	// Renewal stops before the final write: if that write fails, the lease runs out and the next
+	// run closes the record.
 	stopRenewing()
 	switch cause := context.Cause(bodyCtx); {
 	case errors.Is(cause, ErrStoreUnavailable):
@@ -378,8 +359,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		return e.runs.TransitionRun(ctx, runUUID, from, out.Status, at, upd)
 	})
 	if err != nil {
-		// The commit may have landed (its answer lost), or another writer may have ended the
-		// record (a run that took the guard over, an operator): the record says how the run ended.
+		// The commit may have landed, or another writer ended the record: it says how the run ended.
 		if ended, ok := e.readBackEnd(ctx, runUUID); ok {
 			if ended.Status != out.Status {
 				log.Warn("the run's record was ended by another writer", "status", ended.Status, "error", err.Error())
@@ -445,7 +425,6 @@ func (e *Engine) preview(ctx context.Context, def Definition, input json.RawMess
 	return out
 }
 
-// heldGuard is the guard a run took, if any.
 type heldGuard struct {
 	e        *Engine
 	log      *slog.Logger
@@ -454,8 +433,7 @@ type heldGuard struct {
 	acquired time.Time
 }
 
-// renew renews the guard while the body works (see the package doc), cancelling the body with
-// the *runstore.GuardLostError when the guard is lost. stop ends the renewal and waits for it.
+// renew renews the guard while the body works, cancelling the body when the guard is lost.
 func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFunc) (stop func()) {
 	if g.key == "" {
 		return func() {}
@@ -496,9 +474,8 @@ func (g *heldGuard) renew(ctx context.Context, cancelBody context.CancelCauseFun
 	return func() { cancel(); <-done }
 }
 
-// start creates the run's record and takes its scope's guard in one transaction, closing the
-// record of a run whose guard expired. With checkPauses it reads the pauses again, so a pause
-// taken after Start's check still refuses the run.
+// start creates the record and takes the guard in one transaction, closing the record of a run whose
+// guard expired; checkPauses re-reads the pauses there, so a pause taken after Start's check refuses too.
 func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessage, rec runstore.RunRecord, log *slog.Logger, checkPauses bool) (*heldGuard, error) {
 	runUUID := rec.WorkflowRunUUID
 	held := &heldGuard{e: e, log: log, runUUID: runUUID, acquired: e.now().UTC()}
@@ -524,8 +501,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	var paused *runstore.PausedError
 	if err != nil && firestoreconn.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
-			// The commit landed and its answer was lost; the client's retry then failed (the
-			// transaction closed). The run started.
+			// The commit landed and its answer was lost: the run started.
 			log.Warn("the start's commit was answered with an error but landed: the run goes on", "error", err.Error())
 			err, expired = nil, nil
 			if g != nil && g.TookOver != "" {
@@ -590,8 +566,6 @@ func (e *Engine) startedAfterAll(ctx context.Context, rec runstore.RunRecord, gu
 	return g, guardKey == "" || (g != nil && g.WorkflowRunUUID == rec.WorkflowRunUUID)
 }
 
-// checkOptOut refuses, forbidden wrapping ErrOrganizationDisabled, a run of an
-// organization that opted out.
 func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMessage, includeDisabled bool) error {
 	if e.orgs == nil || includeDisabled {
 		return nil
@@ -614,8 +588,7 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 	return nil
 }
 
-// checkPause returns the pause covering the run, refusing it (conflict wrapping a
-// *runstore.PausedError) unless it is a dry run or overrides the pause.
+// checkPause returns the pause covering the run, refusing it unless it is a dry run or overrides it.
 func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*pausestore.Pause, error) {
 	if e.pauses == nil {
 		return nil, nil
@@ -636,7 +609,6 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 	return nil, pausedError(typ, scope, *p)
 }
 
-// pausedError is the conflict refusing a run that p covers, with the pause in its details.
 func pausedError(typ contract.WorkflowType, scope string, p pausestore.Pause) error {
 	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
 		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
@@ -651,7 +623,6 @@ func pausedError(typ contract.WorkflowType, scope string, p pausestore.Pause) er
 	}
 }
 
-// pausedMessage says why a run was refused, and how to go on.
 func pausedMessage(typ contract.WorkflowType, scope string, p pausestore.Pause) string {
 	on := p.ScopeName()
 	if !p.Fleet() && p.Scope != scope {
@@ -667,8 +638,7 @@ func pausedMessage(typ contract.WorkflowType, scope string, p pausestore.Pause) 
 	return msg
 }
 
-// runBody runs the body and turns a panic into a failure, so one bad row cannot take the
-// process down with the record left in a non-terminal state.
+// runBody turns a panic into a failure, so one bad row cannot leave the record non-terminal.
 func (e *Engine) runBody(ctx context.Context, body Body, run Run) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -709,8 +679,7 @@ func nonTerminal(states []State) []string {
 	return out
 }
 
-// outputMap marshals v, which must encode as a JSON object (or be nil), into a map whose
-// integers are int64, as Firestore stores them.
+// outputMap encodes v, a JSON object or nil, as a map with int64 integers, as Firestore stores them.
 func outputMap(v any) (map[string]any, error) {
 	if v == nil {
 		return map[string]any{}, nil
@@ -729,7 +698,6 @@ func outputMap(v any) (map[string]any, error) {
 	return m, nil
 }
 
-// envelope holds the record fields an output may echo.
 type envelope struct{ rec runstore.RunRecord }
 
 func (env envelope) merge(out map[string]any, fields []string) map[string]any {

@@ -31,7 +31,6 @@ const (
 	FailurePermanent = "permanent" // an operator must change something first
 )
 
-// failure builds the record's failure fields for err, raised in state s.
 func failure(err error, s State) *runstore.Failure {
 	f := &runstore.Failure{
 		Reason:    "internal_error",
@@ -53,8 +52,7 @@ func failure(err error, s State) *runstore.Failure {
 	return f
 }
 
-// ErrorType names an error's kind: its gRPC code when it carries one, else the context error,
-// else its innermost Go type.
+// ErrorType names an error's kind: its gRPC code, else the context error, else its innermost Go type.
 func ErrorType(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):

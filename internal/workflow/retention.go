@@ -1,8 +1,7 @@
 package workflow
 
-// Notable says whether a finished run is kept for the notable retention (ledger.Retention): it
-// failed, settled a row lost (stats.settled.lost), or had lost settlements held back
-// (stats.blind), as the run record stores its stats.
+// Notable says whether a finished run is kept for the notable retention: it failed, or its stats
+// count settled.lost or blind rows.
 func Notable(status string, stats map[string]any) bool {
 	if status == StateFailed {
 		return true
@@ -20,7 +19,6 @@ func Notable(status string, stats map[string]any) bool {
 	return false
 }
 
-// positive reports whether a stored count is above zero.
 func positive(v any) bool {
 	switch n := v.(type) {
 	case int64:

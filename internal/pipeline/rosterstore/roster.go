@@ -27,8 +27,7 @@ const rosterDeleteMax = 200
 // Finish deletes it. A roster is built within one tick, in minutes.
 const RosterOrphanAge = 24 * time.Hour
 
-// ErrRosterGone says a roster's shards are no longer there (a newer roster replaced it while a
-// tick was reading it): the tick lists the organizations instead.
+// ErrRosterGone says a newer roster replaced the one a tick was reading: the tick lists instead.
 var ErrRosterGone = errors.New("the roster was replaced while it was read")
 
 // Roster is the roster in use.
@@ -36,12 +35,10 @@ type Roster struct {
 	Version string    `firestore:"version"`
 	BuiltAt time.Time `firestore:"built_at"`
 	Last    string    `firestore:"last"` // the greatest id; "" when the roster is empty
-	// ExpireAt is when the document may be deleted (ExpireField), set by Finish: the next tick
-	// rebuilds a roster that is gone.
+	// ExpireAt is set by Finish: the next tick rebuilds a roster that is gone.
 	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 }
 
-// rosterShard is one shard document.
 type rosterShard struct {
 	ShardOf   string    `firestore:"shard_of"`
 	After     string    `firestore:"after"`
@@ -57,8 +54,7 @@ type Store struct {
 	now    func() time.Time // the clock shards' expiry is reckoned from
 }
 
-// New returns a store on client whose documents expire after keep (zero durations
-// take the defaults), reckoned for shards from now's clock (nil: time.Now).
+// New returns a store on client whose documents expire after keep, shards reckoned from now (nil: time.Now).
 func New(client *firestore.Client, keep ledger.Retention, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
@@ -84,9 +80,7 @@ func (s *Store) Current(ctx context.Context) (Roster, bool, error) {
 	return r, true, nil
 }
 
-// Page returns the ids of roster r after `after` held by the next shard (one document read),
-// and the id to resume after ("" when this was the last page). ErrRosterGone says the shard is
-// no longer there.
+// Page returns the ids of roster r after `after` in the next shard (one read), and where to resume ("" at the end).
 func (s *Store) Page(ctx context.Context, r Roster, after string) ([]string, string, error) {
 	if r.Last == "" || after >= r.Last {
 		return nil, "", nil
@@ -116,9 +110,8 @@ func (s *Store) Page(ctx context.Context, r Roster, after string) ([]string, str
 	return ids, sh.Last, nil
 }
 
-// PutShards writes the ids listed after `after` (in id order) as shards of version: as many
-// documents as rosterShardBytes needs. Each shard's id derives from the version and where it
-// starts, so a listing done again writes the same documents.
+// PutShards writes the ids listed after `after` (in id order) as shards of version. A shard's id
+// derives from the version and where it starts, so a listing done again writes the same documents.
 func (s *Store) PutShards(ctx context.Context, version, after string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -141,16 +134,13 @@ func (s *Store) PutShards(ctx context.Context, version, after string, ids []stri
 	return nil
 }
 
-// shardID names the shard of version that starts after `after`.
 func shardID(version, after string) string {
 	h := sha256.Sum256([]byte(after))
 	return version + "-" + hex.EncodeToString(h[:8])
 }
 
-// Finish makes r the roster in use, unless the one in use was finished later (two ticks built
-// one at once: the later stands); false when it did not. Then it deletes the shards of the
-// roster it replaced, and those of rosters never finished, RosterOrphanAge old; up to a bound
-// each time. A tick still reading the replaced roster finds it gone (ErrRosterGone) and lists.
+// Finish makes r the roster in use unless the one in use was built later (the later stands), then
+// deletes, up to a bound, the shards it replaced and those never finished (readers get ErrRosterGone).
 func (s *Store) Finish(ctx context.Context, r Roster) (bool, error) {
 	current := s.col().Doc(rosterCurrent)
 	var replaced string

@@ -30,8 +30,7 @@ func (s *Store) ref(workflowType, scope string) *firestore.DocumentRef {
 	return s.client.Collection(PausesCollection).Doc(PauseID(workflowType, scope))
 }
 
-// Put writes p, replacing the pause of the same workflow type and scope: pausing again updates
-// who, when, why and until. ExpireAt is set from Until.
+// Put writes p over the pause of the same workflow type and scope, ExpireAt set from Until.
 func (s *Store) Put(ctx context.Context, p Pause) error {
 	if err := check(p); err != nil {
 		return fmt.Errorf("pause: %w", err)
@@ -43,8 +42,7 @@ func (s *Store) Put(ctx context.Context, p Pause) error {
 	return nil
 }
 
-// Delete removes the pause of workflowType on scope ("" for the fleet) and reports whether there
-// was one. Deleting one that is not there is not an error.
+// Delete removes the pause of workflowType on scope ("" for the fleet), reporting whether there was one.
 func (s *Store) Delete(ctx context.Context, workflowType, scope string) (bool, error) {
 	ref := s.ref(workflowType, scope)
 	existed := false
@@ -66,8 +64,7 @@ func (s *Store) Delete(ctx context.Context, workflowType, scope string) (bool, e
 	return existed, nil
 }
 
-// Covering returns the pause that holds at now over a run of workflowType on scope (a
-// ScopeValues.Key), or nil: one read of at most three documents.
+// Covering returns the pause holding at now over workflowType on scope, or nil: one read of at most three documents.
 func (s *Store) Covering(ctx context.Context, workflowType, scope string, now time.Time) (*Pause, error) {
 	snaps, err := s.client.GetAll(ctx, s.refs(PauseIDs(workflowType, scope)))
 	if err != nil {
@@ -76,9 +73,8 @@ func (s *Store) Covering(ctx context.Context, workflowType, scope string, now ti
 	return ActivePause(DecodePauses(snaps), now), nil
 }
 
-// List returns up to limit (at most PauseListMax) pauses in id order, of workflowType only when
-// it is not empty, ended ones included. The equality filter with id order is served by
-// Firestore's automatic single-field index.
+// List returns up to limit (at most PauseListMax) pauses in id order, ended ones included, of
+// workflowType when it is not empty (Firestore's automatic single-field index serves it).
 func (s *Store) List(ctx context.Context, workflowType string, limit int) ([]Pause, error) {
 	if limit <= 0 || limit > PauseListMax {
 		limit = PauseListMax

@@ -19,20 +19,15 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
-// RunRecord is a sweep_runs document; its JSON form (stalesweep runs) has the same field names.
+// RunRecord is a sweep_runs document (docs/data-model.md); stalesweep runs prints the same fields.
 type RunRecord struct {
 	WorkflowRunUUID string `firestore:"workflow_run_uuid" json:"workflow_run_uuid"`
 	WorkflowType    string `firestore:"workflow_type" json:"workflow_type"`
 	Status          string `firestore:"status" json:"status"`
 	Trigger         string `firestore:"trigger" json:"trigger"`
-	// Actor is who started the run, from something verified: the caller's verified token on
-	// HTTP, the Pub/Sub subscription a push came through, the local user for the command.
-	Actor string `firestore:"actor,omitempty" json:"actor,omitempty"`
-	// ClaimedActor is who a message said started it (its actor attribute): kept apart from
-	// Actor, since any publisher to the topic can write it.
-	ClaimedActor string `firestore:"claimed_actor,omitempty" json:"claimed_actor,omitempty"`
-	// IncludeDisabled says the operator's command was told to sweep an organization that has
-	// opted out (--include-disabled).
+	Actor           string `firestore:"actor,omitempty" json:"actor,omitempty"`
+	// ClaimedActor is kept apart from Actor: any publisher to the topic can write it.
+	ClaimedActor    string         `firestore:"claimed_actor,omitempty" json:"claimed_actor,omitempty"`
 	IncludeDisabled bool           `firestore:"include_disabled,omitempty" json:"include_disabled,omitempty"`
 	InitialData     map[string]any `firestore:"initial_data" json:"initial_data"`
 	Output          map[string]any `firestore:"output,omitempty" json:"output,omitempty"`
@@ -42,20 +37,12 @@ type RunRecord struct {
 	CompletedAt     time.Time      `firestore:"completed_at,omitempty" json:"completed_at,omitzero"`
 	FailedAt        time.Time      `firestore:"failed_at,omitempty" json:"failed_at,omitzero"`
 	Failure         *Failure       `firestore:"failure,omitempty" json:"failure,omitempty"`
-	// History lists the states the run passed through, with when it entered each.
-	History []StateEntry `firestore:"history" json:"history"`
-	// ExpireAt is when the record (and its receipts) may be deleted (ExpireField): the notable
-	// retention from the start (withExpiry), decided again when it finishes.
+	History         []StateEntry   `firestore:"history" json:"history"`
+	// ExpireAt is the notable retention from the start (withExpiry), decided again at the finish.
 	ExpireAt time.Time `firestore:"expire_at,omitempty" json:"expire_at,omitzero"`
-	// Scope is the scope the run covers, in workflow.ScopeValues.Key form ("fleet" for a
-	// fleet-wide workflow): what the guard and a pause name, and what runs list filters on.
-	Scope string `firestore:"scope" json:"scope"`
-	// OverridePause says the run was told to go ahead though its workflow is paused on its
-	// scope, when it started or while it ran: the operator's command or an HTTP caller asked to
-	// (override_pause).
-	OverridePause bool `firestore:"override_pause,omitempty" json:"override_pause,omitempty"`
-	// AbandonedBy and AbandonReason say which operator ended the run as presumed dead, and why
-	// (stalesweep runs abandon).
+	// Scope is a workflow.ScopeValues.Key: what the guard and a pause name.
+	Scope         string `firestore:"scope" json:"scope"`
+	OverridePause bool   `firestore:"override_pause,omitempty" json:"override_pause,omitempty"`
 	AbandonedBy   string `firestore:"abandoned_by,omitempty" json:"abandoned_by,omitempty"`
 	AbandonReason string `firestore:"abandon_reason,omitempty" json:"abandon_reason,omitempty"`
 }
@@ -81,9 +68,7 @@ type StateEntry struct {
 // ErrRunExists is returned by CreateRun when the workflow_run_uuid is taken.
 var ErrRunExists = errors.New("run record exists")
 
-// ErrPaused says the workflow is paused on the run's scope (or fleet-wide): no scheduled, Pub/Sub
-// or HTTP run of it starts, and no settling transaction of it writes, until it is resumed or
-// the pause ends. Only the stalesweep command and the HTTP face, told to, override it.
+// ErrPaused says the workflow is paused on the run's scope (or fleet-wide).
 var ErrPaused = errors.New("the workflow is paused on this scope")
 
 // PausedError says which pause stopped a run.
@@ -120,8 +105,7 @@ func (s *Store) ref(uuid string) *firestore.DocumentRef {
 	return s.client.Collection(ledger.RunsCollection).Doc(uuid)
 }
 
-// CreateRun writes a new record; it fails with ErrRunExists if one has the same uuid. A record
-// without ExpireAt gets the default notable expiry from its start.
+// CreateRun writes a new record (ErrRunExists if the uuid is taken), defaulting ExpireAt as withExpiry does.
 func (s *Store) CreateRun(ctx context.Context, r RunRecord) error {
 	r = r.withExpiry()
 	if _, err := s.ref(r.WorkflowRunUUID).Create(ctx, r); err != nil {
@@ -138,17 +122,13 @@ type GuardClaim struct {
 	Key   string // GuardKey of the workflow type and scope
 	Guard Guard  // ExpiresAt is set from TTL
 	TTL   time.Duration
-	// Pauses are sweep_pauses ids (PauseIDs) read in the same transaction: one that holds at
-	// Guard.AcquiredAt refuses the start with a *PausedError, so a pause taken after the
-	// caller's own check still stops the run.
+	// Pauses are sweep_pauses ids read in the same transaction, so a pause taken after the
+	// caller's own check still refuses the start (*PausedError).
 	Pauses []string
 }
 
-// StartRun creates a new run record and, with a claim, takes the scope's guard in the same
-// transaction: one commit for both, and neither without the other. It fails with a
-// *GuardHeldError when an unexpired guard is held (checked first), ErrRunExists when the uuid is
-// taken, and a *PausedError when a pause the claim names holds. When it takes over an expired
-// guard it returns that guard, so the caller can close the run that left it.
+// StartRun creates a run record and, with a claim, takes the scope's guard in the same transaction,
+// returning the expired guard it took over; it fails with a *GuardHeldError, ErrRunExists or a *PausedError.
 func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (expired *Guard, err error) {
 	if claim == nil {
 		return nil, s.CreateRun(ctx, r)
@@ -185,8 +165,7 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (e
 		if err := tx.Set(guardRef, taken); err != nil {
 			return err
 		}
-		// The record is not read: Create's precondition refuses a taken uuid at commit, and the
-		// whole transaction with it.
+		// Not read: Create's precondition refuses a taken uuid at commit, and the transaction with it.
 		return tx.Create(runRef, r)
 	}, firestore.MaxAttempts(3))
 	if status.Code(err) == codes.AlreadyExists {
@@ -198,8 +177,7 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (e
 	return expired, nil
 }
 
-// withExpiry gives a record that has none the default expiry of a run in flight: notable, from
-// its start.
+// withExpiry gives a record that has none the expiry of a run in flight: notable, from its start.
 func (r RunRecord) withExpiry() RunRecord {
 	if r.ExpireAt.IsZero() {
 		r.ExpireAt = ledger.ExpiryAt(r.InitiatedAt, ledger.Retention{}.WithDefaults(), true)
@@ -238,21 +216,16 @@ type RunUpdate struct {
 	// NotableExpireAt replaces it when a sync has marked the record RunNotable.
 	ExpireAt        time.Time
 	NotableExpireAt time.Time
-	// ReleaseGuard, when set, names a guard (a GuardKey) the transition deletes in the same
-	// transaction if this run still holds it.
+	// ReleaseGuard, when set, is a GuardKey deleted in the same transaction if this run holds it.
 	ReleaseGuard string
-	// RefuseLiveAt, when set with ReleaseGuard, refuses the transition with a *GuardHeldError,
-	// writing nothing, while the guard names this run and its lease holds past RefuseLiveAt: the
-	// run is renewing it, so it is alive (stalesweep runs abandon).
-	RefuseLiveAt time.Time
-	// AbandonedBy and AbandonReason, when set, record the operator who ended the run as
-	// presumed dead, and why.
+	// RefuseLiveAt, when set with ReleaseGuard, refuses the transition (*GuardHeldError) while
+	// this run's lease holds past it: the run is renewing it, so it is alive.
+	RefuseLiveAt               time.Time
 	AbandonedBy, AbandonReason string
 }
 
-// TransitionRun moves a record to state `to` at `at`, in a transaction, if its current state
-// is one of from; otherwise it fails with ErrBadTransition and writes nothing. With
-// u.ReleaseGuard it also releases that guard, in the same transaction, if the run holds it.
+// TransitionRun moves a record to state to at at, in a transaction, if its current state is one
+// of from (else ErrBadTransition, writing nothing), releasing u.ReleaseGuard with it.
 func (s *Store) TransitionRun(ctx context.Context, uuid string, from []string, to string, at time.Time, u RunUpdate) error {
 	ref := s.ref(uuid)
 	refs := []*firestore.DocumentRef{ref}
@@ -329,8 +302,7 @@ func (s *Store) TransitionRun(ctx context.Context, uuid string, from []string, t
 	return nil
 }
 
-// StorableJSON converts JSON into values Firestore stores faithfully: objects to maps, integers
-// to int64 (not float64), other numbers to float64.
+// StorableJSON converts JSON into values Firestore stores faithfully: integers as int64, not float64.
 func StorableJSON(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -364,8 +336,7 @@ func storable(v any) any {
 	}
 }
 
-// SyncReceipts returns up to limit receipts of a run's syncs (pipeline path), and how many
-// there are of each change kind among them.
+// SyncReceipts returns up to limit receipts of a run's syncs, and their count by change kind.
 func (s *Store) SyncReceipts(ctx context.Context, runUUID string, limit int) ([]ledger.SyncReceipt, map[string]int, error) {
 	snaps, err := s.ref(runUUID).Collection(ledger.SyncsCollection).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
@@ -395,8 +366,7 @@ type Guard struct {
 	Scope           string    `firestore:"scope"`
 	AcquiredAt      time.Time `firestore:"acquired_at"`
 	ExpiresAt       time.Time `firestore:"expires_at"`
-	// ExpireAt is when gc or a TTL policy may delete a guard its run never released
-	// (ExpireField); not to be confused with ExpiresAt, when another run may take it over.
+	// ExpireAt is when gc may delete a guard never released; ExpiresAt is when another run may take it over.
 	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 	// TookOver names the run whose expired guard this one replaced, so that a start whose
 	// answer was lost, read back, still closes that run's record.
@@ -415,8 +385,7 @@ func (e *GuardHeldError) Error() string {
 
 func (e *GuardHeldError) Unwrap() error { return ErrGuardHeld }
 
-// GuardStore renews and reads per-scope run guards; Store.StartRun takes one with its record,
-// and only Store.TransitionRun ending the record deletes it (the package doc).
+// GuardStore renews and reads per-scope run guards.
 type GuardStore struct{ client *firestore.Client }
 
 // NewGuardStore returns a store on client.
@@ -427,9 +396,7 @@ func GuardKey(workflowType, scope string) string {
 	return strings.NewReplacer("/", "_").Replace(workflowType + ":" + scope)
 }
 
-// takeOver decides whether g may take the guard whose current document is snap (nil or not
-// existing when there is none): a *GuardHeldError while it has not expired, else the expired
-// guard it replaces, if any.
+// takeOver refuses g while snap's guard has not expired, else returns the guard it replaces, if any.
 func takeOver(snap *firestore.DocumentSnapshot, g Guard) (*Guard, error) {
 	if snap == nil || !snap.Exists() {
 		return nil, nil
@@ -444,8 +411,7 @@ func takeOver(snap *firestore.DocumentSnapshot, g Guard) (*Guard, error) {
 	return &cur, nil
 }
 
-// ErrGuardLost is returned by GuardStore.Renew when the guard no longer names the run: another
-// run took it over after it expired, or an operator ended the run (stalesweep runs abandon).
+// ErrGuardLost is returned by GuardStore.Renew when another run took the guard over or an operator ended the run.
 var ErrGuardLost = errors.New("the run no longer holds its scope's guard")
 
 // GuardLostError says who holds the guard now; Holder is nil when nobody does.
@@ -460,9 +426,8 @@ func (e *GuardLostError) Error() string {
 
 func (e *GuardLostError) Unwrap() error { return ErrGuardLost }
 
-// Renew extends the lease of the guard of key to until, in a transaction, if run still holds
-// it; otherwise it fails with a *GuardLostError and writes nothing. It renews a lease that has
-// expired but that no other run has taken over: nobody else acted on it.
+// Renew extends the guard's lease to until if run still holds it (else a *GuardLostError), even
+// one that expired but that no other run has taken over: nobody else acted on it.
 func (s *GuardStore) Renew(ctx context.Context, key, runUUID string, until time.Time) error {
 	ref := s.client.Collection(ledger.GuardsCollection).Doc(key)
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {

@@ -53,9 +53,8 @@ func (q RunQuery) Check() error {
 	return nil
 }
 
-// ListRuns returns one page of run records matching q, newest initiated first (ties by uuid,
-// descending): one query of at most Limit+1 documents, paged by a cursor on (initiated_at, id),
-// never an offset. Indexes declares the composite index of each combination of filters.
+// ListRuns returns one page of run records matching q, newest initiated first (ties by uuid),
+// paged by a cursor on (initiated_at, id), never an offset; Indexes declares each filter's index.
 func (s *Store) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	if err := q.Check(); err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)

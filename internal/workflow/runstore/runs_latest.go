@@ -10,8 +10,7 @@ import (
 )
 
 // LatestOfOrganization returns the newest run of workflowType whose initial_data names org, on
-// whichever of its scopes (a runner group's run names its organization too); false when there
-// is none. One query of one document, served by the index Indexes declares for it.
+// any of its scopes; false when there is none. One document, served by the index Indexes declares.
 func (s *Store) LatestOfOrganization(ctx context.Context, workflowType, org string) (RunRecord, bool, error) {
 	snaps, err := s.client.Collection(ledger.RunsCollection).
 		Where("workflow_type", "==", workflowType).
