@@ -15,7 +15,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // orgsCmd is `stalesweep orgs enable|disable ORG...` and `stalesweep orgs list`: the
@@ -157,7 +156,7 @@ organization without a document is not listed: it is not swept either.`, orgadmi
 // orgReader reads organizations with the declared workflows and the execution syncs' rows.
 func orgReader(fsc *firestore.Client) fleet.Reader {
 	return fleet.Reader{
-		Orgs: orgadmin.New(fsc), Runs: runstore.New(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
+		Orgs: orgadmin.New(fsc), Runs: fleet.NewRunHistory(fsc), Executions: ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}),
 		Workflows: app.Declared(), Kinds: []executionsync.Kind{executionsync.CloudRun, executionsync.Kubernetes},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
@@ -46,7 +47,7 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 	scope := cmd.Flags().String("scope", "", "only runs on this scope (its key: an organization uuid, org/group, a queue; \"fleet\"); needs --workflow")
 	st := cmd.Flags().String("status", "", "only runs in this status: "+strings.Join(runStatuses, ", "))
 	since := cmd.Flags().String("since", "", "only runs initiated since: a duration back from now (24h) or a time (RFC 3339)")
-	limit := cmd.Flags().Int("limit", runstore.RunListLimitDefault, fmt.Sprintf("runs per page, 1 to %d", runstore.RunListLimitMax))
+	limit := cmd.Flags().Int("limit", fleet.RunListLimitDefault, fmt.Sprintf("runs per page, 1 to %d", fleet.RunListLimitMax))
 	token := cmd.Flags().String("page-token", "", "the token the previous page ended with")
 	_ = cmd.RegisterFlagCompletionFunc("workflow", completeWorkflowTypes)
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
@@ -54,7 +55,7 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 		if err := checkFormat(*format); err != nil {
 			return c.usageError(cmd, "%v", err)
 		}
-		q := runstore.RunQuery{Scope: *scope, Status: *st, Limit: *limit, PageToken: *token}
+		q := fleet.RunQuery{Scope: *scope, Status: *st, Limit: *limit, PageToken: *token}
 		if *typ != "" {
 			t, err := checkWorkflowType("--workflow", *typ)
 			if err != nil {
@@ -67,8 +68,8 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 			return c.usageError(cmd, "--scope: needs --workflow, since a scope key's form is its workflow's")
 		case *st != "" && !slices.Contains(runStatuses, *st):
 			return c.usageError(cmd, "--status: want one of %s, got %q", strings.Join(runStatuses, ", "), *st)
-		case *limit < 1 || *limit > runstore.RunListLimitMax:
-			return c.usageError(cmd, "--limit: between 1 and %d, got %d", runstore.RunListLimitMax, *limit)
+		case *limit < 1 || *limit > fleet.RunListLimitMax:
+			return c.usageError(cmd, "--limit: between 1 and %d, got %d", fleet.RunListLimitMax, *limit)
 		}
 		if *since != "" {
 			at, err := parseSince(*since, time.Now())
@@ -85,7 +86,7 @@ back with --page-token and the same filters. --scope needs --workflow.`,
 			return exitCode(code)
 		}
 		defer fsc.Close()
-		page, err := runstore.New(fsc).ListRuns(c.ctx, q)
+		page, err := fleet.NewRunHistory(fsc).ListRuns(c.ctx, q)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep runs list: %v\n", err)
 			return exitCode(exitFailed)

@@ -58,7 +58,7 @@ type OrgPage struct {
 // Reader reads the fleet's organizations, their runs and their rows.
 type Reader struct {
 	Orgs       *orgadmin.Store
-	Runs       *runstore.Store
+	Runs       *RunHistory
 	Executions *ledger.ExecutionStore
 	// Workflows are the declared workflows: the last run of each organization-scoped one is
 	// shown.
@@ -131,7 +131,7 @@ func (r Reader) Organizations(ctx context.Context, after string, limit int, now 
 
 // LastRun is the newest run of workflow t on scope, "" for any (one query of one document).
 func (r Reader) LastRun(ctx context.Context, t contract.WorkflowType, scope string) (LastRun, bool, error) {
-	p, err := r.Runs.ListRuns(ctx, runstore.RunQuery{WorkflowType: string(t), Scope: scope, Limit: 1})
+	p, err := r.Runs.ListRuns(ctx, RunQuery{WorkflowType: string(t), Scope: scope, Limit: 1})
 	if err != nil || len(p.Runs) == 0 {
 		return LastRun{}, false, err
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
-	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 // Bounds of StatusConfig.Limit: how many scopes each list shows.
@@ -126,7 +125,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 	st := Status{At: now, Workflows: []WorkflowStatus{}, BlindTargets: []BlindTarget{}}
 	orgs := orgadmin.New(f.Firestore)
 	admin := orgadmin.New(f.Firestore)
-	reader := Reader{Orgs: admin, Runs: runstore.New(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
+	reader := Reader{Orgs: admin, Runs: NewRunHistory(f.Firestore), Executions: ledger.NewExecutionStore(f.Firestore, ledger.TxConfig{}, ledger.Retention{}), Workflows: f.Declared, Kinds: f.Kinds}
 	pauses := pausestore.New(f.Firestore)
 	for _, t := range f.Declared.Types() {
 		ws, err := f.workflow(ctx, t, cfg, limit, now, reader, orgs, pauses)

@@ -1,4 +1,4 @@
-package runstore_test
+package fleet_test
 
 import (
 	"context"
@@ -7,17 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
+
+var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	runs := runstore.New(fs)
+	runs, hist := runstore.New(fs), fleet.NewRunHistory(fs)
 	type spec struct {
 		id, typ, scope, status string
 		at                     time.Duration
@@ -38,14 +41,14 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all := func(q runstore.RunQuery) []string {
+	all := func(q fleet.RunQuery) []string {
 		t.Helper()
 		var ids []string
 		for pages := 0; ; pages++ {
 			if pages > 10 {
 				t.Fatal("paging does not end")
 			}
-			page, err := runs.ListRuns(ctx, q)
+			page, err := hist.ListRuns(ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,18 +65,18 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 		}
 	}
 	for i, c := range []struct {
-		q    runstore.RunQuery
+		q    fleet.RunQuery
 		want []string
 	}{
-		{runstore.RunQuery{}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
-		{runstore.RunQuery{Limit: 2}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
-		{runstore.RunQuery{Limit: 1, WorkflowType: "pm.sweep"}, []string{"r6", "r5b", "r5a", "r3", "r2", "r1"}},
-		{runstore.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Limit: 2}, []string{"r6", "r5b", "r5a", "r3", "r1"}},
-		{runstore.RunQuery{Status: "failed"}, []string{"r3"}},
-		{runstore.RunQuery{WorkflowType: "pm.sweep", Status: "completed", Since: t0.Add(2 * time.Minute)}, []string{"r6", "r5b", "r5a", "r2"}},
-		{runstore.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Status: "completed", Limit: 3}, []string{"r6", "r5b", "r5a", "r1"}},
-		{runstore.RunQuery{Since: t0.Add(5 * time.Minute)}, []string{"r6", "r5b", "r5a"}},
-		{runstore.RunQuery{WorkflowType: "runner.workspace-lease-settle", Scope: "o"}, nil},
+		{fleet.RunQuery{}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
+		{fleet.RunQuery{Limit: 2}, []string{"r6", "r5b", "r5a", "r4", "r3", "r2", "r1"}},
+		{fleet.RunQuery{Limit: 1, WorkflowType: "pm.sweep"}, []string{"r6", "r5b", "r5a", "r3", "r2", "r1"}},
+		{fleet.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Limit: 2}, []string{"r6", "r5b", "r5a", "r3", "r1"}},
+		{fleet.RunQuery{Status: "failed"}, []string{"r3"}},
+		{fleet.RunQuery{WorkflowType: "pm.sweep", Status: "completed", Since: t0.Add(2 * time.Minute)}, []string{"r6", "r5b", "r5a", "r2"}},
+		{fleet.RunQuery{WorkflowType: "pm.sweep", Scope: "default", Status: "completed", Limit: 3}, []string{"r6", "r5b", "r5a", "r1"}},
+		{fleet.RunQuery{Since: t0.Add(5 * time.Minute)}, []string{"r6", "r5b", "r5a"}},
+		{fleet.RunQuery{WorkflowType: "runner.workspace-lease-settle", Scope: "o"}, nil},
 	} {
 		spy.Reset()
 		if got := all(c.q); !slices.Equal(got, c.want) {
@@ -84,7 +87,7 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 			if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
 				t.Errorf("case %d: query %+v has no declared index", i, sh)
 			}
-			if lim := q.GetLimit().GetValue(); lim < 1 || lim > runstore.RunListLimitMax+1 {
+			if lim := q.GetLimit().GetValue(); lim < 1 || lim > fleet.RunListLimitMax+1 {
 				t.Errorf("case %d: query limit %d", i, lim)
 			}
 		}
@@ -93,9 +96,9 @@ func TestListRunsFiltersOrdersNewestFirstAndPages(t *testing.T) {
 
 func TestListRunsRefusesBadQueriesNamingTheField(t *testing.T) {
 	t.Parallel()
-	runs := runstore.New(testenv.Firestore(t))
-	for field, q := range map[string]runstore.RunQuery{
-		"limit":      {Limit: runstore.RunListLimitMax + 1},
+	runs := fleet.NewRunHistory(testenv.Firestore(t))
+	for field, q := range map[string]fleet.RunQuery{
+		"limit":      {Limit: fleet.RunListLimitMax + 1},
 		"scope":      {Scope: "default"},
 		"page_token": {PageToken: "not a token"},
 	} {

@@ -1,4 +1,4 @@
-package runstore
+package fleet
 
 import (
 	"context"
@@ -8,10 +8,17 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
+
+// RunHistory reads the run records an operator lists (`stalesweep runs`, and the last runs
+// Organizations shows); the engine never reads them back this way.
+type RunHistory struct{ client *firestore.Client }
+
+// NewRunHistory returns a reader on client.
+func NewRunHistory(client *firestore.Client) *RunHistory { return &RunHistory{client: client} }
 
 // Bounds of RunQuery.Limit.
 const (
@@ -33,7 +40,7 @@ type RunQuery struct {
 
 // RunPage is one page of runs, and the token of the next ("" on the last).
 type RunPage struct {
-	Runs []RunRecord
+	Runs []runstore.RunRecord
 	Next string
 }
 
@@ -55,7 +62,7 @@ func (q RunQuery) Check() error {
 
 // ListRuns returns one page of run records matching q, newest initiated first (ties by uuid),
 // paged by a cursor on (initiated_at, id), never an offset; Indexes declares each filter's index.
-func (s *Store) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
+func (s *RunHistory) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	if err := q.Check(); err != nil {
 		return RunPage{}, fmt.Errorf("list runs: %w", err)
 	}
@@ -79,7 +86,7 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	fq = fq.OrderBy("initiated_at", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
 	if q.PageToken != "" {
 		at, id, _ := decodeRunToken(q.PageToken)
-		fq = fq.StartAfter(at, s.ref(id))
+		fq = fq.StartAfter(at, s.client.Collection(ledger.RunsCollection).Doc(id))
 	}
 	snaps, err := fq.Limit(limit + 1).Documents(ctx).GetAll()
 	if err != nil {
@@ -92,7 +99,7 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 			page.Next = encodeRunToken(last.InitiatedAt, snaps[i-1].Ref.ID)
 			break
 		}
-		var r RunRecord
+		var r runstore.RunRecord
 		if err := snap.DataTo(&r); err != nil {
 			return RunPage{}, fmt.Errorf("decode run %s: %w", snap.Ref.ID, err)
 		}
@@ -117,4 +124,25 @@ func decodeRunToken(tok string) (time.Time, string, error) {
 		return time.Time{}, "", fmt.Errorf("page_token: format: not a token this command printed")
 	}
 	return at, id, nil
+}
+
+// LatestOfOrganization returns the newest run of workflowType whose initial_data names org, on
+// any of its scopes; false when there is none. One document, served by the index Indexes declares.
+func (s *RunHistory) LatestOfOrganization(ctx context.Context, workflowType, org string) (runstore.RunRecord, bool, error) {
+	snaps, err := s.client.Collection(ledger.RunsCollection).
+		Where("workflow_type", "==", workflowType).
+		Where("initial_data.organization_uuid", "==", org).
+		OrderBy("initiated_at", firestore.Desc).
+		Limit(1).Documents(ctx).GetAll()
+	if err != nil {
+		return runstore.RunRecord{}, false, fmt.Errorf("find the newest %s run of organization %s: %w", workflowType, org, err)
+	}
+	if len(snaps) == 0 {
+		return runstore.RunRecord{}, false, nil
+	}
+	var r runstore.RunRecord
+	if err := snaps[0].DataTo(&r); err != nil {
+		return runstore.RunRecord{}, false, fmt.Errorf("decode run %s: %w", snaps[0].Ref.ID, err)
+	}
+	return r, true, nil
 }

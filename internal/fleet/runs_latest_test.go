@@ -1,10 +1,11 @@
-package runstore_test
+package fleet_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
@@ -15,7 +16,7 @@ func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {
 	ctx := context.Background()
 	spy := fsspy.New()
 	fs := testenv.Firestore(t, spy.DialOptions()...)
-	runs := runstore.New(fs)
+	runs, hist := runstore.New(fs), fleet.NewRunHistory(fs)
 	const lease = "runner.workspace-lease-settle"
 	for _, r := range []struct {
 		id, typ, org, group string
@@ -37,11 +38,11 @@ func TestLatestOfOrganizationFindsTheNewestRunOnAnyOfItsScopes(t *testing.T) {
 		}
 	}
 	spy.Reset()
-	got, ok, err := runs.LatestOfOrganization(ctx, lease, "o")
+	got, ok, err := hist.LatestOfOrganization(ctx, lease, "o")
 	if err != nil || !ok || got.WorkflowRunUUID != "g2-new" {
 		t.Errorf("newest lease settle of o: %q %t %v, want g2-new", got.WorkflowRunUUID, ok, err)
 	}
-	if _, ok, err := runs.LatestOfOrganization(ctx, lease, "none"); ok || err != nil {
+	if _, ok, err := hist.LatestOfOrganization(ctx, lease, "none"); ok || err != nil {
 		t.Errorf("an organization without runs: %t %v", ok, err)
 	}
 	for _, q := range spy.Queries() {
