@@ -1,8 +1,6 @@
-// Package executor owns what every executor adapter (Cloud Run in internal/cloudrun, Kubernetes
-// in internal/kubejobs) shares with the execution-sync workflow: the Executor interface, the
-// Snapshot and Verdict an observation is reduced to, and the RetryPolicy every adapter calls its
-// executor under. Its conformance suite, internal/executor/executortest, holds the contract; each
-// adapter's own test runs it against that adapter's fake.
+// Package executor owns what every executor adapter (internal/cloudrun, internal/kubejobs)
+// shares with the execution-sync workflow; internal/executor/executortest holds the contract and
+// each adapter's tests run it against that adapter's fake.
 //
 // The contract:
 //   - Observe returns a Snapshot for an execution the executor knows, and a Snapshot with
@@ -15,7 +13,6 @@
 //     PermissionDenied and Unauthenticated stop them and fail the run, since the sweeper is
 //     misconfigured (Stops).
 //   - Each attempt is bounded by the policy's CallTimeout; attempts are bounded by MaxAttempts.
-//   - Target names the place the executor looks for an execution (a Cloud Run project and
-//     region, a Kubernetes cluster): every execution of one place has the same target, which the
-//     blind-executor guard judges as one.
+//   - Target names the place the executor looks (a Cloud Run project and region, a Kubernetes
+//     cluster); the blind-executor guard judges all executions of one place as one.
 package executor

@@ -7,16 +7,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 )
 
-// Classify reduces a batch/v1 Job to a verdict, as Kubernetes itself decides. It is pure.
-//
-//   - Only a Complete or Failed condition with status True is terminal: Complete → succeeded
-//     (finished at status.completionTime), Failed → failed (finished at the Failed condition's
-//     lastTransitionTime; completionTime is set only on success).
-//   - SuccessCriteriaMet or FailureTarget True (Kubernetes 1.31+) mean the outcome is decided
-//     but the pods are still terminating: running, with the outcome recorded as pending.
-//   - Suspended True: not running, not terminal; the row stays active.
-//   - Counters (active, succeeded, failed, terminating) never decide on their own: a failed pod
-//     may be retried, and they are only evidence.
+// Classify reduces a batch/v1 Job to a verdict, as Kubernetes itself decides; it is pure. Only a
+// True Complete or Failed condition is terminal (a failed Job's time is its condition's:
+// completionTime is set only on success). SuccessCriteriaMet or FailureTarget (Kubernetes 1.31+)
+// decide the outcome while pods still terminate, so it is only Pending. Counters never decide,
+// since a failed pod may be retried; a suspended Job is not terminal.
 func Classify(job *batchv1.Job) executor.Snapshot {
 	snap := executor.Snapshot{Verdict: executor.VerdictRunning, Evidence: Evidence(job)}
 	var complete, failed, successMet, failureTarget *batchv1.JobCondition

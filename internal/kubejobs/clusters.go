@@ -54,8 +54,7 @@ const ClustersEnv = "STALESWEEP_KUBE_CLUSTERS"
 // MaxClustersBytes bounds the clusters configuration, inline or in its file.
 const MaxClustersBytes = 1 << 20
 
-// ParseClusters reads the clusters configuration (ClustersEnv's value): one JSON object, each
-// cluster named and saying exactly one way to reach it.
+// ParseClusters reads ClustersEnv's value, each cluster named and reached exactly one way.
 func ParseClusters(value string) (map[string]ClusterConfig, error) {
 	raw := []byte(value)
 	if t := strings.TrimSpace(value); !strings.HasPrefix(t, "{") {
@@ -198,9 +197,8 @@ type Set struct {
 
 // SetConfig is what a Set is built from.
 type SetConfig struct {
-	// Clusters are the configured clusters, by name.
 	Clusters map[string]ClusterConfig
-	// Client is how Clusters' clients reach them; zero values take the defaults.
+	// Client is how Clusters' clients reach them.
 	Client ClientConfig
 	// Ready are batch/v1 clients ready to use (a fake clientset's BatchV1(), say), by cluster
 	// name. Their requests are their own: Client does not reach them.
