@@ -18,8 +18,7 @@ type Store struct {
 	keep   ledger.Retention
 }
 
-// New returns a store on client whose judgments expire after keep (zero durations
-// take the defaults).
+// New returns a store on client whose judgments expire after keep (zero: the defaults).
 func New(client *firestore.Client, keep ledger.Retention) *Store {
 	return &Store{client: client, keep: keep.WithDefaults()}
 }
@@ -107,8 +106,7 @@ func (s *Store) Clear(ctx context.Context, target, by string, at time.Time) erro
 	return nil
 }
 
-// Known reports whether the blind-executor guard knows target: it has been judged (its
-// sweep_targets document exists) or a row names it as the target that last answered about it
+// Known reports whether the guard knows target: it has been judged, or a row names it
 // (sync.target). Two reads of at most one document each.
 func (s *Store) Known(ctx context.Context, target string) (bool, error) {
 	_, found, err := s.Get(ctx, target)
