@@ -9,8 +9,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// Rows is what an Explain reads its one row with, besides the sweep's Store: the row by its id,
-// its fields as stored and its value as the sweep decodes it.
+// Rows is what an Explain reads its one row with, besides the sweep's Store.
 type Rows[T any] interface {
 	Row(ctx context.Context, id string) (ledger.Row[T], error)
 }
@@ -48,9 +47,8 @@ func (s Scan) Checks(fields map[string]any, stamped bool, malformed string) (val
 		explain.Check{Name: "decodes", OK: malformed == "", Detail: explain.DecodeDetail(malformed)}
 }
 
-// Skipped sets e's verdict, skip, for a row no scan reads (not stamped: invisible, counted in
-// stats.invisible; malformed: counted in stats.malformed), and says whether it did; the rules
-// are not asked of such a row.
+// Skipped sets e's verdict, skip, for a row no scan reads, and says whether it did; no rule is
+// asked of such a row.
 func (s Scan) Skipped(e *explain.Explanation, stamped bool, malformed string) bool {
 	switch {
 	case !stamped:

@@ -17,8 +17,7 @@ type Sweep[S, C any] struct {
 	Clock  ledger.Clock // Firestore's clock in production (ledger.ServerClock)
 }
 
-// New is the Sweep on store, its config cfg with every zero field set to its default, reading
-// now from clock: what each sweep's New returns, embedded.
+// New is the Sweep on store, cfg with its defaults, reading now from clock.
 func New[S any, C interface{ WithDefaults() C }](store S, cfg C, clock ledger.Clock) Sweep[S, C] {
 	return Sweep[S, C]{Store: store, Config: cfg.WithDefaults(), Clock: clock}
 }
