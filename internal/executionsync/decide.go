@@ -19,10 +19,8 @@ type Seen struct {
 	ProviderRef map[string]any
 }
 
-// ReasonDecidedThenGone is the settlement reason of a row whose executor had decided the outcome
-// while the execution was still finishing (a Kubernetes Job's SuccessCriteriaMet or
-// FailureTarget: sync.pending_outcome) and then stopped knowing it: settled with that outcome,
-// not lost.
+// ReasonDecidedThenGone settles a row whose executor had decided its outcome while it finished
+// (sync.pending_outcome) and then stopped knowing it: settled with that outcome, not lost.
 const ReasonDecidedThenGone = "executor_decided_then_gone"
 
 // Settlement reasons.
@@ -32,15 +30,13 @@ const (
 	WhyNotActive           = "not_active"           // someone settled the row already
 	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
 	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
-	// WhySettledByThisRun: the row carries this run's own settlement. A commit whose answer was
-	// lost (the client's retry found its transaction closed, or a deadline fell after it was
-	// sent) landed after all: the row counts as settled by this run, nothing more is written.
+	// WhySettledByThisRun: the row carries this run's own settlement, from a commit whose answer
+	// was lost (a retry found its transaction closed, or a deadline fell after it was sent).
 	WhySettledByThisRun = "settled_by_this_run"
 	// WhyTargetUnjudged: the row would be settled lost, but its executor target has no fresh
 	// judgment (internal/blindguard): nothing written; the sync judges it and decides again.
 	WhyTargetUnjudged = "target_unjudged"
-	// WhyBlindExecutor: the row would be settled lost, but its executor target is blind: it
-	// stays unknown.
+	// WhyBlindExecutor: the row would be settled lost, but its target is blind: it stays unknown.
 	WhyBlindExecutor = "blind_executor"
 )
 
@@ -106,8 +102,7 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 	return ""
 }
 
-// decide is the settling rule (doc.go's table) for row as read inside its transaction. It is
-// pure.
+// decide is the settling rule (doc.go's table) for row as read inside its transaction; it is pure.
 func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
 	if ch, ok := settledBy(row, runUUID); ok {
 		return ch

@@ -29,17 +29,12 @@
 //     same target, is not rewritten, but for once per keep-alive (half the blind-executor guard's
 //     window) so that the guard, which counts rows by sync.last_synced_at within its window,
 //     keeps counting it (quiet).
-//   - An executor error settles nothing. ResourceExhausted stops executor calls for the rest of
-//     the run (those rows are deferred, counted, and picked up by the next run);
-//     PermissionDenied and Unauthenticated do too, and fail the run, since no later row can do
-//     better until an operator fixes access.
+//   - An executor error settles nothing; one that stops calls (executor.Stops) defers the run's
+//     remaining rows to the next run.
 //   - A run never outlives its budget: syncs not started when it is spent are deferred; a sync
 //     cut short mid-transaction commits nothing.
-//   - A dry run (workflow.Run.DryRun, preview.go) makes the same scan, executor calls and
-//     decisions and writes nothing: each row is read by a read-only Peek of what its settling
-//     transaction would read, a target the guard must judge is assessed and not recorded, and
-//     nothing is published. Explain (explain.go) is that dry sync for one row.
+//   - A dry run (preview.go) makes the same scan, executor calls and decisions and writes
+//     nothing; Explain (explain.go) is that dry sync for one row.
 //   - Counts add up: candidate_count = started_count + skipped_missing_metadata_count +
-//     failed_start_count. Inline, a sync is "started" once it reached a decision (settled,
-//     refreshed, unknown, or raced); a sync that errored or was deferred is a failed start.
+//     failed_start_count.
 package executionsync

@@ -31,8 +31,7 @@ var EnvelopeKubernetes = []string{
 	"completed_at", "failed_at", "failure_reason", "failed_at_state", "failed_step", "failed_layer", "error", "error_type",
 }
 
-// Kind is one executor's execution-sync workflow, declared: its type and scope, the provider of
-// the rows it syncs, and the record fields its seed's output echoes.
+// Kind is one executor's execution-sync workflow, declared.
 type Kind struct {
 	workflow.Declaration
 	Provider string
@@ -63,10 +62,9 @@ type Workflow struct {
 	syncer  *Syncer // decides a dry run's rows and explain's (New's preview)
 }
 
-// New returns the workflow. cfg is completed with its defaults and validated. preview is the
-// syncer a dry run and explain decide rows with: the one that syncs this workflow's rows, with
-// its guard and grace. A workflow whose starter publishes its syncs needs it, since a dry run
-// never publishes; nil takes an Inline starter's syncer.
+// New returns the workflow, cfg completed with its defaults and validated. preview is the syncer
+// a dry run and explain decide rows with, since a dry run never publishes; nil takes an Inline
+// starter's syncer.
 func New(store Store, exec executor.Executor, starter Starter, cfg Config, now func() time.Time, preview *Syncer) (*Workflow, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -286,8 +284,7 @@ func reachOf(results []SyncResult) reach {
 func (r reach) unreachable() bool { return r.answered == 0 && r.other == 0 && r.absent > 0 }
 
 // scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
-// has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped
-// for missing metadata.
+// has read ScanFactor × limit documents; every row it reads is a candidate.
 func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats, log *slog.Logger) ([]message.Sync, error) {
 	var malformed workflow.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()
