@@ -113,8 +113,7 @@ type Stats struct {
 	Published   int                 `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
 	Errors      []RowError          `json:"errors,omitempty"`    // the first MaxErrors per-row errors
 	Skipped     []string            `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
-	// Preview is, in a dry run, what the run would have done (preview.go); the counts above of
-	// what it did to rows then stay empty.
+	// Preview is, in a dry run, what the run would have done; the counts above then stay empty.
 	Preview *Preview `json:"preview,omitempty"`
 }
 

@@ -56,8 +56,7 @@ const (
 	RefusePaused            = "paused"                      // the workflow is paused on the row's organization, or fleet-wide
 )
 
-// Trust is what a sync's transaction checks before it writes: what the sync request claims,
-// and which of the rules apply to it.
+// Trust is the request's claims and the rules a sync's transaction checks before it writes.
 type Trust struct {
 	Type            contract.WorkflowType // the workflow the syncer serves
 	Provider        string                // the rows' provider it syncs
@@ -71,7 +70,7 @@ type Trust struct {
 }
 
 // refuse says which rule about who may write row the request breaks, on what the transaction
-// read (row and facts); "" when none. It is pure.
+// read; "" when none. It is pure.
 func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 	switch {
 	case row.OrganizationUUID != t.Organization:
@@ -124,9 +123,8 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 		}
 		ch.Settlement = settlement(row, snap, now, runUUID, ReasonExecutorTerminal)
 	case v == executor.VerdictUnknown && executor.Verdict(row.Sync.PendingOutcome).Terminal():
-		// The executor said how it ends before it stopped knowing it; that word cannot be taken
-		// back (a Job with SuccessCriteriaMet becomes Complete, one with FailureTarget Failed, once
-		// its pods are gone), so NotFound adds nothing to doubt and no grace or guard applies.
+		// The executor said how it ends before it stopped knowing it, and that word cannot be taken
+		// back, so NotFound adds nothing to doubt and no grace or guard applies.
 		pending := executor.Verdict(row.Sync.PendingOutcome)
 		ch.Kind = ledger.ChangeSettle
 		ch.Status, ch.Outcome = string(pending), string(pending)
@@ -190,8 +188,7 @@ func quiet(row ledger.Execution, ch ledger.ExecutionChange, keepAlive time.Durat
 		!last.IsZero() && !last.After(ch.At) && ch.At.Sub(last) < keepAlive
 }
 
-// settledBy reports whether row carries the settlement of run runUUID: then the change says so
-// (ChangeNone, WhySettledByThisRun) with the outcome and settlement the row carries.
+// settledBy reports whether row carries the settlement of run runUUID, and the change that says so.
 func settledBy(row ledger.Execution, runUUID string) (ledger.ExecutionChange, bool) {
 	if row.Active || row.Settlement == nil || runUUID == "" || row.Settlement.WorkflowRunUUID != runUUID {
 		return ledger.ExecutionChange{}, false

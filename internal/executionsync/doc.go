@@ -1,15 +1,8 @@
-// Package executionsync is the execution-sync workflow (seed 003, runner.execution-sync-stale-
-// cloud-run; the same body serves seed 002 with another executor): find an organization's active
-// runner executions that nobody has confirmed for min_age_seconds, and start one sync per row.
-// A sync asks the executor about the execution and settles or refreshes the row in one
-// transaction.
-//
-// One run:
-//
-//	scan (bounded: limit syncable rows, at most ScanFactor×limit documents read)
-//	  ├─ row without a usable provider_ref → skipped_missing_metadata_count, never sent anywhere
-//	  └─ candidate → Starter.Start (inline pool here; a Pub/Sub publish on the pipeline path)
-//	       sync = executor.Executor.Observe  →  ExecutionStore.Apply(decide)
+// Package executionsync is the execution-sync workflow (seed 003 for Cloud Run, seed 002 for
+// Kubernetes, one body): find an organization's active runner executions nobody has confirmed
+// for min_age_seconds and start one sync per row, which asks the executor about the execution
+// and settles or refreshes the row in one transaction. A row without a usable provider_ref is
+// counted (skipped_missing_metadata_count) and never sent anywhere.
 //
 // The verdict of a sync (decide, pure):
 //

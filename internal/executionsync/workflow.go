@@ -38,9 +38,8 @@ type Kind struct {
 	Envelope []string
 }
 
-// The two execution-sync workflows. Each is scoped to one organization, may be started by a
-// request, and settles only on its executor's word (no storm guard: see the blind-executor
-// guard).
+// The two execution-sync workflows: per organization, startable by a request, settling only on
+// the executor's word (no storm guard: the blind-executor guard holds lost settlements).
 var (
 	CloudRun = Kind{
 		Declaration: workflow.Declaration{Type: contract.ExecutionSyncCloudRun, Scope: workflow.ScopeOrganization, FromRequest: true},
@@ -118,8 +117,7 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
-// RunOnce is one run: scan the organization's stale rows, start their syncs, count. Of run it
-// uses the uuid, the logger and the overrides.
+// RunOnce is one run: scan, start the syncs, count; of run it uses the uuid, logger and overrides.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
@@ -278,9 +276,9 @@ func reachOf(results []SyncResult) reach {
 	return r
 }
 
-// unreachable: the run asked the executor about at least one row, no call was answered, and
-// every call that failed did so as an unreachable executor's do. A run whose syncs were all
-// published (the pipeline) or deferred asked nothing here, and is not judged.
+// unreachable: the run asked the executor about at least one row, none was answered, and every
+// failure was an unreachable executor's; a run that asked nothing here (all published or
+// deferred) is not judged.
 func (r reach) unreachable() bool { return r.answered == 0 && r.other == 0 && r.absent > 0 }
 
 // scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
