@@ -40,8 +40,7 @@ type Scan struct {
 	Settles string // what the settler does: "settles"
 }
 
-// Checks are the scan's two checks of a row whose fields are as stored (stamped: its staleness
-// field holds a timestamp) and that decodes unless malformed says why not.
+// Checks are the scan's two checks of a row: its staleness field stamped, and its decoding.
 func (s Scan) Checks(fields map[string]any, stamped bool, malformed string) (valid, decodes explain.Check) {
 	return explain.Check{Name: s.Field + " valid", OK: stamped, Detail: explain.TimestampDetail(fields[s.Field])},
 		explain.Check{Name: "decodes", OK: malformed == "", Detail: explain.DecodeDetail(malformed)}

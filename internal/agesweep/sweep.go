@@ -31,8 +31,7 @@ func (s *Sweep[S, C]) Now(ctx context.Context) (time.Time, error) {
 	return now, nil
 }
 
-// StoreError is the failure of a run's step on the store: layer firestore, reason
-// step + "_failed".
+// StoreError is a run's step failing on the store: layer firestore, reason step + "_failed".
 func StoreError(step string, err error) error {
 	return &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
 }
@@ -46,8 +45,7 @@ func Decode[In any](input json.RawMessage) (In, error) {
 	return in, nil
 }
 
-// OffCommand is a Definition's Check that applies scheduled, the floor of every path but the
-// command, to every run not started from the command.
+// OffCommand is a Definition's Check: scheduled, for every run not started from the command.
 func OffCommand(scheduled func(json.RawMessage) error) func(context.Context, json.RawMessage, workflow.Trigger) error {
 	return func(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
 		if trigger == workflow.TriggerLocal {

@@ -154,7 +154,6 @@ func (c Config) Check(http bool) error {
 	return nil
 }
 
-// list splits a comma-separated value, dropping blanks.
 func list(v string) []string {
 	var out []string
 	for _, a := range strings.Split(v, ",") {

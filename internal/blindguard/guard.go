@@ -111,9 +111,9 @@ func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger
 	return t, nil
 }
 
-// Seen keeps a healthy target's judgment current, so `stalesweep executors list` shows it (see
-// the package doc). A target the rule finds blind is left to Judge, so Seen logs no blind spell,
-// nor sets blind_since, earlier than Judge would. A failure is logged and otherwise ignored.
+// Seen keeps a healthy target's judgment current, so `stalesweep executors list` shows it; a
+// target the rule finds blind is left to Judge, so Seen starts no blind spell earlier than Judge
+// would. A failure is logged and otherwise ignored.
 func (g *Guard) Seen(ctx context.Context, target string, now time.Time) {
 	if target == "" {
 		return

@@ -1,7 +1,6 @@
-// Package kubejobs is the Kubernetes executor adapter: it reads a batch/v1 Job from one of the
-// configured clusters and reduces it to an executor.Snapshot, for the execution-sync workflow
-// (runner.execution-sync-stale-kubernetes). Rows name their Job with provider_ref {cluster,
-// namespace, job, uid}.
+// Package kubejobs is the Kubernetes executor adapter: it reads a batch/v1 Job, named by a row's
+// provider_ref {cluster, namespace, job, uid}, from one of the configured clusters and reduces it
+// to an executor.Snapshot.
 //
 // Only Config's executor.RetryPolicy retries: client-go's own Retry-After retries are off and its
 // client-side rate limit is sized for the workflow's concurrency (ClientConfig). NotFound — a Job

@@ -13,7 +13,6 @@ import (
 
 // Defaults of ClientConfig.
 const (
-	// RequestTimeoutDefault bounds one HTTP request, as rest.Config.Timeout.
 	RequestTimeoutDefault = 10 * time.Second
 	// QPSDefault and BurstDefault size client-go's token bucket (per cluster and process) for the
 	// workflow's concurrency: at client-go's 5 QPS / burst 10, 8 syncs at once queue for tokens

@@ -24,14 +24,12 @@ import (
 
 // ClusterConfig says how to reach one cluster. Exactly one way is set.
 type ClusterConfig struct {
-	// Kubeconfig is the path of a kubeconfig file; Context picks a context in it (default: its
-	// current context).
+	// Kubeconfig is a kubeconfig file's path; Context picks a context in it (default: current).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
 	// InCluster uses the service account of the pod stalesweep runs in.
 	InCluster bool `json:"in_cluster,omitempty"`
-	// GKE reaches a GKE cluster's endpoint with its CA and an OAuth2 access token from
-	// Application Default Credentials, fetched (and refreshed) on each request.
+	// GKE reaches a GKE cluster with an OAuth2 token from Application Default Credentials.
 	GKE *GKEConfig `json:"gke,omitempty"`
 	// Host, with CAData or CAFile and TokenFile, reaches any API server with a bearer token.
 	Host      string `json:"host,omitempty"`
