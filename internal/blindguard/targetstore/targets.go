@@ -42,10 +42,9 @@ func (s *Store) Get(ctx context.Context, target string) (t ledger.Target, found 
 	return t, true, nil
 }
 
-// Count counts, fleet-wide, the rows of target its executor answered about since since (found or
-// not: sync.last_synced_at), and the active rows of it the executor does not know whose unknown
-// spell began after clearedAt. Two aggregation queries, served by declared indexes; nothing is
-// read but index entries.
+// Count counts, fleet-wide, the rows of target its executor answered about since since
+// (sync.last_synced_at), and its active rows unknown since after clearedAt: two aggregation
+// queries on declared indexes, reading nothing but index entries.
 func (s *Store) Count(ctx context.Context, target string, since, clearedAt time.Time) (asked, unknown int64, err error) {
 	rows := s.client.Collection(ledger.ExecutionsCollection)
 	if asked, err = ledger.Count(ctx, rows.Where("sync.target", "==", target).Where("sync.last_synced_at", ">=", since), "count rows asked of "+target); err != nil {
