@@ -10,14 +10,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
 func (w world) pause(t *testing.T, scope string) {
 	t.Helper()
-	err := pausestore.New(w.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExecutionSyncCloudRun),
+	err := pausestore.New(w.fs).Put(context.Background(), pausestore.Pause{WorkflowType: string(contract.ExecutionSyncCloudRun),
 		Scope: scope, PausedBy: "local:op@host", PausedAt: time.Now().Add(-time.Minute), Reason: "incident 7"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -89,7 +90,7 @@ target, unless --force.`,
 			}
 			// The clearance is stamped on Firestore's clock, as the rows' unknown spells are
 			// compared with it wherever the functions run.
-			now, err := ledger.ServerClock(fsc)(ctx)
+			now, err := firestoreconn.ServerClock(fsc)(ctx)
 			if err == nil {
 				err = targetstore.New(fsc, cfg.Retention).Clear(ctx, target, localActor(), now)
 			}

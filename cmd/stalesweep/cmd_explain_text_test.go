@@ -33,7 +33,7 @@ func TestExplainTextSaysWhatHolds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pausestore.New(fs).Put(ctx, ledger.Pause{WorkflowType: "pm.sweep", PausedBy: "test", PausedAt: old, Reason: "maintenance"}); err != nil {
+	if err := pausestore.New(fs).Put(ctx, pausestore.Pause{WorkflowType: "pm.sweep", PausedBy: "test", PausedAt: old, Reason: "maintenance"}); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := invoke(t, "explain", "tasks/builds/bad")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/retention"
 )
 
@@ -52,7 +52,7 @@ twice or at once.`,
 		defer fs.Close()
 		// Expiry is judged on Firestore's clock, as its TTL policies judge it.
 		ctx, cancel := context.WithTimeout(c.ctx, retention.CallTimeoutDefault)
-		now, err := ledger.ServerClock(fs)(ctx)
+		now, err := firestoreconn.ServerClock(fs)(ctx)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(c.stderr, "stalesweep gc: %v\n", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -82,7 +83,7 @@ organization writes nothing.`
 // checkOrg says why org cannot name an organization: the workflows' inputs take an
 // organization_uuid in the uuid format, so nothing else could ever be swept.
 func checkOrg(org string) error {
-	if err := ledger.CheckDocID(org); err != nil {
+	if err := firestoreconn.CheckDocID(org); err != nil {
 		return err
 	}
 	if _, err := uuid.Parse(org); err != nil || len(org) != 36 {
@@ -119,12 +120,12 @@ organization without a document is not listed: it is not swept either.`, orgadmi
 			return c.usageError(cmd, "--min-age: want a positive duration, got %s", *minAge)
 		}
 		if *token != "" {
-			if err := ledger.CheckDocID(*token); err != nil {
+			if err := firestoreconn.CheckDocID(*token); err != nil {
 				return c.usageError(cmd, "--page-token: %q %v", *token, err)
 			}
 		}
 		return c.withFirestore("orgs list", *project, func(ctx context.Context, fsc *firestore.Client, _ app.Config) int {
-			now, err := ledger.ServerClock(fsc)(ctx)
+			now, err := firestoreconn.ServerClock(fsc)(ctx)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "stalesweep orgs list: %v\n", err)
 				return exitFailed

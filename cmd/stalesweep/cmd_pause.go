@@ -13,7 +13,6 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
@@ -61,7 +60,7 @@ start with "override_pause": true still run it. Pausing again replaces the reaso
 		// scope's first row: warned, not refused.
 		c.warnUnknownScope("pause", fsc, typ, *scope, 0, "pausing it anyway; stalesweep resume lifts it")
 		now := time.Now().UTC()
-		p := ledger.Pause{WorkflowType: string(typ), Scope: *scope, PausedBy: localActor(), PausedAt: now, Reason: *reason}
+		p := pausestore.Pause{WorkflowType: string(typ), Scope: *scope, PausedBy: localActor(), PausedAt: now, Reason: *reason}
 		if *dur > 0 {
 			p.Until = now.Add(*dur)
 		}
@@ -106,7 +105,7 @@ resumes each.`,
 			fmt.Fprintf(c.stderr, "stalesweep resume: %v\n", err)
 			return exitCode(exitFailed)
 		}
-		on := (ledger.Pause{Scope: *scope}).ScopeName()
+		on := (pausestore.Pause{Scope: *scope}).ScopeName()
 		if existed {
 			fmt.Fprintf(c.stdout, "resumed: %s on %s\n", typ, on)
 		} else {
@@ -130,7 +129,7 @@ func (c *cli) listScopedPauses(fsc *firestore.Client, typ contract.WorkflowType)
 		return exitFailed
 	}
 	now := time.Now()
-	var held []ledger.Pause
+	var held []pausestore.Pause
 	for _, p := range pauses {
 		if !p.Fleet() && p.Active(now) {
 			held = append(held, p)
@@ -180,7 +179,7 @@ func (c *cli) pausesCmd() *cobra.Command {
 		now := time.Now()
 		if *format == formatJSON {
 			type view struct {
-				ledger.Pause
+				pausestore.Pause
 				Active bool `json:"active"`
 			}
 			out := make([]view, 0, len(pauses))

@@ -12,8 +12,8 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 const syncType = "runner.execution-sync-stale-cloud-run"
@@ -81,7 +81,7 @@ func TestPauseStopsTheRunCommandUntilOverriddenOrResumed(t *testing.T) {
 	code, stdout, _ = invoke(t, "pauses", "list", "-o", "json")
 	var listed struct {
 		Pauses []struct {
-			ledger.Pause
+			pausestore.Pause
 			Active bool `json:"active"`
 		} `json:"pauses"`
 	}

@@ -169,7 +169,7 @@ func (c *cli) runsShowCmd() *cobra.Command {
 // record written before the field existed, and (runs show) the pause covering it now.
 type runView struct {
 	runstore.RunRecord
-	PausedNow *ledger.Pause `json:"paused_now,omitempty"`
+	PausedNow *pausestore.Pause `json:"paused_now,omitempty"`
 	// PresumedDeadSince (runs show) is set for a run that has not ended and whose guard is gone,
 	// names another run, or has expired: nothing renews it, so its process is presumed dead.
 	PresumedDeadSince *time.Time `json:"presumed_dead_since,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // scopeCheckTimeout bounds the look-up behind a warning about an unknown scope: the warning is
@@ -48,7 +49,7 @@ func unknownScope(ctx context.Context, fsc *firestore.Client, typ contract.Workf
 	default:
 		return ""
 	}
-	docs = append(docs, fsc.Collection(ledger.PausesCollection).Doc(ledger.PauseID(string(typ), scope)))
+	docs = append(docs, fsc.Collection(pausestore.PausesCollection).Doc(pausestore.PauseID(string(typ), scope)))
 	queries = append(queries, fsc.Collection(ledger.RunsCollection).Where("workflow_type", "==", string(typ)).Where("scope", "==", scope))
 	looked = append(looked, "no run of "+string(typ)+" on it recorded", "no pause of it")
 	for _, ref := range docs {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -16,7 +17,7 @@ type Rows[T any] interface {
 
 // Explaining is the first step of an Explain of row e.ID: the row read with row (its fields as
 // stored noted in e), and now on clock, the time every check of the explanation is judged at.
-func Explaining[T any](ctx context.Context, e *explain.Explanation, clock ledger.Clock,
+func Explaining[T any](ctx context.Context, e *explain.Explanation, clock firestoreconn.Clock,
 	row func(ctx context.Context, id string) (ledger.Row[T], error)) (ledger.Row[T], time.Time, error) {
 	r, err := row(ctx, e.ID)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
@@ -14,11 +14,11 @@ import (
 type Sweep[S, C any] struct {
 	Store  S
 	Config C
-	Clock  ledger.Clock // Firestore's clock in production (ledger.ServerClock)
+	Clock  firestoreconn.Clock // Firestore's clock in production (firestoreconn.ServerClock)
 }
 
 // New is the Sweep on store, cfg with its defaults, reading now from clock.
-func New[S any, C interface{ WithDefaults() C }](store S, cfg C, clock ledger.Clock) Sweep[S, C] {
+func New[S any, C interface{ WithDefaults() C }](store S, cfg C, clock firestoreconn.Clock) Sweep[S, C] {
 	return Sweep[S, C]{Store: store, Config: cfg.WithDefaults(), Clock: clock}
 }
 

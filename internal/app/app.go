@@ -189,7 +189,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			ListQueues: ledger.NewTaskStore(a.Firestore, cfg.Tx).ListQueues,
 			ListGroups: ledger.NewLeaseStore(a.Firestore, cfg.Tx).ListGroups,
 			Pauses:     pauses,
-			Probe:      ledger.ServerClock(a.Firestore),
+			Probe:      firestoreconn.ServerClock(a.Firestore),
 			TicksTopic: cfg.Topics.Ticks,
 		}
 		if cfg.RosterMaxAge >= 0 {

@@ -124,10 +124,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Auth.Mode == auth.ModeOff && c.Auth.OnCloudRun {
 		return Config{}, fmt.Errorf("%s=off is for local use only and is refused on Cloud Run (%s is set)", EnvAuth, EnvCloudRunService)
 	}
-	r := c.Retention
-	if r.Notable == 0 && r.Ordinary > ledger.RetentionNotableDefault {
+	r, notableDefault := c.Retention, (ledger.Retention{}).WithDefaults().Notable
+	if r.Notable == 0 && r.Ordinary > notableDefault {
 		return Config{}, fmt.Errorf("%s=%q: longer than %s's default (%s); set %s too, at least as long", EnvRetention, getenv(EnvRetention),
-			EnvRetentionNotable, ledger.RetentionNotableDefault, EnvRetentionNotable)
+			EnvRetentionNotable, notableDefault, EnvRetentionNotable)
 	}
 	if err := r.Validate(EnvRetention, EnvRetentionNotable); err != nil {
 		return Config{}, err

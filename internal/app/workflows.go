@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
@@ -54,7 +55,7 @@ var workflows = []declared{
 	ageSweep(runssweep.Declared, ledger.ExtensionRunsCollection, func(c *Config) *agesweep.Bounds { return &c.RunsSweep.Bounds },
 		func(s shared) (workflow.Definition, Explainer) {
 			store := ledger.NewExtensionRunStore(s.fs, s.cfg.Tx)
-			wf := runssweep.New(store, s.cfg.RunsSweep, ledger.ServerClock(s.fs))
+			wf := runssweep.New(store, s.cfg.RunsSweep, firestoreconn.ServerClock(s.fs))
 			return wf.Definition(), func(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 				return noRow(wf.Explain(ctx, store, id, o))
 			}
@@ -62,7 +63,7 @@ var workflows = []declared{
 	withExplainIDs(ageSweep(pmsweep.Declared, ledger.TasksCollection, func(c *Config) *agesweep.Bounds { return &c.PMSweep.Bounds },
 		func(s shared) (workflow.Definition, Explainer) {
 			store := ledger.NewTaskStore(s.fs, s.cfg.Tx)
-			wf := pmsweep.New(store, s.cfg.PMSweep, ledger.ServerClock(s.fs))
+			wf := pmsweep.New(store, s.cfg.PMSweep, firestoreconn.ServerClock(s.fs))
 			return wf.Definition(), func(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 				return explainTask(ctx, wf, store, id, o)
 			}
@@ -77,7 +78,7 @@ var workflows = []declared{
 	ageSweep(leasesettle.Declared, ledger.WorkspaceLeasesCollection, func(c *Config) *agesweep.Bounds { return &c.LeaseSettle.Bounds },
 		func(s shared) (workflow.Definition, Explainer) {
 			store := ledger.NewLeaseStore(s.fs, s.cfg.Tx)
-			wf := leasesettle.New(store, s.cfg.LeaseSettle, ledger.ServerClock(s.fs))
+			wf := leasesettle.New(store, s.cfg.LeaseSettle, firestoreconn.ServerClock(s.fs))
 			return wf.Definition(), func(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 				return noRow(wf.Explain(ctx, store, id, o))
 			}
@@ -116,7 +117,7 @@ func CheckExplainID(coll, id string) error {
 		}
 	}
 	for _, part := range ids {
-		if err := ledger.CheckDocID(part); err != nil {
+		if err := firestoreconn.CheckDocID(part); err != nil {
 			return fmt.Errorf("want %s: the id %q %v", want, part, err)
 		}
 	}

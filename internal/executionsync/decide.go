@@ -11,6 +11,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Seen is the row as the scan saw it: the state a sync's decision is made on.
@@ -79,7 +80,7 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 		return RefuseOtherProvider
 	case t.CheckOptOut && !facts.OrganizationEnabled:
 		return RefuseDisabled
-	case t.CheckPause && ledger.ActivePause(facts.Pauses, t.Now) != nil:
+	case t.CheckPause && pausestore.ActivePause(facts.Pauses, t.Now) != nil:
 		return RefusePaused
 	}
 	if !t.CheckRun {

@@ -15,7 +15,7 @@ import (
 
 func (e *env) pause(typ contract.WorkflowType, scope string) {
 	e.t.Helper()
-	err := pausestore.New(e.fs).Put(context.Background(), ledger.Pause{WorkflowType: string(typ), Scope: scope,
+	err := pausestore.New(e.fs).Put(context.Background(), pausestore.Pause{WorkflowType: string(typ), Scope: scope,
 		PausedBy: "op", PausedAt: e.clock.Now(), Reason: "incident"})
 	if err != nil {
 		e.t.Error(err)

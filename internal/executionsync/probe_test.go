@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
@@ -55,8 +56,8 @@ func TestTheProbeFindsAStaleRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := wf.Definition(executionsync.CloudRun)
-	if def.ProbeBatch != ledger.InMax {
-		t.Errorf("the probe takes %d organizations at once, want %d", def.ProbeBatch, ledger.InMax)
+	if def.ProbeBatch != firestoreconn.InMax {
+		t.Errorf("the probe takes %d organizations at once, want %d", def.ProbeBatch, firestoreconn.InMax)
 	}
 	got, err := def.Probe(context.Background(), inputs, now)
 	if err != nil || len(got) != len(cases) {

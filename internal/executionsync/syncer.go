@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // SyncOutcome is how one sync ended.
@@ -79,7 +80,7 @@ type Store interface {
 	// Scan returns one page of an organization's stale active rows of one provider, oldest
 	// observed first; a row that does not decode comes back with Malformed set.
 	Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Execution, *ledger.Cursor, error)
-	// StaleOrganizations returns which of orgs (at most ledger.InMax) have a row Scan would
+	// StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a row Scan would
 	// return at horizon: the probe of a batch of organizations.
 	StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error)
 	// Invisible reports the active rows no scan can see (observed_at missing or not a time).
@@ -211,7 +212,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	if trust.CheckPause {
 		// The fleet's pause and the organization's: a pause taken while the run's syncs are in
 		// flight stops the ones not yet written.
-		reads.Pauses = ledger.PauseIDs(string(s.typ), req.OrganizationUUID)
+		reads.Pauses = pausestore.PauseIDs(string(s.typ), req.OrganizationUUID)
 	}
 	target := s.exec.Target(req.ProviderRef)
 	// assessed is a dry run's stand-in for the judgment a real sync records (peek).

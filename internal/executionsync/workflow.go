@@ -14,6 +14,7 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -78,11 +79,11 @@ func New(store Store, exec executor.Executor, starter Starter, cfg Config, now f
 
 // Definition returns the workflow as the engine runs it, as kind k.
 func (w *Workflow) Definition(k Kind) workflow.Definition {
-	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Probe: w.probe, ProbeBatch: ledger.InMax, Body: w.body}
+	return workflow.Definition{Declaration: k.Declaration, States: workflow.Linear, Envelope: k.Envelope, Probe: w.probe, ProbeBatch: firestoreconn.InMax, Body: w.body}
 }
 
 // probe: an organization has work when one of its active rows of this provider was observed
-// min_age_seconds ago or earlier, asked for up to ledger.InMax organizations per query. A row
+// min_age_seconds ago or earlier, asked for up to firestoreconn.InMax organizations per query. A row
 // without a provider reference counts (the run reports it); an invisible row does not, so only
 // the runs of organizations that have work report it.
 func (w *Workflow) probe(ctx context.Context, inputs []json.RawMessage, now time.Time) ([]bool, error) {

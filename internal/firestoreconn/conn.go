@@ -1,7 +1,8 @@
 // Package firestoreconn connects a process to Firestore: the client (the emulator when
-// FIRESTORE_EMULATOR_HOST is set) and the reachability check a process runs when it starts. The
-// command bounds every call (cmd/stalesweep/firestore_bound.go). What the documents hold is the
-// ledger's.
+// FIRESTORE_EMULATOR_HOST is set), the reachability check a process runs when it starts,
+// Firestore's clock, and the facts of Firestore every store obeys (document ids, the earliest
+// timestamp, the `in` filter's limit, which commits are ambiguous). The command bounds every call
+// (cmd/stalesweep/firestore_bound.go). What the documents hold is the ledger's.
 package firestoreconn
 
 import (
@@ -19,8 +20,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-
-	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // EmulatorEnv is the variable the Firestore client follows to the emulator.
@@ -99,8 +98,8 @@ func Endpoint() string {
 	return defaultEndpoint
 }
 
-// pingDoc is the document Ping reads; nothing writes it, so the read finds nothing.
-var pingDoc = ledger.RunsCollection + "/stalesweep-connectivity-probe"
+// pingDoc is the document Ping reads: the clock's, which nothing writes (ServerClock).
+var pingDoc = ClockCollection + "/now"
 
 // Where names the Firestore o opens, for a person, after its endpoint: its project and database.
 func (o Options) Where() string {

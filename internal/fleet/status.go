@@ -16,6 +16,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -96,8 +97,8 @@ type WorkflowStatus struct {
 	Work     []ScopeWork `json:"work"`
 	WorkMore int         `json:"work_more"`
 	// Paused lists the pauses that hold on the workflow (pausestore.PauseListMax at most read).
-	Paused  []ledger.Pause `json:"paused"`
-	LastRun *LastRun       `json:"last_run"`
+	Paused  []pausestore.Pause `json:"paused"`
+	LastRun *LastRun           `json:"last_run"`
 	// Error says why the dispatcher stopped (out of budget, a tick it refused).
 	Error string `json:"error,omitempty"`
 }
@@ -118,7 +119,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 		limit = StatusLimitDefault
 	}
 	limit = min(limit, StatusLimitMax)
-	now, err := ledger.ServerClock(f.Firestore)(ctx)
+	now, err := firestoreconn.ServerClock(f.Firestore)(ctx)
 	if err != nil {
 		return Status{}, fmt.Errorf("read Firestore's clock: %w", err)
 	}
@@ -155,7 +156,7 @@ func (f Fleet) Status(ctx context.Context, cfg StatusConfig) (Status, error) {
 }
 
 func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg StatusConfig, limit int, now time.Time, reader Reader, orgs *orgadmin.Store, pauses *pausestore.Store) (WorkflowStatus, error) {
-	ws := WorkflowStatus{WorkflowType: string(t), Work: []ScopeWork{}, Paused: []ledger.Pause{}}
+	ws := WorkflowStatus{WorkflowType: string(t), Work: []ScopeWork{}, Paused: []pausestore.Pause{}}
 	data := cfg.Data[t]
 	if data == nil {
 		data = json.RawMessage(TickDataDefault[t])
@@ -167,7 +168,7 @@ func (f Fleet) workflow(ctx context.Context, t contract.WorkflowType, cfg Status
 		ListQueues: ledger.NewTaskStore(f.Firestore, ledger.TxConfig{}).ListQueues,
 		ListGroups: ledger.NewLeaseStore(f.Firestore, ledger.TxConfig{}).ListGroups,
 		Pauses:     pauses,
-		Probe:      ledger.ServerClock(f.Firestore),
+		Probe:      firestoreconn.ServerClock(f.Firestore),
 	}
 	if f.RosterMaxAge >= 0 {
 		o.Roster, o.RosterMaxAge = rosterstore.New(f.Firestore, f.Retention, time.Now), f.RosterMaxAge

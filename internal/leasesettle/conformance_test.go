@@ -15,6 +15,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
@@ -23,6 +24,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the workflow right after the run's
@@ -58,8 +60,8 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 		var p *pauser
 		// One lease at a time, so that the pause falls between two abandonments.
 		e := newEnv(t, leasesettle.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s leasesettle.Store) leasesettle.Store { p = &pauser{Store: s}; return p })
-		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
-			return ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+		p.Pause = sweeptest.PauseWith(t, e.FS, func() pausestore.Pause {
+			return pausestore.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
 				Scope: c.scope(e), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"}
 		})
 		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute), e.lease(e.instance("failed"), time.Minute)}
@@ -90,7 +92,7 @@ func TestAPauseTakenMidRunStopsTheLeasesNotYetAbandoned(t *testing.T) {
 func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 	sweeptest.RunDryRunPaused(t, "abandon", "refuse/paused", func(t *testing.T, override bool) sweeptest.DryPaused {
 		e := newEnv(t, leasesettle.Config{}, nil)
-		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
+		sweeptest.Pause(t, e.FS, pausestore.Pause{WorkflowType: string(contract.WorkspaceLeaseSettle),
 			Scope: e.org, PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "INC-42"})
 		ids := []string{e.lease(e.instance("terminated"), time.Minute), e.lease(e.instance("stopped"), time.Minute)}
 		e.Spy.Reset()
@@ -111,7 +113,7 @@ func TestADryRunOfAPausedGroupPreviewsThePause(t *testing.T) {
 // lose their leases — even when they cannot be resolved, the only case judged on heartbeat age;
 // a lease Firestore last saw two hours ago is abandoned (sweeptest.RunClockSkew).
 func TestHoldersAndRunsWithClocksAnHourOffChangeNothing(t *testing.T) {
-	sweeptest.RunClockSkew(t, func(t *testing.T, fs *firestore.Client, clock ledger.Clock) (workflow.Definition, sweeptest.Scope) {
+	sweeptest.RunClockSkew(t, func(t *testing.T, fs *firestore.Client, clock firestoreconn.Clock) (workflow.Definition, sweeptest.Scope) {
 		store := ledger.NewLeaseStore(fs, ledger.TxConfig{})
 		ctx := context.Background()
 		org, group := uuid.NewString(), uuid.NewString()

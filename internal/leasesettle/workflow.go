@@ -12,9 +12,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Reasons a lease is abandoned or kept.
@@ -67,7 +69,7 @@ type Store interface {
 type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the workflow.
-func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
+func New(store Store, cfg Config, clock firestoreconn.Clock) *Workflow {
 	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
@@ -365,7 +367,7 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 	}
 	if !run.Overrides.Pause {
 		// The fleet's pause, the organization's and the group's.
-		reads.Pauses = ledger.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
+		reads.Pauses = pausestore.PauseIDs(string(Declared.Type), workflow.ScopeValues{in.OrganizationUUID, in.RunnerGroupUUID}.Key())
 	}
 	abandon := w.Store.AbandonLease
 	if run.DryRun {

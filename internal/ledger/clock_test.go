@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -16,7 +17,7 @@ func TestWritersStampFirestoresTimeNotTheirOwn(t *testing.T) {
 	t.Parallel()
 	fs := testenv.Firestore(t)
 	ctx := context.Background()
-	clock := ledger.ServerClock(fs)
+	clock := firestoreconn.ServerClock(fs)
 	before, err := clock(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // ExecutionsCollection holds one document per runner execution, keyed by its uuid.
@@ -95,8 +97,8 @@ type ExecutionStore struct {
 
 // Defaults of TxConfig.
 const (
-	TxTimeoutDefault     = 10 * time.Second
-	TxMaxAttemptsDefault = 3
+	txTimeoutDefault     = 10 * time.Second
+	txMaxAttemptsDefault = 3
 )
 
 // TxConfig bounds each settlement transaction. Zero values take the defaults.
@@ -105,16 +107,17 @@ type TxConfig struct {
 	MaxAttempts int           // Firestore retries only Aborted (contention)
 }
 
-func (c TxConfig) withDefaults() TxConfig {
-	c.Timeout = cmp.Or(c.Timeout, TxTimeoutDefault)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, TxMaxAttemptsDefault)
+// WithDefaults fills zero values with the defaults: 10 s and 3 attempts.
+func (c TxConfig) WithDefaults() TxConfig {
+	c.Timeout = cmp.Or(c.Timeout, txTimeoutDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, txMaxAttemptsDefault)
 	return c
 }
 
 // NewExecutionStore returns a store on client whose receipts expire after keep
 // (receiptExpiry; zero durations take the defaults).
 func NewExecutionStore(client *firestore.Client, cfg TxConfig, keep Retention) *ExecutionStore {
-	return &ExecutionStore{client: client, cfg: cfg.withDefaults(), keep: keep.WithDefaults(), now: time.Now}
+	return &ExecutionStore{client: client, cfg: cfg.WithDefaults(), keep: keep.WithDefaults(), now: time.Now}
 }
 
 func (s *ExecutionStore) ref(uuid string) *firestore.DocumentRef {
@@ -187,18 +190,15 @@ func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *C
 	return rows, cur, nil
 }
 
-// InMax is how many values one `in` filter takes (Firestore's limit on a query's disjunctions).
-const InMax = 30
-
-// StaleOrganizations returns which of orgs (at most InMax) have a stale active row of provider:
-// one observed at or before horizon, as Scan would return it. It asks all of them at once, an
+// StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a stale active row
+// of provider: one observed at or before horizon, as Scan would return it. It asks all of them at once, an
 // `in` query of one document, oldest first, served by the scan's index; a row found names one
 // organization with work, which leaves the question, and the rest are asked again. So a batch
 // of quiet organizations costs one query (billed one read), and each organization with work one
 // more, however many stale rows it has: one with ten thousand cannot hide another.
 func (s *ExecutionStore) StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error) {
-	if len(orgs) > InMax {
-		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), InMax)
+	if len(orgs) > firestoreconn.InMax {
+		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), firestoreconn.InMax)
 	}
 	pending := slices.Compact(slices.Sorted(slices.Values(orgs)))
 	var found []string
@@ -306,7 +306,7 @@ type Facts struct {
 	// Target is the judgment of Reads.Target; nil when it was not read or never made.
 	Target *Target
 	// Pauses are the pauses of Reads.Pauses that exist, ended ones included (ActivePause).
-	Pauses []Pause
+	Pauses []pausestore.Pause
 }
 
 // RunFacts are the fields of a run record that say which syncs belong to it.
@@ -429,7 +429,7 @@ func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
 	}
 	rd.pausesAt, rd.pauses = len(rd.refs), len(reads.Pauses)
 	for _, id := range reads.Pauses {
-		add(s.client.Collection(PausesCollection).Doc(id))
+		add(s.client.Collection(pausestore.PausesCollection).Doc(id))
 	}
 	return rd
 }
@@ -449,7 +449,7 @@ func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
 			facts.Target = &t
 		}
 	}
-	facts.Pauses = DecodePauses(snaps[rd.pausesAt : rd.pausesAt+rd.pauses])
+	facts.Pauses = pausestore.DecodePauses(snaps[rd.pausesAt : rd.pausesAt+rd.pauses])
 	return facts
 }
 
@@ -577,4 +577,14 @@ func (c ExecutionChange) updates(row Execution) []firestore.Update {
 	default:
 		return nil
 	}
+}
+
+// pauseRefs are the documents of the pause ids ids (pausestore.PauseIDs), for a settling
+// transaction to read with its row.
+func pauseRefs(client *firestore.Client, ids []string) []*firestore.DocumentRef {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = client.Collection(pausestore.PausesCollection).Doc(id)
+	}
+	return refs
 }

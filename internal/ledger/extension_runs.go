@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -61,7 +63,7 @@ type ExtensionRunStore struct {
 
 // NewExtensionRunStore returns a store on client.
 func NewExtensionRunStore(client *firestore.Client, cfg TxConfig) *ExtensionRunStore {
-	return &ExtensionRunStore{client: client, cfg: cfg.withDefaults()}
+	return &ExtensionRunStore{client: client, cfg: cfg.WithDefaults()}
 }
 
 func (s *ExtensionRunStore) run(id string) *firestore.DocumentRef {
@@ -119,11 +121,11 @@ func (s *ExtensionRunStore) CountRunning(ctx context.Context, deadline time.Time
 // Abandonment is what the sweep decided about one run.
 type Abandonment struct {
 	Swept bool
-	// Why says, when not swept, why (LeftExtensionRunMissing, LeftNotRunning, LeftMoved, LeftNotIdle,
+	// Why says, when not swept, why (LeftExtensionRunMissing, the rule's reason, or
 	// LeftPaused).
 	Why Left
 	// Pause is, when Why is LeftPaused, the pause the transaction read.
-	Pause *Pause
+	Pause *pausestore.Pause
 	// InterlockReleased is true when the run's interlock was deleted; InterlockHolder names
 	// another run holding it, left alone.
 	InterlockReleased bool
@@ -144,7 +146,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 		out, err = s.abandon(tx, runID, pauses, &settlement, decide)
 		return err
 	})
-	if err != nil && Ambiguous(err) {
+	if err != nil && firestoreconn.Ambiguous(err) {
 		if settled, ok := s.settledBy(ctx, runID, settlement.WorkflowRunUUID); ok {
 			return settled, nil
 		}
@@ -244,7 +246,7 @@ func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pau
 		}
 	}
 	out.Run = r
-	if out.Pause = ActivePause(DecodePauses(snaps[1:]), time.Now()); out.Pause != nil {
+	if out.Pause = pausestore.ActivePause(pausestore.DecodePauses(snaps[1:]), time.Now()); out.Pause != nil {
 		out.Why = LeftPaused
 		return out, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 )
 
 // Invisible is what a scope holds that no scan can see: active rows whose staleness field is
@@ -26,9 +27,6 @@ const (
 	invisibleScanMax   = 200
 )
 
-// FirestoreMinTime is the earliest timestamp Firestore stores: every timestamp is at or after it.
-var FirestoreMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // invisible counts the documents active matches, against those of them whose field holds a
 // timestamp (served by the index that serves the scan), and, when they differ, reads a bounded
 // sample of the scope to name them. The counts are not one snapshot: a row settled or created
@@ -45,7 +43,7 @@ func invisible(ctx context.Context, active firestore.Query, field, what string) 
 		if err != nil {
 			return Invisible{}, err
 		}
-		seen, err := Count(ctx, active.Where(field, ">=", FirestoreMinTime), "count active "+what+" with a timestamp "+field)
+		seen, err := Count(ctx, active.Where(field, ">=", firestoreconn.MinTime), "count active "+what+" with a timestamp "+field)
 		if err != nil {
 			return Invisible{}, err
 		}
@@ -93,7 +91,7 @@ func invisibleSnapshot(ctx context.Context, client *firestore.Client, active fir
 		if err != nil {
 			return err
 		}
-		seen, err := countIn(ctx, tx, active.Where(field, ">=", FirestoreMinTime), "count active "+what+" with a timestamp "+field)
+		seen, err := countIn(ctx, tx, active.Where(field, ">=", firestoreconn.MinTime), "count active "+what+" with a timestamp "+field)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -86,7 +88,7 @@ type LeaseStore struct {
 
 // NewLeaseStore returns a store on client.
 func NewLeaseStore(client *firestore.Client, cfg TxConfig) *LeaseStore {
-	return &LeaseStore{client: client, cfg: cfg.withDefaults()}
+	return &LeaseStore{client: client, cfg: cfg.WithDefaults()}
 }
 
 func (s *LeaseStore) group(id string) *firestore.DocumentRef {
@@ -142,7 +144,7 @@ func (s *LeaseStore) ListGroups(ctx context.Context, org string, limit int) ([]s
 // heartbeat first, after the cursor. Only leases whose heartbeat_at is a timestamp are read: the
 // others cannot be judged by age and are reported as invisible (Invisible), never touched.
 func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *Cursor, limit int) ([]WorkspaceLease, error) {
-	q := s.active(org, group).Where("heartbeat_at", ">=", FirestoreMinTime).
+	q := s.active(org, group).Where("heartbeat_at", ">=", firestoreconn.MinTime).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
@@ -247,7 +249,7 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Rea
 			{Path: "settlement", Value: st},
 		})
 	})
-	if err != nil && Ambiguous(err) && tried != nil && s.abandonedBy(ctx, leaseID, tried.WorkflowRunUUID) {
+	if err != nil && firestoreconn.Ambiguous(err) && tried != nil && s.abandonedBy(ctx, leaseID, tried.WorkflowRunUUID) {
 		return true, "", nil
 	}
 	if err != nil {
@@ -308,7 +310,7 @@ func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string,
 	if reads.Organization != "" {
 		facts.OrganizationEnabled = SweepsEnabled(snaps[1])
 	}
-	if facts.Pauses = DecodePauses(snaps[pausesAt:]); ActivePause(facts.Pauses, time.Now()) != nil {
+	if facts.Pauses = pausestore.DecodePauses(snaps[pausesAt:]); pausestore.ActivePause(facts.Pauses, time.Now()) != nil {
 		return nil, string(LeftPaused), nil
 	}
 	var view HolderView

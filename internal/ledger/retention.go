@@ -3,6 +3,8 @@ package ledger
 import (
 	"fmt"
 	"time"
+
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // ExpireField is the field every document stalesweep writes for its own bookkeeping carries:
@@ -27,21 +29,21 @@ type Retention struct {
 // minute, and they then stop accumulating. Notable runs are kept half a year: the runs that
 // settled rows lost or tripped a guard are the evidence a postmortem asks for long after.
 const (
-	RetentionDefault        = 30 * 24 * time.Hour
-	RetentionNotableDefault = 180 * 24 * time.Hour
+	retentionDefault        = 30 * 24 * time.Hour
+	retentionNotableDefault = 180 * 24 * time.Hour
 	// retentionMin is the shortest retention accepted: a run record must outlive any run (a
 	// run is bounded by its function's timeout, at most an hour) and its scope guard with a
 	// wide margin, or a run still in flight could lose its record.
 	retentionMin = 24 * time.Hour
 )
 
-// WithDefaults fills zero durations with the defaults.
+// WithDefaults fills zero durations with the defaults: 30 days, and 180 (at least Ordinary).
 func (r Retention) WithDefaults() Retention {
 	if r.Ordinary == 0 {
-		r.Ordinary = RetentionDefault
+		r.Ordinary = retentionDefault
 	}
 	if r.Notable == 0 {
-		r.Notable = max(RetentionNotableDefault, r.Ordinary)
+		r.Notable = max(retentionNotableDefault, r.Ordinary)
 	}
 	return r
 }
@@ -94,6 +96,6 @@ func ExpiringCollections() []Expiring {
 		{Collection: GuardsCollection, What: "scope guards left by a run that never released them: notable retention after it was taken"},
 		{Collection: TargetsCollection, What: "blind-executor judgments: retention after the last judgment or clearance (notable while blind)"},
 		{Collection: RosterCollection, What: "the roster and its shards: retention after they were written"},
-		{Collection: PausesCollection, What: "pauses: one with an end (--for) at its end, when it refuses nothing more; an open-ended one never (resume deletes it)"},
+		{Collection: pausestore.PausesCollection, What: "pauses: one with an end (--for) at its end, when it refuses nothing more; an open-ended one never (resume deletes it)"},
 	}
 }

@@ -76,7 +76,7 @@ func TestRetentionValidationNamesTheSettingAndTheRule(t *testing.T) {
 	if err := (ledger.Retention{}).Validate("ORD", "NOT"); err != nil {
 		t.Errorf("the defaults: %v", err)
 	}
-	if got := ledger.ExpiryAt(t0, ledger.Retention{}, true); !got.Equal(t0.Add(ledger.RetentionNotableDefault)) {
+	if got := ledger.ExpiryAt(t0, ledger.Retention{}, true); !got.Equal(t0.Add(ledger.Retention{}.WithDefaults().Notable)) {
 		t.Errorf("notable expiry by default %v", got)
 	}
 }

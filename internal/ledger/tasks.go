@@ -12,6 +12,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/gowebpki/jcs"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"google.golang.org/api/iterator"
 )
 
@@ -107,7 +109,7 @@ type TaskStore struct {
 
 // NewTaskStore returns a store on client.
 func NewTaskStore(client *firestore.Client, cfg TxConfig) *TaskStore {
-	return &TaskStore{client: client, cfg: cfg.withDefaults()}
+	return &TaskStore{client: client, cfg: cfg.WithDefaults()}
 }
 
 func (s *TaskStore) queue(q string) *firestore.DocumentRef {
@@ -173,7 +175,7 @@ func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit in
 // decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
 func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *Cursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
-		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", FirestoreMinTime).
+		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", firestoreconn.MinTime).
 		OrderBy("last_activity_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
 		Limit(limit)
 	if after != nil {
@@ -248,11 +250,11 @@ type Reclaim struct {
 	StatusSHA string
 	// Poisoned is a task reclaimed more than the cap allows: failed instead of requeued.
 	Poisoned bool
-	// Why says, when not reclaimed, why (LeftTaskMissing, LeftNotWorking, LeftHeartbeatMoved,
-	// LeftActivityMoved): each means a worker was alive after all; or LeftPaused.
+	// Why says, when not reclaimed, why (LeftTaskMissing, or the rule's reason: a worker was
+	// alive after all; or LeftPaused).
 	Why Left
 	// Pause is, when Why is LeftPaused, the pause the transaction read.
-	Pause *Pause
+	Pause *pausestore.Pause
 }
 
 // ReclaimPlan is what a reclaim's rule says of a task as its transaction re-reads it: leave it
@@ -309,7 +311,7 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 			firestore.Update{Path: "last_activity_at", Value: firestore.ServerTimestamp},
 		))
 	})
-	if err != nil && Ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
+	if err != nil && firestoreconn.Ambiguous(err) && tried.Reclaimed && s.statusTipIs(ctx, queue, id, tried.StatusSHA) {
 		return tried, nil
 	}
 	if err != nil {
@@ -347,7 +349,7 @@ func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, pauses
 // planReclaim reads the task and the pause documents pauses names in tx and asks decide; a
 // missing task is left (LeftTaskMissing), and a task of a paused scope (LeftPaused, with the
 // pause), without asking.
-func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, pauses []string, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, *Pause, error) {
+func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, pauses []string, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, *pausestore.Pause, error) {
 	snaps, err := tx.GetAll(append([]*firestore.DocumentRef{ref}, pauseRefs(s.client, pauses)...))
 	if err != nil {
 		return Task{}, ReclaimPlan{}, nil, err
@@ -360,7 +362,7 @@ func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.Docume
 		return t, ReclaimPlan{}, nil, err
 	}
 	t.ID, t.Queue = ref.ID, ref.Parent.Parent.ID
-	if p := ActivePause(DecodePauses(snaps[1:]), time.Now()); p != nil {
+	if p := pausestore.ActivePause(pausestore.DecodePauses(snaps[1:]), time.Now()); p != nil {
 		return t, ReclaimPlan{Left: LeftPaused}, p, nil
 	}
 	return t, decide(t), nil, nil

@@ -11,18 +11,9 @@ type Left string
 // refusal) return it.
 const LeftPaused Left = "paused"
 
-// Why a reclaim (TaskStore.ReclaimTask) left a task.
+// The rows that are gone; each rule names its own other reasons (runssweep.LeftNotIdle,
+// pmsweep.LeftNotWorking, ...).
 const (
-	LeftTaskMissing    Left = "task_missing"    // the task is gone
-	LeftNotWorking     Left = "not_working"     // it is no longer working
-	LeftHeartbeatMoved Left = "heartbeat_moved" // its heartbeat head is not the one the sweep saw
-	LeftActivityMoved  Left = "activity_moved"  // it was active since the sweep saw it
-)
-
-// Why an abandonment (ExtensionRunStore.Abandon) left a run.
-const (
-	LeftExtensionRunMissing Left = "run_missing" // the run is gone
-	LeftNotRunning          Left = "not_running" // it finished (or was abandoned) since the scan
-	LeftMoved               Left = "moved"       // it moved since the scan
-	LeftNotIdle             Left = "not_idle"    // it is no longer idle past the deadline
+	LeftTaskMissing         Left = "task_missing" // the task is gone (TaskStore.ReclaimTask)
+	LeftExtensionRunMissing Left = "run_missing"  // the run is gone (ExtensionRunStore.Abandon)
 )

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 )
 
 // MaxBodyBytes bounds a start request or a message's data.
@@ -340,14 +340,14 @@ func (r Sync) Validate() error {
 	switch {
 	case r.WorkflowRunUUID == "":
 		return contract.Invalid("workflow_run_uuid", "required", "is required")
-	case ledger.CheckDocID(r.WorkflowRunUUID) != nil:
-		return contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.WorkflowRunUUID))
+	case firestoreconn.CheckDocID(r.WorkflowRunUUID) != nil:
+		return contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", firestoreconn.CheckDocID(r.WorkflowRunUUID))
 	case uuid.Validate(r.OrganizationUUID) != nil:
 		return contract.Invalid("organization_uuid", "format", "must be a UUID")
 	case r.RunnerExecutionUUID == "":
 		return contract.Invalid("runner_execution_uuid", "required", "is required")
-	case ledger.CheckDocID(r.RunnerExecutionUUID) != nil:
-		return contract.Invalid("runner_execution_uuid", "format", "must be a document id: it %v", ledger.CheckDocID(r.RunnerExecutionUUID))
+	case firestoreconn.CheckDocID(r.RunnerExecutionUUID) != nil:
+		return contract.Invalid("runner_execution_uuid", "format", "must be a document id: it %v", firestoreconn.CheckDocID(r.RunnerExecutionUUID))
 	case r.Provider == "":
 		return contract.Invalid("provider", "required", "is required")
 	case len(r.ProviderRef) == 0:

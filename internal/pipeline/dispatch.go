@@ -14,8 +14,8 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/parallel"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
@@ -113,8 +113,8 @@ type Dispatcher struct {
 	workflows  Workflows
 	queues     func(ctx context.Context, limit int) ([]string, error)
 	groups     func(ctx context.Context, org string, limit int) ([]string, error)
-	clock      ledger.Clock // set: probe each scope before publishing
-	ticksTopic string       // set: hand the rest of a large tick on
+	clock      firestoreconn.Clock // set: probe each scope before publishing
+	ticksTopic string              // set: hand the rest of a large tick on
 	roster     *rosterstore.Store
 	rosterAge  time.Duration
 	pauses     PauseLister // set: skip paused scopes
@@ -122,7 +122,7 @@ type Dispatcher struct {
 
 // PauseLister lists the pauses of a workflow type; *pausestore.Store is one.
 type PauseLister interface {
-	List(ctx context.Context, workflowType string, limit int) ([]ledger.Pause, error)
+	List(ctx context.Context, workflowType string, limit int) ([]pausestore.Pause, error)
 }
 
 // DispatcherOptions is what a Dispatcher is built from. Orgs, Publisher, SweepsTopic, Workflows
@@ -144,7 +144,7 @@ type DispatcherOptions struct {
 	// workflow's Probe whether the scope has work, at the time Probe gives (read once per
 	// invocation), and publishes nothing for a quiet one. A probe that fails publishes the
 	// sweep: a probe never hides work.
-	Probe ledger.Clock
+	Probe firestoreconn.Clock
 	// TicksTopic lets one invocation hand the rest of a tick on: after ShardScopes scopes, or
 	// with a quarter of its budget left, it publishes a continuation of the tick to TicksTopic —
 	// the same tick, its id, and the organization to resume after — and stops.
@@ -219,7 +219,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, tick Tick) (Report, error) {
 
 	now, clocked := d.now(ctx, tick)
 	paused := d.paused(ctx, tick, now, clocked)
-	if p := ledger.ActivePause(paused, pauseTime(now, clocked)); p != nil && p.Fleet() {
+	if p := pausestore.ActivePause(paused, pauseTime(now, clocked)); p != nil && p.Fleet() {
 		rep.PausedFleet = true
 		d.log.Warn("the workflow is paused fleet-wide; nothing published", "workflow_type", string(tick.WorkflowType), "pause", p.String())
 		return rep, nil
@@ -452,7 +452,7 @@ func (d *Dispatcher) now(ctx context.Context, tick Tick) (time.Time, bool) {
 
 // paused is the workflow's pauses that hold now, read once per invocation; none when pauses are
 // off or the read failed (each run's start checks again).
-func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clocked bool) []ledger.Pause {
+func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clocked bool) []pausestore.Pause {
 	if d.pauses == nil {
 		return nil
 	}
@@ -466,7 +466,7 @@ func (d *Dispatcher) paused(ctx context.Context, tick Tick, now time.Time, clock
 		d.log.Warn("pauses listed up to their bound; the rest are checked when each run starts", "workflow_type", string(tick.WorkflowType), "list_max", pausestore.PauseListMax)
 	}
 	at := pauseTime(now, clocked)
-	var out []ledger.Pause
+	var out []pausestore.Pause
 	for _, p := range all {
 		if p.Active(at) {
 			out = append(out, p)
@@ -484,7 +484,7 @@ func pauseTime(now time.Time, clocked bool) time.Time {
 }
 
 // unpaused drops the scopes a pause covers, counting them.
-func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused []ledger.Pause, rep *Report) []workflow.ScopeValues {
+func (d *Dispatcher) unpaused(tick Tick, scopes []workflow.ScopeValues, paused []pausestore.Pause, rep *Report) []workflow.ScopeValues {
 	if len(paused) == 0 {
 		return scopes
 	}

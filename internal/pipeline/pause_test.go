@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
@@ -19,7 +18,7 @@ func TestATickPublishesNoSweepForAPausedScopeAndDoesForAnother(t *testing.T) {
 	paused, other := e.enabled[0], e.enabled[1:]
 	put := func(typ contract.WorkflowType, scope string, until time.Time) {
 		t.Helper()
-		if err := pauses.Put(ctx, ledger.Pause{WorkflowType: string(typ), Scope: scope, PausedBy: "op", PausedAt: time.Now().Add(-time.Hour), Until: until}); err != nil {
+		if err := pauses.Put(ctx, pausestore.Pause{WorkflowType: string(typ), Scope: scope, PausedBy: "op", PausedAt: time.Now().Add(-time.Hour), Until: until}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
@@ -22,6 +23,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -55,8 +57,8 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 		var p *pauser
 		// One task at a time, so that the pause falls between two reclaims.
 		e := newEnv(t, pmsweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, func(s pmsweep.Store) pmsweep.Store { p = &pauser{Store: s}; return p })
-		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
-			return ledger.Pause{WorkflowType: string(contract.PMSweep),
+		p.Pause = sweeptest.PauseWith(t, e.FS, func() pausestore.Pause {
+			return pausestore.Pause{WorkflowType: string(contract.PMSweep),
 				Scope: c.scope(e.queue), PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"}
 		})
 		leases := e.claimed(3)
@@ -91,7 +93,7 @@ func TestAPauseTakenMidSweepStopsTheTasksNotYetReclaimed(t *testing.T) {
 func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 	sweeptest.RunDryRunPaused(t, "reclaim", "keep/paused", func(t *testing.T, override bool) sweeptest.DryPaused {
 		e := newEnv(t, pmsweep.Config{}, nil)
-		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.PMSweep),
+		sweeptest.Pause(t, e.FS, pausestore.Pause{WorkflowType: string(contract.PMSweep),
 			Scope: e.queue, PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "queue migration"})
 		leases := e.claimed(2)
 		e.Clock.Advance(time.Hour)
@@ -112,7 +114,7 @@ func TestADryRunOfAPausedQueuePreviewsThePause(t *testing.T) {
 // Workers whose clocks are an hour off either way, heartbeating as a live worker does, are never
 // reclaimed; a task Firestore last saw two hours ago is (sweeptest.RunClockSkew).
 func TestWorkersAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
-	sweeptest.RunClockSkew(t, func(t *testing.T, fs *firestore.Client, clock ledger.Clock) (workflow.Definition, sweeptest.Scope) {
+	sweeptest.RunClockSkew(t, func(t *testing.T, fs *firestore.Client, clock firestoreconn.Clock) (workflow.Definition, sweeptest.Scope) {
 		tasks := ledger.NewTaskStore(fs, ledger.TxConfig{})
 		queue := "q-" + uuid.NewString()[:8]
 		// A TTL of an hour less a minute: any clock an hour off on either side would cross it.

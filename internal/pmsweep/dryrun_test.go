@@ -143,7 +143,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		t.Errorf("a task no scan sees: %+v", x)
 	}
 	x, err := e.wf.Explain(context.Background(), e.tasks, e.queue, "task-000", explain.Options{})
-	if err != nil || x.Verdict != "skip" || x.Rule != string(ledger.LeftNotWorking) || x.Last["reclaim_count"] != int64(1) || x.Last["status_head"] == nil {
+	if err != nil || x.Verdict != "skip" || x.Rule != string(pmsweep.LeftNotWorking) || x.Last["reclaim_count"] != int64(1) || x.Last["status_head"] == nil {
 		t.Errorf("after the sweep: %+v %v", x, err)
 	}
 	if _, err := e.wf.Explain(context.Background(), e.tasks, e.queue, "no-such-task", explain.Options{}); !errors.Is(err, ledger.ErrNoRow) {

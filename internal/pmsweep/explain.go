@@ -64,7 +64,7 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 	case scan.Skipped(&e, stamped, row.Malformed):
 		return e, nil
 	case t.Status != ledger.TaskWorking:
-		e.Verdict, e.Rule = "skip", string(ledger.LeftNotWorking)
+		e.Verdict, e.Rule = "skip", string(LeftNotWorking)
 		return e, nil
 	case !stale:
 		e.Verdict, e.Rule, e.Detail = "skip", "not_stale", "silent for at most the TTL: its worker may be alive"

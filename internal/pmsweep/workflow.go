@@ -11,9 +11,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Store is what the sweep needs of the task ledger; *ledger.TaskStore has it.
@@ -34,7 +36,7 @@ type Store interface {
 type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
-func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
+func New(store Store, cfg Config, clock firestoreconn.Clock) *Workflow {
 	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
@@ -78,8 +80,15 @@ func Pauses(queue string, overridePause bool) []string {
 	if overridePause {
 		return nil
 	}
-	return ledger.PauseIDs(string(Declared.Type), queue)
+	return pausestore.PauseIDs(string(Declared.Type), queue)
 }
+
+// Why the rule (Reclaimable) leaves a task it re-read: a worker was alive after all.
+const (
+	LeftNotWorking     ledger.Left = "not_working"     // it is no longer working
+	LeftHeartbeatMoved ledger.Left = "heartbeat_moved" // its heartbeat head is not the one the sweep saw
+	LeftActivityMoved  ledger.Left = "activity_moved"  // it was active since the sweep saw it
+)
 
 // Reclaimable is the rule a reclaim's transaction applies to the task as it re-reads it, seen
 // being the task as the scan read it: the task may be taken back only if it is still working
@@ -90,11 +99,11 @@ func Reclaimable(seen ledger.Task, maxReclaims int64) func(ledger.Task) ledger.R
 	return func(t ledger.Task) ledger.ReclaimPlan {
 		switch {
 		case t.Status != ledger.TaskWorking:
-			return ledger.ReclaimPlan{Left: ledger.LeftNotWorking}
+			return ledger.ReclaimPlan{Left: LeftNotWorking}
 		case t.HeartbeatTip != seen.HeartbeatTip:
-			return ledger.ReclaimPlan{Left: ledger.LeftHeartbeatMoved}
+			return ledger.ReclaimPlan{Left: LeftHeartbeatMoved}
 		case !t.LastActivityAt.Equal(seen.LastActivityAt):
-			return ledger.ReclaimPlan{Left: ledger.LeftActivityMoved}
+			return ledger.ReclaimPlan{Left: LeftActivityMoved}
 		}
 		if count := t.ReclaimCount + 1; maxReclaims > 0 && count > maxReclaims {
 			return ledger.ReclaimPlan{Poison: fmt.Sprintf("reclaimed %d times (more than %d): a poison task, failed instead of requeued", count, maxReclaims)}

@@ -13,6 +13,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep/sweeptest"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/explain"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
@@ -21,6 +22,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // pauser is the real store, but it has an operator pause the sweep right after the run's first
@@ -55,8 +57,8 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 		// One run at a time, so that the pause falls between two abandonments.
 		e.wf = runssweep.New(p, runssweep.Config{Bounds: agesweep.Bounds{Concurrency: 1}}, ledgertest.LocalClock(e.Clock.Now))
 		e.Run(e.wf.Definition())
-		p.Pause = sweeptest.PauseWith(t, e.FS, func() ledger.Pause {
-			pause := ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
+		p.Pause = sweeptest.PauseWith(t, e.FS, func() pausestore.Pause {
+			pause := pausestore.Pause{WorkflowType: string(contract.ExtensionRunsSweep), PausedBy: "op", PausedAt: e.Clock.Now().Add(-2 * time.Minute), Reason: "incident"}
 			if c.until != 0 {
 				pause.Until = e.Clock.Now().Add(c.until)
 			}
@@ -86,7 +88,7 @@ func TestAPauseTakenMidSweepStopsTheRunsNotYetAbandoned(t *testing.T) {
 func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 	sweeptest.RunDryRunPaused(t, "abandon", "keep/paused", func(t *testing.T, override bool) sweeptest.DryPaused {
 		e := newEnv(t, nil)
-		sweeptest.Pause(t, e.FS, ledger.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
+		sweeptest.Pause(t, e.FS, pausestore.Pause{WorkflowType: string(contract.ExtensionRunsSweep),
 			PausedBy: "op", PausedAt: e.Clock.Now(), Reason: "incident"})
 		ids := []string{e.start("a", true, time.Hour), e.start("b", false, time.Hour)}
 		e.Spy.Reset()
@@ -105,7 +107,7 @@ func TestADryRunOfAPausedSweepPreviewsThePause(t *testing.T) {
 // Apps whose clocks are an hour off either way, moving as a live app does, are never abandoned;
 // a run Firestore last saw two hours ago is (sweeptest.RunClockSkew).
 func TestAppsAndSweepersWithClocksAnHourOffChangeNothing(t *testing.T) {
-	sweeptest.RunClockSkew(t, func(t *testing.T, fs *firestore.Client, clock ledger.Clock) (workflow.Definition, sweeptest.Scope) {
+	sweeptest.RunClockSkew(t, func(t *testing.T, fs *firestore.Client, clock firestoreconn.Clock) (workflow.Definition, sweeptest.Scope) {
 		store := ledger.NewExtensionRunStore(fs, ledger.TxConfig{})
 		tenant := "tenant-" + uuid.NewString()[:8]
 		run := func(name string) ledger.ExtensionRun {
@@ -203,7 +205,7 @@ func TestOnlyThisRunsOwnSettlementCountsAsSweptByIt(t *testing.T) {
 	if res := settle(first); !res.Swept || !res.InterlockReleased {
 		t.Errorf("the same run trying again: %+v, want swept by it, interlock released", res)
 	}
-	if res := settle(other); res.Swept || res.Why != ledger.LeftNotRunning {
+	if res := settle(other); res.Swept || res.Why != runssweep.LeftNotRunning {
 		t.Errorf("another run: %+v, want left not_running", res)
 	}
 	if r := e.run(id); r.Settlement.WorkflowRunUUID != first {

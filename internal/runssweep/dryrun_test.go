@@ -186,7 +186,7 @@ func TestExplainSaysWhatTheNextSweepDoes(t *testing.T) {
 		t.Errorf("the run whose interlock another holds: %+v", x)
 	}
 	x, err := e.wf.Explain(context.Background(), e.store, f.bg, explain.Options{})
-	if err != nil || x.Verdict != "keep" || x.Rule != string(ledger.LeftNotRunning) || x.Last["settlement"] == nil {
+	if err != nil || x.Verdict != "keep" || x.Rule != string(runssweep.LeftNotRunning) || x.Last["settlement"] == nil {
 		t.Errorf("after the sweep: %+v %v", x, err)
 	}
 	if _, err := e.wf.Explain(context.Background(), e.store, "no-such-run", explain.Options{}); !errors.Is(err, ledger.ErrNoRow) {

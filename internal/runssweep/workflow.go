@@ -10,9 +10,11 @@ import (
 	"github.com/stalesweep/stalesweep/internal/agesweep"
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/storm"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
@@ -31,11 +33,18 @@ type Store interface {
 // ReasonIdle is the settlement reason of an abandoned invocation.
 const ReasonIdle = "idle_past_deadline"
 
+// Why the rule (Abandonable) leaves a run it re-read.
+const (
+	LeftNotRunning ledger.Left = "not_running" // it finished (or was abandoned) since the scan
+	LeftMoved      ledger.Left = "moved"       // it moved since the scan
+	LeftNotIdle    ledger.Left = "not_idle"    // it is no longer idle past the deadline
+)
+
 // Workflow is the sweep.
 type Workflow struct{ agesweep.Sweep[Store, Config] }
 
 // New returns the sweep.
-func New(store Store, cfg Config, clock ledger.Clock) *Workflow {
+func New(store Store, cfg Config, clock firestoreconn.Clock) *Workflow {
 	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
@@ -74,7 +83,7 @@ func Pauses(overridePause bool) []string {
 	if overridePause {
 		return nil
 	}
-	return ledger.PauseIDs(string(Declared.Type), workflow.ScopeFleet.Key(nil))
+	return pausestore.PauseIDs(string(Declared.Type), workflow.ScopeFleet.Key(nil))
 }
 
 // Abandonable is the rule an abandonment's transaction applies to the run as it re-reads it,
@@ -84,11 +93,11 @@ func Abandonable(seen ledger.ExtensionRun, deadline time.Time) func(ledger.Exten
 	return func(r ledger.ExtensionRun) ledger.Left {
 		switch {
 		case r.Status != ledger.ExtensionRunning:
-			return ledger.LeftNotRunning
+			return LeftNotRunning
 		case !r.LastMovedAt.Equal(seen.LastMovedAt):
-			return ledger.LeftMoved
+			return LeftMoved
 		case !r.LastMovedAt.Before(deadline):
-			return ledger.LeftNotIdle
+			return LeftNotIdle
 		}
 		return ""
 	}
@@ -201,7 +210,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 			l.Info("app invocation abandoned", alerts.RowSettled.Attr(), "outcome", ledger.OutcomeAbandoned, "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
 		case res.Why == ledger.LeftPaused:
 			stats.Paused++
-		case res.Why == ledger.LeftNotIdle:
+		case res.Why == LeftNotIdle:
 			stats.NotIdle++
 		default:
 			stats.Moved++
@@ -250,7 +259,7 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 				stats.InterlocksHeldByOther++
 				p.Count("keep_interlock", "held_by_other_run", 1)
 			}
-		case res.Why == ledger.LeftNotIdle:
+		case res.Why == LeftNotIdle:
 			stats.NotIdle++
 			p.Add(r.RunID, "keep", string(res.Why), "")
 		default:

@@ -16,7 +16,9 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -149,7 +151,7 @@ type Outcome struct {
 	Err     error // why it failed; nil when completed
 	DryRun  bool  // a preview: nothing was written, and no record of it exists
 	// Paused is the pause covering the scope at start, which a dry run reports.
-	Paused *ledger.Pause
+	Paused *pausestore.Pause
 }
 
 // Engine starts workflow runs.
@@ -174,7 +176,7 @@ type Organizations interface {
 
 // Pauses returns the pause covering a run on a scope at now (*pausestore.Store).
 type Pauses interface {
-	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*ledger.Pause, error)
+	Covering(ctx context.Context, workflowType, scope string, now time.Time) (*pausestore.Pause, error)
 }
 
 // RecordTimeout bounds each write and read-back of a run record.
@@ -263,7 +265,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (Outcome, error) {
 		return Outcome{}, err
 	}
 	if req.RunUUID != "" {
-		if err := ledger.CheckDocID(req.RunUUID); err != nil {
+		if err := firestoreconn.CheckDocID(req.RunUUID); err != nil {
 			return Outcome{}, contract.Invalid("workflow_run_uuid", "format", "must be a document id: it %v", err)
 		}
 	}
@@ -509,7 +511,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 			ExpireAt: rec.ExpireAt,
 		}}
 		if checkPauses {
-			claim.Pauses = ledger.PauseIDs(string(def.Type), scope)
+			claim.Pauses = pausestore.PauseIDs(string(def.Type), scope)
 		}
 	}
 	var expired *runstore.Guard
@@ -520,7 +522,7 @@ func (e *Engine) start(ctx context.Context, def Definition, input json.RawMessag
 	})
 	var busy *runstore.GuardHeldError
 	var paused *runstore.PausedError
-	if err != nil && ledger.Ambiguous(err) { // a refusal the transaction decided wrote nothing
+	if err != nil && firestoreconn.Ambiguous(err) { // a refusal the transaction decided wrote nothing
 		if g, ok := e.startedAfterAll(ctx, rec, held.key); ok {
 			// The commit landed and its answer was lost; the client's retry then failed (the
 			// transaction closed). The run started.
@@ -614,7 +616,7 @@ func (e *Engine) checkOptOut(ctx context.Context, scope Scope, input json.RawMes
 
 // checkPause returns the pause covering the run, refusing it (conflict wrapping a
 // *runstore.PausedError) unless it is a dry run or overrides the pause.
-func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*ledger.Pause, error) {
+func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scope string, req Request) (*pausestore.Pause, error) {
 	if e.pauses == nil {
 		return nil, nil
 	}
@@ -635,7 +637,7 @@ func (e *Engine) checkPause(ctx context.Context, typ contract.WorkflowType, scop
 }
 
 // pausedError is the conflict refusing a run that p covers, with the pause in its details.
-func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error {
+func pausedError(typ contract.WorkflowType, scope string, p pausestore.Pause) error {
 	details := map[string]any{"workflow_type": p.WorkflowType, "scope": p.Scope, "paused_by": p.PausedBy,
 		"paused_at": p.PausedAt.UTC().Format(time.RFC3339), "reason": p.Reason}
 	if !p.Until.IsZero() {
@@ -650,7 +652,7 @@ func pausedError(typ contract.WorkflowType, scope string, p ledger.Pause) error 
 }
 
 // pausedMessage says why a run was refused, and how to go on.
-func pausedMessage(typ contract.WorkflowType, scope string, p ledger.Pause) string {
+func pausedMessage(typ contract.WorkflowType, scope string, p pausestore.Pause) string {
 	on := p.ScopeName()
 	if !p.Fleet() && p.Scope != scope {
 		on += " (which covers " + scope + ")"

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -52,7 +51,7 @@ func newPausedEngine(t *testing.T) *pausedEngine {
 
 func (p *pausedEngine) pause(t *testing.T, scope string, until time.Time) {
 	t.Helper()
-	err := p.pauses.Put(context.Background(), ledger.Pause{WorkflowType: string(contract.ExecutionSyncCloudRun), Scope: scope,
+	err := p.pauses.Put(context.Background(), pausestore.Pause{WorkflowType: string(contract.ExecutionSyncCloudRun), Scope: scope,
 		PausedBy: "local:op@host", PausedAt: p.clock.Now(), Reason: "incident 42", Until: until})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +180,7 @@ func TestADryRunOfAPausedScopeRunsAndReportsThePause(t *testing.T) {
 // blindPauses is a pause check that never sees a pause: a pause taken just after it looked.
 type blindPauses struct{}
 
-func (blindPauses) Covering(context.Context, string, string, time.Time) (*ledger.Pause, error) {
+func (blindPauses) Covering(context.Context, string, string, time.Time) (*pausestore.Pause, error) {
 	return nil, nil
 }
 

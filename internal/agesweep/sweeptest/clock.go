@@ -8,7 +8,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -17,7 +17,7 @@ import (
 
 // ClockSkew is what the clock suite needs of one sweep: the sweep on fs, reading now from clock
 // (the suite gives it Firestore's clock), and a scope of the test's own it readies on fs.
-type ClockSkew func(t *testing.T, fs *firestore.Client, clock ledger.Clock) (workflow.Definition, Scope)
+type ClockSkew func(t *testing.T, fs *firestore.Client, clock firestoreconn.Clock) (workflow.Definition, Scope)
 
 // Scope is one scope's rows and the run over it.
 type Scope struct {
@@ -35,7 +35,7 @@ type Scope struct {
 
 // RunClockSkew checks that writers whose clocks are an hour off either way, moving their rows as
 // live writers do, never have them settled: staleness is judged on Firestore's clock, as in
-// production (server timestamps, ledger.ServerClock), and the sweep's own process clock (here
+// production (server timestamps, firestoreconn.ServerClock), and the sweep's own process clock (here
 // an hour ahead) does not enter it either. A row Firestore last saw two hours ago is settled, so
 // the sweep does sweep. It runs in parallel with t's other tests.
 func RunClockSkew(t *testing.T, sweep ClockSkew) {
@@ -43,7 +43,7 @@ func RunClockSkew(t *testing.T, sweep ClockSkew) {
 	fs := testenv.Firestore(t)
 	ctx := context.Background()
 	skewed := func() time.Time { return time.Now().Add(time.Hour) } // the sweep's own clock
-	def, s := sweep(t, fs, ledger.ServerClock(fs))
+	def, s := sweep(t, fs, firestoreconn.ServerClock(fs))
 	engine := workflow.NewEngine(workflow.Options{Runs: runstore.New(fs), Now: skewed, Log: logging.Discard()}, def)
 
 	live := map[string]time.Duration{"behind": -time.Hour, "ahead": time.Hour}

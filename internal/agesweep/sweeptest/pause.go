@@ -8,7 +8,6 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/explain"
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
@@ -71,7 +70,7 @@ func RunDryRunPaused(t *testing.T, verb, paused string, run func(t *testing.T, o
 }
 
 // Pause takes p, as an operator would, and fails the test if it cannot.
-func Pause(t testing.TB, fs *firestore.Client, p ledger.Pause) {
+func Pause(t testing.TB, fs *firestore.Client, p pausestore.Pause) {
 	t.Helper()
 	if err := pausestore.New(fs).Put(context.Background(), p); err != nil {
 		t.Fatal(err)
@@ -81,7 +80,7 @@ func Pause(t testing.TB, fs *firestore.Client, p ledger.Pause) {
 // PauseWith is a PauseAfterFirst.Pause that takes the pause pause returns (built when it is
 // called, on the clock as it then reads), as an operator would. A failure is t.Error, not
 // t.Fatal: it runs inside the sweep's transaction.
-func PauseWith(t testing.TB, fs *firestore.Client, pause func() ledger.Pause) func() {
+func PauseWith(t testing.TB, fs *firestore.Client, pause func() pausestore.Pause) func() {
 	return func() {
 		if err := pausestore.New(fs).Put(context.Background(), pause()); err != nil {
 			t.Error(err)

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -52,7 +53,7 @@ func (s *Store) Count(ctx context.Context, target string, since, clearedAt time.
 	}
 	after := clearedAt
 	if after.IsZero() {
-		after = ledger.FirestoreMinTime
+		after = firestoreconn.MinTime
 	}
 	unknown, err = ledger.Count(ctx, rows.Where("active", "==", true).Where("sync.target", "==", target).Where("sync.unknown_since", ">", after),
 		"count rows unknown to "+target)

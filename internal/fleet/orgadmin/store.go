@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -34,7 +35,7 @@ func New(client *firestore.Client) *Store { return &Store{client: client} }
 // sweeps_enabled already is the boolean asked for it writes nothing and returns false, so the
 // record of who made the change that holds stays.
 func (s *Store) SetSweeps(ctx context.Context, id string, enabled bool, by, reason string) (bool, error) {
-	if err := ledger.CheckDocID(id); err != nil {
+	if err := firestoreconn.CheckDocID(id); err != nil {
 		return false, fmt.Errorf("set sweeps of organization %q: the id %w", id, err)
 	}
 	ref := s.client.Collection(ledger.OrganizationsCollection).Doc(id)

@@ -332,7 +332,7 @@ func countTick(ctx context.Context, projectID string, orgs []string, stale int, 
 // probingDispatcher is a dispatcher of the Cloud Run sync over fs as production builds it
 // (internal/app): probes on, the roster on (its default age), at the time clock gives,
 // publishing sweeps to topic and continuations to ticksTopic ("": none).
-func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic, ticksTopic string, cfg pipeline.DispatchConfig, clock ledger.Clock) (*pipeline.Dispatcher, error) {
+func probingDispatcher(fs *firestore.Client, pub pipeline.Publisher, topic, ticksTopic string, cfg pipeline.DispatchConfig, clock firestoreconn.Clock) (*pipeline.Dispatcher, error) {
 	wf, err := executionsync.New(ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{}), nil, nil, executionsync.Config{Provider: ledger.ProviderCloudRun}, time.Now, nil)
 	if err != nil {
 		return nil, err

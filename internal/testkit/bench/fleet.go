@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -79,7 +80,7 @@ func measureFleet(ctx context.Context, p *progress, sz sizes, res *Result) error
 
 	topics := &memoryTopics{msgs: map[string][]message.Outgoing{}}
 	d, err := probingDispatcher(fs, topics, "sweeps", "ticks", pipeline.DispatchConfig{PageSize: min(sz.fleetShard, 5000), ShardScopes: sz.fleetShard, Budget: 5 * time.Minute},
-		ledger.ServerClock(fs))
+		firestoreconn.ServerClock(fs))
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 )
 
-// LocalClock is a process clock as a ledger.Clock, for tests, which move time by hand; production
-// reads Firestore's (ledger.ServerClock).
-func LocalClock(now func() time.Time) ledger.Clock {
+// LocalClock is a process clock as a firestoreconn.Clock, for tests, which move time by hand; production
+// reads Firestore's (firestoreconn.ServerClock).
+func LocalClock(now func() time.Time) firestoreconn.Clock {
 	return func(context.Context) (time.Time, error) { return now(), nil }
 }

@@ -37,7 +37,7 @@ func stamp(now func() time.Time) any {
 
 // runTx runs f as one transaction bounded as the ledger's are by default.
 func runTx(ctx context.Context, client *firestore.Client, f func(context.Context, *firestore.Transaction) error) error {
-	ctx, cancel := context.WithTimeout(ctx, ledger.TxTimeoutDefault)
+	ctx, cancel := context.WithTimeout(ctx, ledger.TxConfig{}.WithDefaults().Timeout)
 	defer cancel()
-	return client.RunTransaction(ctx, f, firestore.MaxAttempts(ledger.TxMaxAttemptsDefault))
+	return client.RunTransaction(ctx, f, firestore.MaxAttempts(ledger.TxConfig{}.WithDefaults().MaxAttempts))
 }

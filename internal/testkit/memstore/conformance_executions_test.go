@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/memstore"
 )
@@ -159,7 +160,7 @@ func TestExecutionScanPagesAsTheLedgerDoes(t *testing.T) {
 }
 
 // A batch probe finds the organizations a scan would find a row of, whatever rows the others
-// hold, and asks for at most ledger.InMax at once.
+// hold, and asks for at most firestoreconn.InMax at once.
 func TestStaleOrganizationsFindsWhatAScanWould(t *testing.T) {
 	t.Parallel()
 	old := t0.Add(-time.Hour)
@@ -198,7 +199,7 @@ func TestStaleOrganizationsFindsWhatAScanWould(t *testing.T) {
 		if got, err := w.store.StaleOrganizations(ctx, []string{"fresh", "empty"}, ledger.ProviderCloudRun, t0); err != nil || len(got) != 0 {
 			t.Errorf("quiet organizations read as %v, %v; want none", got, err)
 		}
-		many := make([]string, ledger.InMax+1)
+		many := make([]string, firestoreconn.InMax+1)
 		for i := range many {
 			many[i] = fmt.Sprint("o", i)
 		}

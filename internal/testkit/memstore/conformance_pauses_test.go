@@ -18,21 +18,21 @@ import (
 // a pause of it that holds refuses; one that has ended, or another scope's, does not.
 var pauseCases = []struct {
 	name   string
-	pause  *ledger.Pause // nil: none
+	pause  *pausestore.Pause // nil: none
 	paused bool
 }{
 	{"no pause", nil, false},
-	{"its scope is paused", &ledger.Pause{WorkflowType: "wf", Scope: "s"}, true},
-	{"it is paused fleet-wide", &ledger.Pause{WorkflowType: "wf"}, true},
-	{"its scope's pause has ended", &ledger.Pause{WorkflowType: "wf", Scope: "s", Until: t0.Add(-time.Minute)}, false},
-	{"another scope is paused", &ledger.Pause{WorkflowType: "wf", Scope: "s2"}, false},
-	{"another workflow is paused fleet-wide", &ledger.Pause{WorkflowType: "wf2"}, false},
+	{"its scope is paused", &pausestore.Pause{WorkflowType: "wf", Scope: "s"}, true},
+	{"it is paused fleet-wide", &pausestore.Pause{WorkflowType: "wf"}, true},
+	{"its scope's pause has ended", &pausestore.Pause{WorkflowType: "wf", Scope: "s", Until: t0.Add(-time.Minute)}, false},
+	{"another scope is paused", &pausestore.Pause{WorkflowType: "wf", Scope: "s2"}, false},
+	{"another workflow is paused fleet-wide", &pausestore.Pause{WorkflowType: "wf2"}, false},
 }
 
 // pausedImplementations is implementations for a case that also writes a pause: each is handed,
 // with its world, how that store takes the pause — memory's PutPause, or sweep_pauses on the
 // emulator.
-func pausedImplementations[W any](t *testing.T, memory func() (W, *memstore.Pauses), real func(fs *firestore.Client) W, each func(t *testing.T, w W, putPause func(*ledger.Pause))) {
+func pausedImplementations[W any](t *testing.T, memory func() (W, *memstore.Pauses), real func(fs *firestore.Client) W, each func(t *testing.T, w W, putPause func(*pausestore.Pause))) {
 	type world struct {
 		w      W
 		memory *memstore.Pauses
@@ -42,12 +42,12 @@ func pausedImplementations[W any](t *testing.T, memory func() (W, *memstore.Paus
 		w, pauses := memory()
 		return world{w: w, memory: pauses}
 	}, func(fs *firestore.Client) world { return world{w: real(fs), fs: fs} }, func(t *testing.T, w world) {
-		each(t, w.w, func(p *ledger.Pause) { putPause(t, w.memory, w.fs, p) })
+		each(t, w.w, func(p *pausestore.Pause) { putPause(t, w.memory, w.fs, p) })
 	})
 }
 
 // putPause writes p, when there is one, into memory or, when that is nil, into fs.
-func putPause(t *testing.T, memory *memstore.Pauses, fs *firestore.Client, p *ledger.Pause) {
+func putPause(t *testing.T, memory *memstore.Pauses, fs *firestore.Client, p *pausestore.Pause) {
 	t.Helper()
 	if p == nil {
 		return
@@ -66,7 +66,7 @@ func putPause(t *testing.T, memory *memstore.Pauses, fs *firestore.Client, p *le
 // Abandon, ReclaimTask and AbandonLease read the pauses they are given with their row, as the
 // ledger's transactions do, and write nothing while one holds.
 func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
-	ids := ledger.PauseIDs("wf", "s")
+	ids := pausestore.PauseIDs("wf", "s")
 	idle := t0.Add(-time.Hour)
 	for _, c := range pauseCases {
 		t.Run("Abandon/"+c.name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
 				w.store, w.put = s, s.Put
 				w.get = func(id string) ledger.ExtensionRun { r, _ := s.Get(id); return r }
 				return w, &s.Pauses
-			}, ledgerRuns(t), func(t *testing.T, w runsWorld, putPause func(*ledger.Pause)) {
+			}, ledgerRuns(t), func(t *testing.T, w runsWorld, putPause func(*pausestore.Pause)) {
 				w.put(ledger.ExtensionRun{RunID: "r", TenantID: "tn", ExtensionID: "ext", Status: ledger.ExtensionRunning, StartedAt: idle, LastMovedAt: idle})
 				putPause(c.pause)
 				got, err := w.store.Abandon(context.Background(), "r", ids, ledger.Settlement{At: t0, Reason: runssweep.ReasonIdle},
@@ -101,7 +101,7 @@ func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
 				s := memstore.NewTasks()
 				s.Now = func() time.Time { return t0 }
 				return tasksWorld{store: s, put: s.Put, get: func(id string) ledger.Task { tk, _ := s.Get("q", id); return tk }}, &s.Pauses
-			}, ledgerTasks(t), func(t *testing.T, w tasksWorld, putPause func(*ledger.Pause)) {
+			}, ledgerTasks(t), func(t *testing.T, w tasksWorld, putPause func(*pausestore.Pause)) {
 				w.put(ledger.Task{Queue: "q", ID: "k", Slug: "k", Status: ledger.TaskWorking, WorkerID: "w", CreatedAt: idle, LastActivityAt: idle, HeartbeatTip: "hb"})
 				putPause(c.pause)
 				got, err := w.store.ReclaimTask(context.Background(), "q", "k", "sweeper", ids, t0,
@@ -125,7 +125,7 @@ func TestSettlingCallsRefuseAPausedScopeAsTheLedgerDoes(t *testing.T) {
 				s.Now = func() time.Time { return t0 }
 				return leasesWorld{store: s, put: s.Put, instance: s.PutInstance, org: s.PutOrganization,
 					get: func(id string) ledger.WorkspaceLease { l, _ := s.Get(id); return l }}, &s.Pauses
-			}, ledgerLeases(t), func(t *testing.T, w leasesWorld, putPause func(*ledger.Pause)) {
+			}, ledgerLeases(t), func(t *testing.T, w leasesWorld, putPause func(*pausestore.Pause)) {
 				w.put(ledger.WorkspaceLease{UUID: "l", OrganizationUUID: "o", RunnerGroupUUID: "g", WorkspaceID: "ws", Status: ledger.LeaseActive, AcquiredAt: idle, HeartbeatAt: idle})
 				putPause(c.pause)
 				asked := false

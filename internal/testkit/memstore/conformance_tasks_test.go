@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
@@ -31,7 +32,7 @@ func memoryTasks() tasksWorld {
 func ledgerTasks(t *testing.T) func(fs *firestore.Client) tasksWorld {
 	return func(fs *firestore.Client) tasksWorld {
 		s := ledger.NewTaskStore(fs, txConfig)
-		firestoreClock := ledger.ServerClock(fs)
+		firestoreClock := firestoreconn.ServerClock(fs)
 		return tasksWorld{store: s,
 			put: func(tk ledger.Task) {
 				set(t, fs, ledger.TaskQueuesCollection+"/"+tk.Queue+"/"+ledger.TasksCollection+"/"+tk.ID, tk)
@@ -70,9 +71,9 @@ func TestReclaimTaskHoldsTheLedgersFence(t *testing.T) {
 		{name: "unchanged since the scan", status: ledger.TaskWorking, tip: "hb", activity: silent, maxReclaims: 5, wantStatus: ledger.TaskNew},
 		{name: "past the cap: poison", status: ledger.TaskWorking, tip: "hb", activity: silent, reclaims: 5, maxReclaims: 5, wantPoisoned: true, wantStatus: ledger.TaskFailed},
 		{name: "no cap", status: ledger.TaskWorking, tip: "hb", activity: silent, reclaims: 50, wantStatus: ledger.TaskNew},
-		{name: "heartbeat moved", status: ledger.TaskWorking, tip: "hb2", activity: silent, maxReclaims: 5, wantWhy: ledger.LeftHeartbeatMoved, wantStatus: ledger.TaskWorking},
-		{name: "activity moved", status: ledger.TaskWorking, tip: "hb", activity: silent.Add(time.Second), maxReclaims: 5, wantWhy: ledger.LeftActivityMoved, wantStatus: ledger.TaskWorking},
-		{name: "done", status: ledger.TaskDone, tip: "hb", activity: silent, maxReclaims: 5, wantWhy: ledger.LeftNotWorking, wantStatus: ledger.TaskDone},
+		{name: "heartbeat moved", status: ledger.TaskWorking, tip: "hb2", activity: silent, maxReclaims: 5, wantWhy: pmsweep.LeftHeartbeatMoved, wantStatus: ledger.TaskWorking},
+		{name: "activity moved", status: ledger.TaskWorking, tip: "hb", activity: silent.Add(time.Second), maxReclaims: 5, wantWhy: pmsweep.LeftActivityMoved, wantStatus: ledger.TaskWorking},
+		{name: "done", status: ledger.TaskDone, tip: "hb", activity: silent, maxReclaims: 5, wantWhy: pmsweep.LeftNotWorking, wantStatus: ledger.TaskDone},
 		{name: "missing", missing: true, wantWhy: ledger.LeftTaskMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {

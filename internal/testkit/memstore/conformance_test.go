@@ -126,9 +126,9 @@ func TestAbandonHoldsTheLedgersPreconditions(t *testing.T) {
 		{name: "foreground leaves an interlock alone", status: ledger.ExtensionRunning, lastMoved: idle, seen: idle, interlock: "r",
 			wantSwept: true, wantInterlock: true, wantFinalState: ledger.ExtensionFailed},
 		{name: "moved since the scan", status: ledger.ExtensionRunning, lastMoved: idle.Add(time.Second), seen: idle, interlock: "r",
-			wantWhy: ledger.LeftMoved, wantInterlock: true, wantFinalState: ledger.ExtensionRunning},
-		{name: "no longer idle", status: ledger.ExtensionRunning, lastMoved: deadline, seen: deadline, wantWhy: ledger.LeftNotIdle, wantFinalState: ledger.ExtensionRunning},
-		{name: "finished", status: ledger.ExtensionSucceeded, lastMoved: idle, seen: idle, wantWhy: ledger.LeftNotRunning, wantFinalState: ledger.ExtensionSucceeded},
+			wantWhy: runssweep.LeftMoved, wantInterlock: true, wantFinalState: ledger.ExtensionRunning},
+		{name: "no longer idle", status: ledger.ExtensionRunning, lastMoved: deadline, seen: deadline, wantWhy: runssweep.LeftNotIdle, wantFinalState: ledger.ExtensionRunning},
+		{name: "finished", status: ledger.ExtensionSucceeded, lastMoved: idle, seen: idle, wantWhy: runssweep.LeftNotRunning, wantFinalState: ledger.ExtensionSucceeded},
 		{name: "missing", missing: true, wantWhy: ledger.LeftExtensionRunMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestAbandonByTheRunThatAbandonedItIsSweptAgainAndByAnotherIsNot(t *testing.
 				if !again.Swept || again.InterlockReleased != first.InterlockReleased || again.InterlockHolder != first.InterlockHolder || first.InterlockReleased != (interlock == "r") {
 					t.Errorf("first %+v, again %+v; want the same abandonment twice", first, again)
 				}
-				if other := abandon("run-2", t0.Add(time.Second)); other.Swept || other.Why != ledger.LeftNotRunning {
+				if other := abandon("run-2", t0.Add(time.Second)); other.Swept || other.Why != runssweep.LeftNotRunning {
 					t.Errorf("another run: %+v, want left not_running", other)
 				}
 				if r := w.get("r"); r.Settlement == nil || r.Settlement.WorkflowRunUUID != "run-1" || !r.FinishedAt.Equal(t0) {

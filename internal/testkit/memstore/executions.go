@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -95,8 +96,8 @@ func (s *Executions) Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Exe
 
 // StaleOrganizations is ExecutionStore.StaleOrganizations.
 func (s *Executions) StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error) {
-	if len(orgs) > ledger.InMax {
-		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), ledger.InMax)
+	if len(orgs) > firestoreconn.InMax {
+		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), firestoreconn.InMax)
 	}
 	if err := s.enter(ctx, "StaleOrganizations", ""); err != nil {
 		return nil, fmt.Errorf("find stale organizations among %d: %w", len(orgs), err)

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // Pauses are sweep_pauses in memory: a settling call reads the ones its caller names with its
@@ -15,24 +15,24 @@ type Pauses struct {
 	Now func() time.Time
 
 	mu     sync.Mutex
-	pauses map[string]ledger.Pause // by ledger.PauseID
+	pauses map[string]pausestore.Pause // by pausestore.PauseID
 }
 
 // PutPause writes p, replacing the pause of the same workflow type and scope.
-func (s *Pauses) PutPause(p ledger.Pause) {
+func (s *Pauses) PutPause(p pausestore.Pause) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pauses == nil {
-		s.pauses = map[string]ledger.Pause{}
+		s.pauses = map[string]pausestore.Pause{}
 	}
-	s.pauses[ledger.PauseID(p.WorkflowType, p.Scope)] = p
+	s.pauses[pausestore.PauseID(p.WorkflowType, p.Scope)] = p
 }
 
-// read returns the pauses of ids that exist, as ledger.DecodePauses does.
-func (s *Pauses) read(ids []string) []ledger.Pause {
+// read returns the pauses of ids that exist, as pausestore.DecodePauses does.
+func (s *Pauses) read(ids []string) []pausestore.Pause {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []ledger.Pause
+	var out []pausestore.Pause
 	for _, id := range ids {
 		if p, ok := s.pauses[id]; ok {
 			out = append(out, p)
@@ -42,10 +42,10 @@ func (s *Pauses) read(ids []string) []ledger.Pause {
 }
 
 // holding is the first of the pauses of ids that holds now, or nil.
-func (s *Pauses) holding(ids []string) *ledger.Pause {
+func (s *Pauses) holding(ids []string) *pausestore.Pause {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
-	return ledger.ActivePause(s.read(ids), now())
+	return pausestore.ActivePause(s.read(ids), now())
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -285,8 +286,8 @@ func TestASyncMessageTouchesOnlyItsRowAndItsRunsReceipt(t *testing.T) {
 	// and of the organization, and the receipt, and writes only the row and the receipt.
 	only := func(p string) bool { return p == row.doc || p == receipt }
 	pauses := []string{
-		ledger.PausesCollection + "/" + ledger.PauseID(string(contract.ExecutionSyncCloudRun), ""),
-		ledger.PausesCollection + "/" + ledger.PauseID(string(contract.ExecutionSyncCloudRun), req.OrganizationUUID),
+		pausestore.PausesCollection + "/" + pausestore.PauseID(string(contract.ExecutionSyncCloudRun), ""),
+		pausestore.PausesCollection + "/" + pausestore.PauseID(string(contract.ExecutionSyncCloudRun), req.OrganizationUUID),
 	}
 	readable := func(p string) bool { return only(p) || p == run || p == organization || slices.Contains(pauses, p) }
 	for _, p := range append(strayDocs("read", reads, readable), strayDocs("wrote", writes, only)...) {

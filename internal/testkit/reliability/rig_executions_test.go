@@ -21,6 +21,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/executor"
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/kubejobs"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
@@ -183,7 +184,7 @@ func (x *execTrial) put(t reporter, fs *firestore.Client) trialRows {
 
 func warmFirestore(t *testing.T, r *rig) {
 	t.Helper()
-	if _, err := r.fs.Collection(ledger.ClockCollection).Doc("warm").Get(context.Background()); err != nil && !isNotFound(err) {
+	if _, err := r.fs.Collection(firestoreconn.ClockCollection).Doc("warm").Get(context.Background()); err != nil && !isNotFound(err) {
 		t.Fatalf("%v", err)
 	}
 }

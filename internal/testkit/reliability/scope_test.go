@@ -14,8 +14,10 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // What the isolation checks are made of: a dump of every document in the project, a log of the
@@ -174,7 +176,7 @@ func scopedBy(lq loggedQuery, parent, collection string, fields map[string]strin
 // bookkeeping reports stalesweep's own documents: run records and their receipts, guards, the
 // clock document, pauses.
 func bookkeeping(path string) bool {
-	for _, c := range []string{ledger.RunsCollection, ledger.GuardsCollection, ledger.ClockCollection, ledger.TargetsCollection, ledger.PausesCollection} {
+	for _, c := range []string{ledger.RunsCollection, ledger.GuardsCollection, firestoreconn.ClockCollection, ledger.TargetsCollection, pausestore.PausesCollection} {
 		if strings.HasPrefix(path, c+"/") {
 			return true
 		}

@@ -4,14 +4,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 func TestPauseCheckNamesTheField(t *testing.T) {
 	t.Parallel()
-	ok := ledger.Pause{WorkflowType: "pm.sweep", PausedBy: "x", PausedAt: checkT0}
-	for field, p := range map[string]ledger.Pause{
+	ok := Pause{WorkflowType: "pm.sweep", PausedBy: "x", PausedAt: checkT0}
+	for field, p := range map[string]Pause{
 		"workflow_type": {PausedBy: "x", PausedAt: checkT0},
 		"paused_by":     {WorkflowType: "pm.sweep", PausedAt: checkT0},
 		"until":         {WorkflowType: "pm.sweep", PausedBy: "x", PausedAt: checkT0, Until: checkT0},

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
@@ -20,7 +19,7 @@ func TestPausePutIsIdempotentAndDeleteReportsWhatItRemoved(t *testing.T) {
 	ctx := context.Background()
 	fs := testenv.Firestore(t)
 	store := pausestore.New(fs)
-	p := ledger.Pause{WorkflowType: "pm.sweep", Scope: "default", PausedBy: "local:op@h", PausedAt: t0, Reason: "incident 12"}
+	p := pausestore.Pause{WorkflowType: "pm.sweep", Scope: "default", PausedBy: "local:op@h", PausedAt: t0, Reason: "incident 12"}
 	for range 2 {
 		if err := store.Put(ctx, p); err != nil {
 			t.Fatal(err)
@@ -45,7 +44,7 @@ func TestPausePutIsIdempotentAndDeleteReportsWhatItRemoved(t *testing.T) {
 	if err := store.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := fs.Collection(ledger.PausesCollection).Doc(ledger.PauseID("pm.sweep", "default")).Get(ctx)
+	snap, err := fs.Collection(pausestore.PausesCollection).Doc(pausestore.PauseID("pm.sweep", "default")).Get(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func TestCoveringFindsTheFleetOrTheScopeAboveAndIgnoresEndedPauses(t *testing.T)
 	const typ = "runner.workspace-lease-settle"
 	put := func(scope string, until time.Time) {
 		t.Helper()
-		if err := store.Put(ctx, ledger.Pause{WorkflowType: typ, Scope: scope, PausedBy: "op", PausedAt: t0.Add(-time.Hour), Until: until}); err != nil {
+		if err := store.Put(ctx, pausestore.Pause{WorkflowType: typ, Scope: scope, PausedBy: "op", PausedAt: t0.Add(-time.Hour), Until: until}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // RunRecord is a sweep_runs document; its JSON form (stalesweep runs) has the same field names.
@@ -86,7 +87,7 @@ var ErrRunExists = errors.New("run record exists")
 var ErrPaused = errors.New("the workflow is paused on this scope")
 
 // PausedError says which pause stopped a run.
-type PausedError struct{ Pause ledger.Pause }
+type PausedError struct{ Pause pausestore.Pause }
 
 func (e *PausedError) Error() string { return fmt.Sprintf("%v: %s", ErrPaused, e.Pause) }
 
@@ -164,14 +165,14 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord, claim *GuardClaim) (e
 	runRef := s.ref(r.WorkflowRunUUID)
 	refs := []*firestore.DocumentRef{guardRef}
 	for _, id := range claim.Pauses {
-		refs = append(refs, s.client.Collection(ledger.PausesCollection).Doc(id))
+		refs = append(refs, s.client.Collection(pausestore.PausesCollection).Doc(id))
 	}
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
-		if p := ledger.ActivePause(ledger.DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
+		if p := pausestore.ActivePause(pausestore.DecodePauses(snaps[1:]), g.AcquiredAt); p != nil {
 			return &PausedError{Pause: *p}
 		}
 		if expired, err = takeOver(snaps[0], g); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -113,7 +114,7 @@ func decodeRunToken(tok string) (time.Time, string, error) {
 	}
 	ts, id, ok := strings.Cut(string(raw), " ")
 	at, err := time.Parse(time.RFC3339Nano, ts)
-	if !ok || err != nil || ledger.CheckDocID(id) != nil {
+	if !ok || err != nil || firestoreconn.CheckDocID(id) != nil {
 		return time.Time{}, "", fmt.Errorf("page_token: format: not a token this command printed")
 	}
 	return at, id, nil
