@@ -103,11 +103,8 @@ func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Sna
 // CompletedCondition is the execution condition whose state decides the outcome.
 const CompletedCondition = "Completed"
 
-// Classify reduces an execution to a verdict; it is pure. Reconciling means Cloud Run is still
-// driving the execution, whatever its conditions say; a FAILED condition with CANCELLING,
-// JOB_STATUS_SERVICE_POLLING_ERROR (the service retries) or DELAYED_START_PENDING is no outcome
-// yet. completion_time is not ordered across operations, so it never overrides a condition: it
-// is a fallback without a Completed state, and only with task counts that agree.
+// Classify reduces an execution to a verdict as docs/architecture.md (step 5) lists; it is pure.
+// completion_time is not ordered across operations, so it never overrides a condition.
 func Classify(e *runpb.Execution) executor.Snapshot {
 	snap := executor.Snapshot{Verdict: executor.VerdictRunning, Evidence: Evidence(e)}
 	if e.GetReconciling() {

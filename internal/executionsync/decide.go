@@ -102,7 +102,8 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 	return ""
 }
 
-// decide is the settling rule (doc.go's table) for row as read inside its transaction; it is pure.
+// decide is the settling rule (docs/architecture.md's table) for row as read inside its
+// transaction; it is pure.
 func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
 	if ch, ok := settledBy(row, runUUID); ok {
 		return ch

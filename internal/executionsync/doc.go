@@ -4,15 +4,7 @@
 // and settles or refreshes the row in one transaction. A row without a usable provider_ref is
 // counted (skipped_missing_metadata_count) and never sent anywhere.
 //
-// The verdict of a sync (decide, pure):
-//
-//	row no longer active, or observed_at / provider_ref moved since the scan → nothing (raced)
-//	executor: succeeded | failed | cancelled                               → settle with that outcome
-//	executor: running (pending, reconciling, cancelling, finishing)          → refresh observed_at
-//	executor: unknown (NotFound), its outcome decided when last seen         → settle with that outcome
-//	executor: unknown (NotFound), unknown for less than LostGrace            → record unknown_since
-//	executor: unknown for LostGrace or more                                  → settle "lost"
-//	executor call failed (Unavailable, DeadlineExceeded, Internal, ...)      → record last_error only
+// decide (pure) is the verdict table of docs/architecture.md ("Decide and settle").
 //
 // What holds:
 //   - A row is settled at most once: the settling transaction re-reads it and writes only while

@@ -7,11 +7,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 )
 
-// Classify reduces a batch/v1 Job to a verdict, as Kubernetes itself decides; it is pure. Only a
-// True Complete or Failed condition is terminal (a failed Job's time is its condition's:
-// completionTime is set only on success). SuccessCriteriaMet or FailureTarget (Kubernetes 1.31+)
-// decide the outcome while pods still terminate, so it is only Pending. Counters never decide,
-// since a failed pod may be retried; a suspended Job is not terminal.
+// Classify reduces a batch/v1 Job to a verdict as Kubernetes decides (docs/architecture.md); it
+// is pure. completionTime is set only on success, so a failed Job finished at its condition's
+// time; counters never decide, since a failed pod may be retried.
 func Classify(job *batchv1.Job) executor.Snapshot {
 	snap := executor.Snapshot{Verdict: executor.VerdictRunning, Evidence: Evidence(job)}
 	var complete, failed, successMet, failureTarget *batchv1.JobCondition
