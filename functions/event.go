@@ -55,7 +55,6 @@ func servePush(w http.ResponseWriter, r *http.Request, target string, handle han
 	w.WriteHeader(http.StatusOK)
 }
 
-// trigger reads a message's trigger attribute: manual when it says so, else schedule.
 func trigger(msg message.PubSub) workflow.Trigger {
 	if msg.Attributes[message.AttrTrigger] == string(workflow.TriggerManual) {
 		return workflow.TriggerManual

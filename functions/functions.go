@@ -1,33 +1,17 @@
 // Package functions holds stalesweep's Cloud Functions entry points, and nothing else: init
 // registers the targets; each handler decodes its request, calls one piece of the pipeline, and
-// maps the result to a response.
-//
-// Targets:
+// maps the result to a response (docs/architecture.md, "Functions and the gen2 build").
 //
 //	Dispatch      (Pub/Sub push, stalesweep-ticks)  a tick → one sweep message per scope
-//	Sweep         (Pub/Sub push, stalesweep-sweeps) a sweep message → one run on one scope,
-//	                                                its syncs published to stalesweep-syncs
+//	Sweep         (Pub/Sub push, stalesweep-sweeps) a sweep message → one run on one scope
 //	SyncExecution (Pub/Sub push, stalesweep-syncs)  a sync message → one row synced, exactly once
-//	StartWorkflow (HTTP)                            POST {"workflow_type", "initial_data"} → one
-//	                                                run on one scope, syncs inline, output returned
+//	StartWorkflow (HTTP)                            one run on one scope, syncs inline
 //
-// Every target is registered with functions.HTTP, the three Pub/Sub ones included: the
-// framework's CloudEvent registration reads the whole request body before any code of ours
-// runs. The event targets decode the push themselves (message.DecodePush), reading at most
-// message.MaxPushBytes.
-//
-// Acknowledgement: an event target answers 200 for a message that could never succeed
-// (malformed, oversized, invalid, a duplicate, a scope another run holds) after logging it, and
-// 500 only for a failure worth redelivering. Dependencies are built once per instance, lazily,
-// from the environment (internal/app), a failed build retried on the next call; each target
-// builds only what it needs.
-//
-// On Cloud Run (K_SERVICE set) init checks the settings: a bad one is logged at ERROR and the
-// process exits 2, so the revision never becomes ready and the deployment says why.
-//
-// Who started a run is recorded from what was verified: the caller's verified token on HTTP;
-// on the Pub/Sub path the subscription the push came through ("pubsub:TOPIC"), since a push
-// carries no proof of who published. A message's actor attribute is kept as claimed_actor.
+// Every target is registered with functions.HTTP: the framework's CloudEvent registration reads
+// the whole request body before any code of ours runs. An event target answers 200 for a
+// message that could never succeed, after logging it, and 500 only for a failure worth
+// redelivering. Who started a run is what was verified: the caller's token on HTTP, the
+// subscription ("pubsub:TOPIC") on Pub/Sub, since a push carries no proof of who published.
 package functions
 
 import (

@@ -19,13 +19,8 @@ const (
 )
 
 // StartWorkflow runs one workflow run on one scope for a manual caller, with its syncs inline,
-// and answers with the output. Errors are {"error": {"code", "message", "details"}}:
-// validation_failed 400, unauthorized 401, forbidden 403 (not on the allow-list, a workflow no
-// request may start, an organization that opted out), method_not_allowed 405, conflict 409 (the
-// scope is held, or paused: details.paused says by whom and why, and "override_pause": true
-// beside initial_data runs it anyway), internal 500. "dry_run": true beside initial_data previews
-// the run, the answer adding "dry_run": true and the stats. A recorded run is named in the
-// headers (HeaderWorkflowRunUUID, HeaderWorkflowRunStatus).
+// and answers with the output or {"error": {"code", "message", "details"}} (docs/operations.md
+// lists the codes); a recorded run is named in the headers.
 func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log := logger()
@@ -102,14 +97,12 @@ func StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// nameRun names a recorded run in the answer's headers.
 func nameRun(w http.ResponseWriter, out workflow.Outcome) {
 	w.Header().Set(HeaderWorkflowRunUUID, out.RunUUID)
 	w.Header().Set(HeaderWorkflowRunStatus, out.Status)
 }
 
-// dryRunBody is a dry run's answer: the output a run would have given, with "dry_run": true and
-// the run's stats, which hold its preview.
+// dryRunBody is a dry run's answer: the output, with "dry_run": true and the stats (its preview).
 func dryRunBody(out workflow.Outcome) map[string]any {
 	body := make(map[string]any, len(out.Output)+2)
 	for k, v := range out.Output {

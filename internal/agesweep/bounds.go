@@ -13,9 +13,8 @@ const (
 	BudgetDefault      = 4 * time.Minute
 )
 
-// Bounds are what every age sweep's Config holds besides its scan's: the settle pool's size,
-// the run's overall budget (below the function's deadline) and the storm guard. Zero values take
-// the defaults.
+// Bounds are what every age sweep's Config holds besides its scan's (zero: the defaults); the
+// Budget stays below the function's deadline.
 type Bounds struct {
 	Concurrency int // settling transactions at once
 	Budget      time.Duration

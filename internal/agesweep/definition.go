@@ -17,9 +17,8 @@ type Floor struct {
 	Why     string // what a smaller value would do
 }
 
-// Definition is the sweep of Declaration d as the engine runs it: atomic (pending → completed,
-// any → failed), its input held to least on every path but the command (Check and Scheduled),
-// probe asked of each scope, body its run.
+// Definition is the sweep of Declaration d as the engine runs it: atomic, its input held to
+// least on every path but the command, probe asked of each scope.
 func (f Floor) Definition(d workflow.Declaration, least int64, probe func(ctx context.Context, input json.RawMessage, now time.Time) (bool, error),
 	body workflow.Body) workflow.Definition {
 	scheduled := func(input json.RawMessage) error {
@@ -28,8 +27,7 @@ func (f Floor) Definition(d workflow.Declaration, least int64, probe func(ctx co
 	return workflow.Definition{Declaration: d, States: workflow.Atomic, Check: OffCommand(scheduled), Scheduled: scheduled, Probe: workflow.ProbeEach(probe), Body: body}
 }
 
-// Body is a Definition's Body: the run's input decoded (Decode) and handed to run, whose
-// output and stats are the run's result.
+// Body is a Definition's Body: the run's input decoded and handed to run.
 func Body[In, Out, Stats any](run func(ctx context.Context, r workflow.Run, in In) (Out, Stats, error)) workflow.Body {
 	return func(ctx context.Context, r workflow.Run) (workflow.Result, error) {
 		in, err := Decode[In](r.Input)

@@ -2,19 +2,15 @@
 // pmsweep, leasesettle): each supplies its scan query, its rule, its transaction and its seed's
 // output, and walks the same steps:
 //
-//	clock       now is read once (Sweep.Now), from Firestore's clock, and every age in the run
-//	            is judged on it
-//	scan        the scope's aged rows, oldest first, a page at a time (Pages), within the sweep's
-//	            bound; a row that does not decode is noted (workflow.Malformed) and read past,
-//	            never settled
+//	clock       now is read once, from Firestore's clock, and every age in the run is judged on it
+//	scan        the scope's aged rows, oldest first, a page at a time, within the sweep's bound; a
+//	            row that does not decode is noted (workflow.Malformed) and read past, never settled
 //	invisible   the scope's rows no scan can see are counted and reported, never settled
-//	guard       the aged rows (all of them, not only this run's share) against the live ones:
-//	            the storm verdict; while it holds nothing is settled on age alone (Guard names
-//	            the counts in its log lines)
-//	settle      one transaction per candidate (Settle), on a bounded pool
-//	tally       each candidate's result counted in the run's output and stats (the shared
-//	            steps' in Steps, which each sweep's Stats embeds); in a dry run noted in its
-//	            preview (PreviewFailed for a read that failed or was not made)
+//	guard       the aged rows (all of them, not only this run's share) against the live ones: the
+//	            storm verdict; while it holds nothing is settled on age alone
+//	settle      one transaction per candidate, on a bounded pool
+//	tally       each candidate's result counted in the run's output and stats; in a dry run noted
+//	            in its preview
 //
 // A sweep's Explain reads its row as a run would (Explaining) and skips one no scan reads (Scan).
 //

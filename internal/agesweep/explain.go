@@ -10,8 +10,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
-// Rows is what an Explain reads its one row with, besides the sweep's Store: the row by its id,
-// its fields as stored and its value as the sweep decodes it.
+// Rows is what an Explain reads its one row with, besides the sweep's Store.
 type Rows[T any] interface {
 	Row(ctx context.Context, id string) (ledger.Row[T], error)
 }
@@ -42,16 +41,14 @@ type Scan struct {
 	Settles string // what the settler does: "settles"
 }
 
-// Checks are the scan's two checks of a row whose fields are as stored (stamped: its staleness
-// field holds a timestamp) and that decodes unless malformed says why not.
+// Checks are the scan's two checks of a row: its staleness field stamped, and its decoding.
 func (s Scan) Checks(fields map[string]any, stamped bool, malformed string) (valid, decodes explain.Check) {
 	return explain.Check{Name: s.Field + " valid", OK: stamped, Detail: explain.TimestampDetail(fields[s.Field])},
 		explain.Check{Name: "decodes", OK: malformed == "", Detail: explain.DecodeDetail(malformed)}
 }
 
-// Skipped sets e's verdict, skip, for a row no scan reads (not stamped: invisible, counted in
-// stats.invisible; malformed: counted in stats.malformed), and says whether it did; the rules
-// are not asked of such a row.
+// Skipped sets e's verdict, skip, for a row no scan reads, and says whether it did; no rule is
+// asked of such a row.
 func (s Scan) Skipped(e *explain.Explanation, stamped bool, malformed string) bool {
 	switch {
 	case !stamped:

@@ -14,8 +14,7 @@ type Guard struct {
 	Settling   string // what the sweep does to a row, as in "abandoning past it"
 }
 
-// Held logs, as the storm guard's alert, that verdict v held the run back; why says what it
-// held back, attrs are the sweep's own.
+// Held logs, as the storm guard's alert, that verdict v held the run back (why: what it held).
 func (g Guard) Held(log *slog.Logger, v storm.Verdict, why string, attrs ...any) {
 	log.Error(why, append([]any{alerts.StormGuardTripped.Attr(), g.Aged, v.Aged, g.Live, v.Live, "allowed", v.Allowed}, attrs...)...)
 }

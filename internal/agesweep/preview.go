@@ -6,9 +6,8 @@ import (
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
 
-// PreviewFailed notes in a dry run's preview a candidate whose read-only transaction returned
-// err: deferred when the run's budget ran out (outOfBudget), an error otherwise. It says whether
-// it noted one, that is whether err is not nil.
+// PreviewFailed notes a candidate whose read-only transaction returned err (deferred when the
+// budget ran out, else an error) and says whether err was not nil.
 func PreviewFailed(p *explain.Preview, id string, err error, outOfBudget bool) bool {
 	switch {
 	case err == nil:
@@ -21,9 +20,8 @@ func PreviewFailed(p *explain.Preview, id string, err error, outOfBudget bool) b
 	return true
 }
 
-// NewPreview is a dry run's preview once the guard has judged (verdict): re-read with
-// read-only transactions, saying whether the guard would stop the run, and counting the
-// malformed rows the scan read past (malformed, nil for none).
+// NewPreview is a dry run's preview once the guard has judged, counting the malformed rows the
+// scan read past (nil for none).
 func NewPreview(verdict storm.Verdict, malformed *workflow.Malformed) *explain.Preview {
 	p := explain.NewPreview(explain.ReadOnlyTransaction)
 	p.StormGuardWouldStop = verdict.Holds()

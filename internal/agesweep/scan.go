@@ -2,11 +2,10 @@ package agesweep
 
 import "context"
 
-// Pages is a run's bounded scan: it reads the scope's rows a page at a time, each page after
-// the last row of the one before (cursor), oldest first as page orders them. want says how
-// many rows the next page may hold; none (0 or less) stops the scan short. visit takes each page,
-// told whether it came back full, and says whether to read on. complete says a page came back
-// short: the scan read every row there is.
+// Pages is a run's bounded scan: a page at a time, each after the last row of the one before
+// (cursor). want says how many rows the next page may hold (0 or less stops the scan short);
+// visit takes each page, told whether it came back full, and says whether to read on. complete
+// says a page came back short: the scan read every row there is.
 func Pages[R, Cur any](ctx context.Context, page func(ctx context.Context, after *Cur, want int) ([]R, error),
 	cursor func(last R) *Cur, want func() int, visit func(page []R, full bool) (more bool)) (complete bool, err error) {
 	var after *Cur

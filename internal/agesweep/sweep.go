@@ -17,8 +17,7 @@ type Sweep[S, C any] struct {
 	Clock  firestoreconn.Clock // Firestore's clock in production (firestoreconn.ServerClock)
 }
 
-// New is the Sweep on store, its config cfg with every zero field set to its default, reading
-// now from clock: what each sweep's New returns, embedded.
+// New is the Sweep on store, cfg with its defaults, reading now from clock.
 func New[S any, C interface{ WithDefaults() C }](store S, cfg C, clock firestoreconn.Clock) Sweep[S, C] {
 	return Sweep[S, C]{Store: store, Config: cfg.WithDefaults(), Clock: clock}
 }
@@ -32,8 +31,7 @@ func (s *Sweep[S, C]) Now(ctx context.Context) (time.Time, error) {
 	return now, nil
 }
 
-// StoreError is the failure of a run's step on the store: layer firestore, reason
-// step + "_failed".
+// StoreError is a run's step failing on the store: layer firestore, reason step + "_failed".
 func StoreError(step string, err error) error {
 	return &workflow.StepError{Step: step, Layer: "firestore", Reason: step + "_failed", Err: err}
 }
@@ -47,8 +45,7 @@ func Decode[In any](input json.RawMessage) (In, error) {
 	return in, nil
 }
 
-// OffCommand is a Definition's Check that applies scheduled, the floor of every path but the
-// command, to every run not started from the command.
+// OffCommand is a Definition's Check: scheduled, for every run not started from the command.
 func OffCommand(scheduled func(json.RawMessage) error) func(context.Context, json.RawMessage, workflow.Trigger) error {
 	return func(_ context.Context, input json.RawMessage, trigger workflow.Trigger) error {
 		if trigger == workflow.TriggerLocal {

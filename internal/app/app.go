@@ -1,7 +1,6 @@
 // Package app builds, once per process, the dependencies every face of stalesweep shares (the
 // Firestore and Pub/Sub clients, the executor clients, the workflow engines, the dispatcher)
-// from a Config, and closes them. The functions build it lazily on their first call and retry a
-// failed build on the next; the command builds it from flags and the environment.
+// from a Config, and closes them.
 package app
 
 import (
@@ -54,11 +53,9 @@ type App struct {
 	Engine *workflow.Engine
 	// Syncers sync one row of a sync message, by the row's provider.
 	Syncers map[string]*executionsync.Syncer
-	// ExecutionSyncs are the execution-sync workflows, by the provider of the rows they sync:
-	// what explains a runner execution.
+	// ExecutionSyncs are the execution-sync workflows, by the provider of the rows they sync.
 	ExecutionSyncs map[string]*executionsync.Workflow
-	// Explainers explain a row of a collection (Explained), each by the workflow that settles
-	// it, as the engines run it.
+	// Explainers explain a row of a collection (Explained), each by the workflow that settles it.
 	Explainers map[string]Explainer
 
 	pipeline *Lazy[*Pipeline]
@@ -203,8 +200,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 	return a, nil
 }
 
-// Pipeline returns the Pub/Sub side, building it on first use; a failed build is tried again on
-// the next call.
+// Pipeline returns the Pub/Sub side, building it on first use (Lazy).
 func (a *App) Pipeline(ctx context.Context) (*Pipeline, error) { return a.pipeline.Get(ctx) }
 
 func (a *App) onClose(f func() error) {

@@ -81,8 +81,7 @@ type Config struct {
 	CloudRun         cloudrun.Config
 	Tx               ledger.TxConfig
 	LogLevel         string
-	// PlatformTimeout is the function's own timeout, when the platform says; a run's budget is
-	// kept below it.
+	// PlatformTimeout is the function's own timeout, when the platform says; budgets stay below it.
 	PlatformTimeout time.Duration
 	Topics          pipeline.Topics
 	Dispatch        pipeline.DispatchConfig
@@ -139,8 +138,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 // Check reports, naming the variable, what this configuration cannot do that building the
 // dependencies would otherwise find only on first use: the clusters of STALESWEEP_KUBE_CLUSTERS
-// and, when the process serves StartWorkflow (http), its authentication. It makes no network
-// call. serve and the deployed functions call it when they start.
+// and, when the process serves StartWorkflow (http), its authentication. It makes no network call.
 func (c Config) Check(http bool) error {
 	if _, err := kubernetesExecutor(c); err != nil {
 		return err // kubejobs.ParseClusters names the variable
@@ -156,7 +154,6 @@ func (c Config) Check(http bool) error {
 	return nil
 }
 
-// list splits a comma-separated value, dropping blanks.
 func list(v string) []string {
 	var out []string
 	for _, a := range strings.Split(v, ",") {
@@ -174,7 +171,6 @@ func (c Config) budget() time.Duration { return c.within(c.Sync.Budget, executio
 // RunBudget is the run budget every workflow run is held to (budget).
 func (c Config) RunBudget() time.Duration { return c.budget() }
 
-// within keeps d (or def when d is zero) to 80% of the platform's timeout when that is known.
 func (c Config) within(d, def time.Duration) time.Duration {
 	if d == 0 {
 		d = def

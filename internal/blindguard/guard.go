@@ -1,32 +1,19 @@
-// Package blindguard keeps a blind executor from settling live rows. "The executor no longer
-// knows this execution" (NotFound) is evidence only while the executor is looking at the right
-// place: a wrong cluster mapping, a wrong project or region in the writers' references, a
-// recreated cluster or a regional incident makes every execution of one target — a Cloud Run
-// project and region, a Kubernetes cluster — answer NotFound at once, and after the lost grace
-// every running row of that target, in every organization, would be settled lost.
+// Package blindguard keeps a blind executor from settling live rows: a wrong cluster mapping, a
+// wrong project or region in the writers' references, a recreated cluster or a regional incident
+// makes every execution of one target answer NotFound at once, and after the lost grace every
+// running row of that target, in every organization, would be settled lost. The rule and the
+// operator's clearance are in docs/operations.md ("The blind-executor guard").
 //
-// So a target is judged before any of its rows is settled lost: it is blind when, fleet-wide,
-// the active rows of it the executor does not know exceed Fraction of the rows it answered about
-// within Window, and there are at least MinRows of those. While it is blind no row of it is
-// settled lost; positive verdicts (a terminal condition) are never held. An operator who has
-// checked clears it (`stalesweep executors clear TARGET`); the rows unknown since before the
-// clearance then settle, and only later NotFounds count against the target.
-//
-// What holds, and why it is safe:
-//   - The counts are of rows, not of calls, and fleet-wide: two aggregation queries on
-//     runner_executions by sync.target, which every executor answer writes in the row's own
-//     transaction. No counter document is written per sync, so healthy targets pay nothing and
-//     there is no hot document.
-//   - A judgment is a small document per target (sweep_targets), written at most once per
-//     Interval per target by whichever sync needs it, or, when the target is not blind, by the
-//     first sync of a process to hear from it in an Interval (Seen), so healthy targets are
-//     listed too, for one read per target per Interval per process. Every transaction that
-//     would settle a row lost reads the judgment with the row and settles only on a fresh one
-//     that the target is not blind; a stale or missing one makes the sync judge first.
-//   - A blind event puts every row of the target into its unknown spell at once, and no row can
-//     be settled lost before it has been unknown for the grace: by then the judgment counts them
-//     all. A lost settlement therefore follows a judgment that saw at most MinRows rows, or at
-//     most Fraction of them unknown.
+// What holds, and why it is safe (docs/reliability.md, guarantee 10):
+//   - The counts are of rows, fleet-wide: two aggregation queries on runner_executions by
+//     sync.target, which every executor answer writes in the row's own transaction, so no
+//     counter document is written per sync and there is no hot document.
+//   - Every transaction that would settle a row lost reads the target's judgment (sweep_targets)
+//     with the row and settles only on a fresh one that the target is not blind; a stale or
+//     missing one makes the sync judge first. A judgment is written at most once per Interval
+//     per target; Seen keeps healthy targets listed for one read per Interval per process.
+//   - A blind event puts every row of the target into its unknown spell at once, and none can
+//     be settled lost before the grace, by when the judgment counts them all.
 package blindguard
 
 import (
@@ -52,13 +39,12 @@ const (
 
 // Config sets when a target is blind. Zero values take the defaults.
 type Config struct {
-	// Fraction: a target is blind when more than this share of the rows it answered about are
-	// unknown to it.
+	// Fraction is the share of answered rows that may be unknown before the target is blind.
 	Fraction float64
-	// MinRows: and it answered about at least this many rows (a small target's few aged-out
+	// MinRows: fewer answered rows never make a target blind (a small target's few aged-out
 	// executions are not a blind executor).
 	MinRows int64
-	// Window: the rows it answered about within this long count.
+	// Window is how far back answered rows count.
 	Window time.Duration
 }
 
@@ -77,7 +63,7 @@ func (c Config) Blind(asked, unknown int64) bool {
 	return asked >= c.MinRows && float64(unknown) > c.Fraction*float64(asked)
 }
 
-// Store is what the guard needs of its judgments; *targetstore.Store has it.
+// Store is what the guard needs of its judgments.
 type Store interface {
 	Count(ctx context.Context, target string, since, clearedAt time.Time) (asked, unknown int64, err error)
 	Get(ctx context.Context, target string) (ledger.Target, bool, error)
@@ -125,9 +111,9 @@ func (g *Guard) Judge(ctx context.Context, target string, now time.Time) (ledger
 	return t, nil
 }
 
-// Seen keeps a healthy target's judgment current, so `stalesweep executors list` shows it (see
-// the package doc). A target the rule finds blind is left to Judge, so Seen logs no blind spell,
-// nor sets blind_since, earlier than Judge would. A failure is logged and otherwise ignored.
+// Seen keeps a healthy target's judgment current, so `stalesweep executors list` shows it; a
+// target the rule finds blind is left to Judge, so Seen starts no blind spell earlier than Judge
+// would. A failure is logged and otherwise ignored.
 func (g *Guard) Seen(ctx context.Context, target string, now time.Time) {
 	if target == "" {
 		return
@@ -150,8 +136,7 @@ func (g *Guard) Seen(ctx context.Context, target string, now time.Time) {
 	}
 }
 
-// judgingAlone waits until no other judgment of target is under way in this process, and returns
-// the unlock that ends this one.
+// judgingAlone serializes the judgments of target in this process; call unlock to end this one.
 func (g *Guard) judgingAlone(target string) (unlock func()) {
 	g.mu.Lock()
 	one, ok := g.judging[target]
@@ -164,7 +149,6 @@ func (g *Guard) judgingAlone(target string) (unlock func()) {
 	return one.Unlock
 }
 
-// seen1 is Seen's assessment and record, one judgment of the target at a time in this process.
 func (g *Guard) seen1(ctx context.Context, target string, now time.Time) error {
 	defer g.judgingAlone(target)()
 	t, stored, err := g.assess(ctx, target, now)

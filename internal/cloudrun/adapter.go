@@ -1,13 +1,9 @@
 // Package cloudrun is the Cloud Run executor adapter: it asks the Cloud Run Admin API v2
 // Executions service about one execution and reduces the answer to an executor.Snapshot.
 //
-// What holds (the executor package's contract, which executortest checks against
-// emulator/cloudrunfake):
-//   - Every call has its own timeout (the generated client sets none for GetExecution) and
-//     follows Config's executor.RetryPolicy; other errors keep their gRPC code.
-//   - NotFound is a Snapshot with VerdictUnknown, not an error: Cloud Run keeps about 1,000
-//     executions per job for about 7 days, so an old row's execution is usually aged out, not
-//     failed.
+// The generated client sets no timeout for GetExecution, hence the policy's per-call one.
+// NotFound is VerdictUnknown: Cloud Run keeps about 1,000 executions per job for about 7 days,
+// so an old row's execution is usually aged out, not failed.
 package cloudrun
 
 import (
@@ -30,8 +26,7 @@ type ExecutionGetter interface {
 	GetExecution(ctx context.Context, req *runpb.GetExecutionRequest, opts ...gax.CallOption) (*runpb.Execution, error)
 }
 
-// Config bounds the adapter's calls to Cloud Run, as every adapter's are bounded; its Policy is
-// the retry policy they are made under. Zero values take the executor package's defaults.
+// Config bounds the adapter's calls to Cloud Run (zero: the executor package's defaults).
 type Config = executor.Config
 
 // Adapter observes Cloud Run executions.
@@ -108,19 +103,8 @@ func (a *Adapter) Observe(ctx context.Context, ref map[string]any) (executor.Sna
 // CompletedCondition is the execution condition whose state decides the outcome.
 const CompletedCondition = "Completed"
 
-// Classify reduces an execution to a verdict. It is pure: the whole decision is in the message.
-//
-// The rules, in order:
-//  1. reconciling is true → running: Cloud Run is still driving the execution, whatever its
-//     conditions say for now.
-//  2. the Completed condition decides when it has a state: SUCCEEDED → succeeded; FAILED with
-//     execution reason CANCELLED → cancelled; FAILED with CANCELLING (a cancel in progress),
-//     JOB_STATUS_SERVICE_POLLING_ERROR (the service retries) or DELAYED_START_PENDING → running;
-//     FAILED with any other reason → failed; PENDING or RECONCILING → running.
-//  3. without a Completed state, completion_time is a fallback, and only with task counts that
-//     agree: all tasks succeeded → succeeded, any cancelled → cancelled, any failed → failed.
-//     completion_time is not ordered across operations, so it never overrides a condition.
-//  4. otherwise → running.
+// Classify reduces an execution to a verdict as docs/architecture.md (step 5) lists; it is pure.
+// completion_time is not ordered across operations, so it never overrides a condition.
 func Classify(e *runpb.Execution) executor.Snapshot {
 	snap := executor.Snapshot{Verdict: executor.VerdictRunning, Evidence: Evidence(e)}
 	if e.GetReconciling() {

@@ -20,9 +20,8 @@ import (
 const EndpointEnv = "STALESWEEP_CLOUD_RUN_ENDPOINT"
 
 // Dial returns an Executions client: to Cloud Run with Application Default Credentials when
-// endpoint is empty, else to a plaintext, unauthenticated fake (emulator/cloudrunfake) on
-// loopback; anything off loopback is refused so a typo cannot send unauthenticated traffic
-// across a network.
+// endpoint is empty, else to a plaintext, unauthenticated fake (emulator/cloudrunfake), refused
+// off loopback so a typo cannot send unauthenticated traffic across a network.
 func Dial(ctx context.Context, endpoint string, opts ...option.ClientOption) (*run.ExecutionsClient, error) {
 	if endpoint == "" {
 		c, err := run.NewExecutionsClient(ctx, opts...)
@@ -46,8 +45,7 @@ func Dial(ctx context.Context, endpoint string, opts ...option.ClientOption) (*r
 	return c, nil
 }
 
-// RequireLoopback returns an error unless addr is a host:port whose host is a loopback IP or
-// "localhost".
+// RequireLoopback returns an error unless addr is host:port on a loopback IP or "localhost".
 func RequireLoopback(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {

@@ -99,15 +99,13 @@ type Stats struct {
 	Settled   map[string]int    `json:"settled"`   // rows settled, by outcome
 	Refreshed int               `json:"refreshed"` // still running: observed_at moved on
 	Unknown   int               `json:"unknown"`   // not found, within the grace
-	// Blind counts, by executor target, the unknown rows past the grace the blind-executor
-	// guard held back from a lost settlement (internal/blindguard).
+	// Blind counts, by target, the unknown rows past the grace the blind-executor guard held back.
 	Blind    map[string]int `json:"blind,omitempty"`
 	Raced    int            `json:"raced"`             // changed since the scan: left alone
 	Refused  map[string]int `json:"refused,omitempty"` // not the run's to write, by rule: left alone
 	Errored  int            `json:"errored"`           // executor or Firestore error: nothing settled
 	Deferred int            `json:"deferred"`          // not started: executor stopped or budget spent
-	// Malformed counts undecodable rows (also counted as missing metadata), with a sample of
-	// paths: skipped, never settled.
+	// Malformed counts undecodable rows (also counted as missing metadata), with a sample of paths.
 	Malformed   *workflow.Malformed `json:"malformed,omitempty"`
 	ScanCapped  bool                `json:"scan_capped"`         // the scan stopped at its document cap
 	StoppedBy   string              `json:"stopped_by"`          // why executor calls stopped early, if they did
@@ -115,8 +113,7 @@ type Stats struct {
 	Published   int                 `json:"published,omitempty"` // syncs handed to the syncs topic (pipeline)
 	Errors      []RowError          `json:"errors,omitempty"`    // the first MaxErrors per-row errors
 	Skipped     []string            `json:"skipped,omitempty"`   // uuids skipped for missing metadata (first MaxErrors)
-	// Preview is, in a dry run, what the run would have done (preview.go); the counts above of
-	// what it did to rows then stay empty.
+	// Preview is, in a dry run, what the run would have done; the counts above then stay empty.
 	Preview *Preview `json:"preview,omitempty"`
 }
 

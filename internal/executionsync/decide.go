@@ -20,10 +20,8 @@ type Seen struct {
 	ProviderRef map[string]any
 }
 
-// ReasonDecidedThenGone is the settlement reason of a row whose executor had decided the outcome
-// while the execution was still finishing (a Kubernetes Job's SuccessCriteriaMet or
-// FailureTarget: sync.pending_outcome) and then stopped knowing it: settled with that outcome,
-// not lost.
+// ReasonDecidedThenGone settles a row whose executor had decided its outcome while it finished
+// (sync.pending_outcome) and then stopped knowing it: settled with that outcome, not lost.
 const ReasonDecidedThenGone = "executor_decided_then_gone"
 
 // Settlement reasons.
@@ -33,15 +31,13 @@ const (
 	WhyNotActive           = "not_active"           // someone settled the row already
 	WhyObservedAtMoved     = "observed_at_moved"    // someone confirmed it since the scan
 	WhyProviderRefChanged  = "provider_ref_changed" // it points at another execution now
-	// WhySettledByThisRun: the row carries this run's own settlement. A commit whose answer was
-	// lost (the client's retry found its transaction closed, or a deadline fell after it was
-	// sent) landed after all: the row counts as settled by this run, nothing more is written.
+	// WhySettledByThisRun: the row carries this run's own settlement, from a commit whose answer
+	// was lost (a retry found its transaction closed, or a deadline fell after it was sent).
 	WhySettledByThisRun = "settled_by_this_run"
 	// WhyTargetUnjudged: the row would be settled lost, but its executor target has no fresh
 	// judgment (internal/blindguard): nothing written; the sync judges it and decides again.
 	WhyTargetUnjudged = "target_unjudged"
-	// WhyBlindExecutor: the row would be settled lost, but its executor target is blind: it
-	// stays unknown.
+	// WhyBlindExecutor: the row would be settled lost, but its target is blind: it stays unknown.
 	WhyBlindExecutor = "blind_executor"
 )
 
@@ -61,8 +57,7 @@ const (
 	RefusePaused            = "paused"                      // the workflow is paused on the row's organization, or fleet-wide
 )
 
-// Trust is what a sync's transaction checks before it writes: what the sync request claims,
-// and which of the rules apply to it.
+// Trust is the request's claims and the rules a sync's transaction checks before it writes.
 type Trust struct {
 	Type            contract.WorkflowType // the workflow the syncer serves
 	Provider        string                // the rows' provider it syncs
@@ -76,7 +71,7 @@ type Trust struct {
 }
 
 // refuse says which rule about who may write row the request breaks, on what the transaction
-// read (row and facts); "" when none. It is pure.
+// read; "" when none. It is pure.
 func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 	switch {
 	case row.OrganizationUUID != t.Organization:
@@ -107,8 +102,8 @@ func refuse(row ledger.Execution, facts ledger.Facts, t Trust) string {
 	return ""
 }
 
-// decide is the settling rule (doc.go's table) for row as read inside its transaction. It is
-// pure.
+// decide is the settling rule (docs/architecture.md's table) for row as read inside its
+// transaction; it is pure.
 func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Time, grace time.Duration, runUUID string, target targetView) ledger.ExecutionChange {
 	if ch, ok := settledBy(row, runUUID); ok {
 		return ch
@@ -130,9 +125,8 @@ func decide(row ledger.Execution, seen Seen, snap executor.Snapshot, now time.Ti
 		}
 		ch.Settlement = settlement(row, snap, now, runUUID, ReasonExecutorTerminal)
 	case v == executor.VerdictUnknown && executor.Verdict(row.Sync.PendingOutcome).Terminal():
-		// The executor said how it ends before it stopped knowing it; that word cannot be taken
-		// back (a Job with SuccessCriteriaMet becomes Complete, one with FailureTarget Failed, once
-		// its pods are gone), so NotFound adds nothing to doubt and no grace or guard applies.
+		// The executor said how it ends before it stopped knowing it, and that word cannot be taken
+		// back, so NotFound adds nothing to doubt and no grace or guard applies.
 		pending := executor.Verdict(row.Sync.PendingOutcome)
 		ch.Kind = ledger.ChangeSettle
 		ch.Status, ch.Outcome = string(pending), string(pending)
@@ -196,8 +190,7 @@ func quiet(row ledger.Execution, ch ledger.ExecutionChange, keepAlive time.Durat
 		!last.IsZero() && !last.After(ch.At) && ch.At.Sub(last) < keepAlive
 }
 
-// settledBy reports whether row carries the settlement of run runUUID: then the change says so
-// (ChangeNone, WhySettledByThisRun) with the outcome and settlement the row carries.
+// settledBy reports whether row carries the settlement of run runUUID, and the change that says so.
 func settledBy(row ledger.Execution, runUUID string) (ledger.ExecutionChange, bool) {
 	if row.Active || row.Settlement == nil || runUUID == "" || row.Settlement.WorkflowRunUUID != runUUID {
 		return ledger.ExecutionChange{}, false

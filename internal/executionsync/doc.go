@@ -1,25 +1,10 @@
-// Package executionsync is the execution-sync workflow (seed 003, runner.execution-sync-stale-
-// cloud-run; the same body serves seed 002 with another executor): find an organization's active
-// runner executions that nobody has confirmed for min_age_seconds, and start one sync per row.
-// A sync asks the executor about the execution and settles or refreshes the row in one
-// transaction.
+// Package executionsync is the execution-sync workflow (seed 003 for Cloud Run, seed 002 for
+// Kubernetes, one body): find an organization's active runner executions nobody has confirmed
+// for min_age_seconds and start one sync per row, which asks the executor about the execution
+// and settles or refreshes the row in one transaction. A row without a usable provider_ref is
+// counted (skipped_missing_metadata_count) and never sent anywhere.
 //
-// One run:
-//
-//	scan (bounded: limit syncable rows, at most ScanFactor×limit documents read)
-//	  ├─ row without a usable provider_ref → skipped_missing_metadata_count, never sent anywhere
-//	  └─ candidate → Starter.Start (inline pool here; a Pub/Sub publish on the pipeline path)
-//	       sync = executor.Executor.Observe  →  ExecutionStore.Apply(decide)
-//
-// The verdict of a sync (decide, pure):
-//
-//	row no longer active, or observed_at / provider_ref moved since the scan → nothing (raced)
-//	executor: succeeded | failed | cancelled                               → settle with that outcome
-//	executor: running (pending, reconciling, cancelling, finishing)          → refresh observed_at
-//	executor: unknown (NotFound), its outcome decided when last seen         → settle with that outcome
-//	executor: unknown (NotFound), unknown for less than LostGrace            → record unknown_since
-//	executor: unknown for LostGrace or more                                  → settle "lost"
-//	executor call failed (Unavailable, DeadlineExceeded, Internal, ...)      → record last_error only
+// decide (pure) is the verdict table of docs/architecture.md ("Decide and settle").
 //
 // What holds:
 //   - A row is settled at most once: the settling transaction re-reads it and writes only while
@@ -29,17 +14,12 @@
 //     same target, is not rewritten, but for once per keep-alive (half the blind-executor guard's
 //     window) so that the guard, which counts rows by sync.last_synced_at within its window,
 //     keeps counting it (quiet).
-//   - An executor error settles nothing. ResourceExhausted stops executor calls for the rest of
-//     the run (those rows are deferred, counted, and picked up by the next run);
-//     PermissionDenied and Unauthenticated do too, and fail the run, since no later row can do
-//     better until an operator fixes access.
+//   - An executor error settles nothing; one that stops calls (executor.Stops) defers the run's
+//     remaining rows to the next run.
 //   - A run never outlives its budget: syncs not started when it is spent are deferred; a sync
 //     cut short mid-transaction commits nothing.
-//   - A dry run (workflow.Run.DryRun, preview.go) makes the same scan, executor calls and
-//     decisions and writes nothing: each row is read by a read-only Peek of what its settling
-//     transaction would read, a target the guard must judge is assessed and not recorded, and
-//     nothing is published. Explain (explain.go) is that dry sync for one row.
+//   - A dry run (preview.go) makes the same scan, executor calls and decisions and writes
+//     nothing; Explain (explain.go) is that dry sync for one row.
 //   - Counts add up: candidate_count = started_count + skipped_missing_metadata_count +
-//     failed_start_count. Inline, a sync is "started" once it reached a decision (settled,
-//     refreshed, unknown, or raced); a sync that errored or was deferred is a failed start.
+//     failed_start_count.
 package executionsync

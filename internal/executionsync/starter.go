@@ -18,9 +18,8 @@ type Starter interface {
 // Inline runs each sync in this process, Concurrency at a time, in a random order; one Start
 // call is one run. An error that stops executor calls (executor.Stops) stops new syncs as soon
 // as its call returns, before it is recorded on its row, so no further call reaches the
-// executor; the syncs in flight (at most Concurrency−1) finish. Once ctx is done no sync starts.
-// The rest are deferred, not errored. A sync whose transaction failed (contention) is tried once
-// more after the others.
+// executor; the rest are deferred, not errored. A sync whose transaction failed (contention) is
+// tried once more after the others.
 type Inline struct {
 	Syncer      *Syncer
 	Concurrency int

@@ -32,17 +32,15 @@ var EnvelopeKubernetes = []string{
 	"completed_at", "failed_at", "failure_reason", "failed_at_state", "failed_step", "failed_layer", "error", "error_type",
 }
 
-// Kind is one executor's execution-sync workflow, declared: its type and scope, the provider of
-// the rows it syncs, and the record fields its seed's output echoes.
+// Kind is one executor's execution-sync workflow, declared.
 type Kind struct {
 	workflow.Declaration
 	Provider string
 	Envelope []string
 }
 
-// The two execution-sync workflows. Each is scoped to one organization, may be started by a
-// request, and settles only on its executor's word (no storm guard: see the blind-executor
-// guard).
+// The two execution-sync workflows: per organization, startable by a request, settling only on
+// the executor's word (no storm guard: the blind-executor guard holds lost settlements).
 var (
 	CloudRun = Kind{
 		Declaration: workflow.Declaration{Type: contract.ExecutionSyncCloudRun, Scope: workflow.ScopeOrganization, FromRequest: true},
@@ -64,10 +62,9 @@ type Workflow struct {
 	syncer  *Syncer // decides a dry run's rows and explain's (New's preview)
 }
 
-// New returns the workflow. cfg is completed with its defaults and validated. preview is the
-// syncer a dry run and explain decide rows with: the one that syncs this workflow's rows, with
-// its guard and grace. A workflow whose starter publishes its syncs needs it, since a dry run
-// never publishes; nil takes an Inline starter's syncer.
+// New returns the workflow, cfg completed with its defaults and validated. preview is the syncer
+// a dry run and explain decide rows with, since a dry run never publishes; nil takes an Inline
+// starter's syncer.
 func New(store Store, exec executor.Executor, starter Starter, cfg Config, now func() time.Time, preview *Syncer) (*Workflow, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -121,8 +118,7 @@ func (w *Workflow) body(ctx context.Context, run workflow.Run) (workflow.Result,
 	return workflow.Result{Output: out, Stats: stats}, err
 }
 
-// RunOnce is one run: scan the organization's stale rows, start their syncs, count. Of run it
-// uses the uuid, the logger and the overrides.
+// RunOnce is one run: scan, start the syncs, count; of run it uses the uuid, logger and overrides.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Budget)
 	defer cancel()
@@ -281,14 +277,13 @@ func reachOf(results []SyncResult) reach {
 	return r
 }
 
-// unreachable: the run asked the executor about at least one row, no call was answered, and
-// every call that failed did so as an unreachable executor's do. A run whose syncs were all
-// published (the pipeline) or deferred asked nothing here, and is not judged.
+// unreachable: the run asked the executor about at least one row, none was answered, and every
+// failure was an unreachable executor's; a run that asked nothing here (all published or
+// deferred) is not judged.
 func (r reach) unreachable() bool { return r.answered == 0 && r.other == 0 && r.absent > 0 }
 
 // scan reads stale rows page by page until it has in.Limit rows to sync, runs out of rows, or
-// has read ScanFactor × limit documents. Every row it reads is a candidate: syncable, or skipped
-// for missing metadata.
+// has read ScanFactor × limit documents; every row it reads is a candidate.
 func (w *Workflow) scan(ctx context.Context, runUUID string, in Input, horizon time.Time, out *Output, stats *Stats, log *slog.Logger) ([]message.Sync, error) {
 	var malformed workflow.Malformed
 	defer func() { stats.Malformed = malformed.Report() }()

@@ -2,8 +2,7 @@ package executor
 
 import "context"
 
-// Executor is one executor adapter as the execution-sync workflow uses it; *cloudrun.Adapter
-// and *kubejobs.Adapter have it.
+// Executor is one executor adapter as the execution-sync workflow uses it.
 type Executor interface {
 	// ValidRef reports whether a row's provider_ref is one this executor can look up.
 	ValidRef(ref map[string]any) bool

@@ -18,38 +18,32 @@ const (
 	BackoffDefault     = 200 * time.Millisecond // first retry's backoff ceiling; doubles per retry
 )
 
-// Config is an adapter's bounds on its calls, each adapter's Config. Zero values take the
-// defaults.
+// Config is an adapter's bounds on its calls; zero values take the defaults.
 type Config struct {
 	CallTimeout time.Duration
 	MaxAttempts int
 	Backoff     time.Duration
 }
 
-// Policy is the retry policy an adapter calls its executor under: c's bounds, Unavailable
-// retried.
+// Policy is the retry policy an adapter calls its executor under, retrying Unavailable.
 func (c Config) Policy() RetryPolicy {
 	return RetryPolicy{CallTimeout: c.CallTimeout, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff,
 		Retry: []codes.Code{codes.Unavailable}}.WithDefaults()
 }
 
-// RetryDefault is the codes a policy retries unless it says otherwise: Unavailable only (see
-// the package doc); any other code says something a second attempt would not change.
+// RetryDefault is the codes a policy retries: a second attempt changes nothing for any other.
 var RetryDefault = []codes.Code{codes.Unavailable}
 
-// RetryPolicy is how an adapter calls its executor for one observation. Zero values take the
-// defaults (WithDefaults).
+// RetryPolicy is how an adapter calls its executor for one observation (zero: the defaults).
 type RetryPolicy struct {
 	// CallTimeout bounds each attempt on its own: neither the generated Cloud Run client nor
 	// client-go (beyond its per-request timeout) bounds a call.
 	CallTimeout time.Duration
-	// MaxAttempts bounds the attempts of one observation, the first included.
 	MaxAttempts int
 	// Backoff is the ceiling of the first retry's wait; each retry waits a uniformly random
 	// time in (0, ceiling] and doubles the ceiling.
 	Backoff time.Duration
-	// Retry is the codes worth another attempt (nil: RetryDefault), as Do's code argument maps
-	// an error.
+	// Retry is the codes worth another attempt (nil: RetryDefault).
 	Retry []codes.Code
 }
 
@@ -68,9 +62,8 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 func (p RetryPolicy) Retries(c codes.Code) bool { return slices.Contains(p.Retry, c) }
 
 // Do calls call, each attempt under its own CallTimeout, until one succeeds, fails with a code
-// (as code maps it) the policy does not retry, MaxAttempts have failed, or ctx ends. It returns
-// the attempts made and nil, the last attempt's error, or ctx.Err(). An answer that is not a
-// failure (NotFound: VerdictUnknown) is call's to turn into nil.
+// the policy does not retry, MaxAttempts have failed, or ctx ends; it returns the attempts made.
+// An answer that is not a failure (NotFound: VerdictUnknown) is call's to turn into nil.
 func (p RetryPolicy) Do(ctx context.Context, code func(error) codes.Code, call func(ctx context.Context) error) (int, error) {
 	p = p.WithDefaults()
 	backoff := p.Backoff
@@ -93,9 +86,8 @@ func (p RetryPolicy) Do(ctx context.Context, code func(error) codes.Code, call f
 	}
 }
 
-// Stops reports whether an executor error stops the run's further executor calls (see the
-// package doc), and the reason the run records (stats.stopped_by; the run fails with
-// executor_<reason> unless the reason is resource_exhausted).
+// Stops reports whether an executor error stops the run's further executor calls, and the
+// reason the run records (stats.stopped_by); see the package doc.
 func Stops(err error) (reason string, stops bool) {
 	switch status.Code(err) {
 	case codes.ResourceExhausted:
@@ -108,7 +100,6 @@ func Stops(err error) (reason string, stops bool) {
 	return "", false
 }
 
-// sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -23,11 +23,9 @@ func (v Verdict) Terminal() bool {
 // Snapshot is one observation of one execution.
 type Snapshot struct {
 	Verdict Verdict
-	// FinishedAt is when the execution finished, from the executor's own record; zero when it is
-	// not terminal or the executor gave no time.
+	// FinishedAt is from the executor's own record; zero when not terminal or not given.
 	FinishedAt time.Time
-	// Reason says why, in the executor's words (a condition reason or message); empty for a plain
-	// success or a running execution.
+	// Reason is the executor's own words (a condition reason or message).
 	Reason string
 	// Pending, for a running execution whose outcome is already known (a Kubernetes Job that met
 	// its success or failure criteria while its pods terminate), is that outcome; empty otherwise.

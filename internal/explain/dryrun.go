@@ -14,17 +14,14 @@ const ReadOnlyTransaction = "read_only_transaction"
 
 // Preview is what a dry run would have done, in a run's stats.
 type Preview struct {
-	// Counts counts the rows by what the run would do with them, in the workflow's own terms
-	// (abandon, release_interlock, reclaim, fail_as_poison, keep, skip, error, defer).
+	// Counts counts the rows by what the run would do with them, in the workflow's own terms.
 	Counts map[string]int `json:"counts"`
 	// Rules counts the rows by "action/rule": which rule decided each.
 	Rules map[string]int `json:"rules"`
 	// Rows are the first PreviewRowsMax rows, in the order the scan read them.
-	Rows []PreviewRow `json:"rows"`
-	// RowsOmitted counts the rows past PreviewRowsMax.
-	RowsOmitted int `json:"rows_omitted"`
-	// StormGuardWouldStop says the storm guard would stop the real run.
-	StormGuardWouldStop bool `json:"storm_guard_would_stop"`
+	Rows                []PreviewRow `json:"rows"`
+	RowsOmitted         int          `json:"rows_omitted"`
+	StormGuardWouldStop bool         `json:"storm_guard_would_stop"`
 	// ReadWith says how each row was re-read (ReadOnlyTransaction).
 	ReadWith string `json:"read_with"`
 }
@@ -74,8 +71,7 @@ func TimestampDetail(v any) string {
 	}
 }
 
-// DecodeDetail says whether a row decodes, for its "decodes" check: malformed is the decoding
-// error, empty when it decodes.
+// DecodeDetail is a row's "decodes" check: "ok", or the decoding error (malformed).
 func DecodeDetail(malformed string) string {
 	if malformed == "" {
 		return "ok"

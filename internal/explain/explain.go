@@ -35,23 +35,20 @@ type Explanation struct {
 	ID           string `json:"id"`
 	WorkflowType string `json:"workflow_type"`
 	// Scope names the run that would sweep the row (workflow.ScopeValues.Key).
-	Scope string `json:"scope,omitempty"`
-	// Row is the document as stored.
-	Row map[string]any `json:"row"`
+	Scope string         `json:"scope,omitempty"`
+	Row   map[string]any `json:"row"`
 	// Visible says whether a scan of the workflow would return the row now.
 	Visible bool    `json:"visible"`
 	Checks  []Check `json:"checks"`
 	// Executor is what the executor said now; nil when it was not asked (Options.NoExecutor,
 	// or a workflow that settles on age alone).
 	Executor *ExecutorAnswer `json:"executor,omitempty"`
-	// Verdict is what the workflow's decision function returns for the row now: settle,
-	// refresh, unknown, reclaim, release, keep, skip, refuse, ... in the workflow's own terms.
+	// Verdict is what the workflow's decision function returns for the row now, in its own terms.
 	Verdict string `json:"verdict"`
 	// Outcome is what a settlement would write (succeeded, failed, lost, abandoned, ...).
 	Outcome string `json:"outcome,omitempty"`
 	// Rule names the rule that decided the verdict (a settlement reason, a refusal, a guard).
-	Rule string `json:"rule"`
-	// Detail says the rule in words.
+	Rule   string `json:"rule"`
 	Detail string `json:"detail,omitempty"`
 	// Last is what stalesweep recorded on the row last: its last sync, settlement and evidence.
 	Last map[string]any `json:"last,omitempty"`

@@ -1,20 +1,12 @@
-// Package kubejobs is the Kubernetes executor adapter: it reads a batch/v1 Job from one of the
-// configured clusters and reduces it to an executor.Snapshot, for the execution-sync workflow
-// (runner.execution-sync-stale-kubernetes). Rows name their Job with provider_ref {cluster,
-// namespace, job, uid}.
+// Package kubejobs is the Kubernetes executor adapter: it reads a batch/v1 Job, named by a row's
+// provider_ref {cluster, namespace, job, uid}, from one of the configured clusters and reduces it
+// to an executor.Snapshot.
 //
-// What holds (the executor package's contract, which executortest checks against client-go's
-// fake clientset):
-//   - Every call has its own timeout. Throttling (429) is ResourceExhausted and stops the run's
-//     calls; 5xx and a broken connection are Unavailable and retried with backoff a bounded
-//     number of times (Config's executor.RetryPolicy); a server-side timeout (504) is
-//     DeadlineExceeded and not retried; 401 and 403 are Unauthenticated and PermissionDenied.
-//   - Only that policy retries: client-go's own Retry-After retries are off and its client-side
-//     rate limit is sized for the workflow's concurrency (ClientConfig).
-//   - NotFound — a Job deleted by ttlSecondsAfterFinished, or by hand — is unknown, not
-//     failure; so is a Job of the same name with another uid, which is a different execution.
-//   - The adapter needs only `get` on jobs in the rows' namespaces (docs/operations.md has the
-//     Role).
+// Only Config's executor.RetryPolicy retries: client-go's own Retry-After retries are off and its
+// client-side rate limit is sized for the workflow's concurrency (ClientConfig). NotFound — a Job
+// deleted by ttlSecondsAfterFinished, or by hand — is unknown, not failure; so is a Job of the
+// same name with another uid, which is a different execution. The adapter needs only `get` on
+// jobs in the rows' namespaces (docs/operations.md has the Role).
 package kubejobs
 
 import (
@@ -44,9 +36,7 @@ type Clusters interface {
 // ErrUnknownCluster is a row naming a cluster the sweeper has no configuration for.
 var ErrUnknownCluster = errors.New("cluster not configured")
 
-// Config bounds the adapter's calls to the API servers, as every adapter's are bounded; its
-// Policy is the retry policy they are made under, errors coded by Code. Zero values take the
-// executor package's defaults.
+// Config bounds the adapter's calls to the API servers; their errors are coded by Code.
 type Config = executor.Config
 
 // Adapter observes Kubernetes Jobs.

@@ -7,16 +7,9 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 )
 
-// Classify reduces a batch/v1 Job to a verdict, as Kubernetes itself decides. It is pure.
-//
-//   - Only a Complete or Failed condition with status True is terminal: Complete → succeeded
-//     (finished at status.completionTime), Failed → failed (finished at the Failed condition's
-//     lastTransitionTime; completionTime is set only on success).
-//   - SuccessCriteriaMet or FailureTarget True (Kubernetes 1.31+) mean the outcome is decided
-//     but the pods are still terminating: running, with the outcome recorded as pending.
-//   - Suspended True: not running, not terminal; the row stays active.
-//   - Counters (active, succeeded, failed, terminating) never decide on their own: a failed pod
-//     may be retried, and they are only evidence.
+// Classify reduces a batch/v1 Job to a verdict as Kubernetes decides (docs/architecture.md); it
+// is pure. completionTime is set only on success, so a failed Job finished at its condition's
+// time; counters never decide, since a failed pod may be retried.
 func Classify(job *batchv1.Job) executor.Snapshot {
 	snap := executor.Snapshot{Verdict: executor.VerdictRunning, Evidence: Evidence(job)}
 	var complete, failed, successMet, failureTarget *batchv1.JobCondition

@@ -13,27 +13,23 @@ import (
 
 // Defaults of ClientConfig.
 const (
-	// RequestTimeoutDefault bounds one HTTP request, as rest.Config.Timeout.
 	RequestTimeoutDefault = 10 * time.Second
-	// QPSDefault and BurstDefault size client-go's client-side token bucket, per cluster and
-	// process, for the workflow's concurrency: at client-go's 5 QPS / burst 10, 8 syncs at once
-	// queue for tokens inside their per-call timeout. The API server's priority and fairness
-	// still protects it, and its 429 stops the run.
+	// QPSDefault and BurstDefault size client-go's token bucket (per cluster and process) for the
+	// workflow's concurrency: at client-go's 5 QPS / burst 10, 8 syncs at once queue for tokens
+	// inside their per-call timeout. The API server's 429 still stops the run.
 	QPSDefault   float32 = 50
 	BurstDefault int     = 100
 )
 
-// ClientConfig is how the adapter's client-go clients talk to every cluster. Zero values take
-// the defaults.
+// ClientConfig is how the adapter's client-go clients talk to every cluster (zero: the defaults).
 type ClientConfig struct {
 	// Timeout bounds one HTTP request (rest.Config.Timeout), as CallTimeout bounds an attempt.
 	Timeout time.Duration
 	// QPS and Burst are client-go's client-side rate limit per cluster; a negative QPS turns it off.
 	QPS   float32
 	Burst int
-	// ClientRetries is how many times client-go itself retries a request
-	// (rest.Request.MaxRetries). The default, 0, leaves retries to the adapter's
-	// executor.RetryPolicy, so they are bounded in one place and a 429 stops the run at once.
+	// ClientRetries is client-go's own retries (rest.Request.MaxRetries); the default, 0, leaves
+	// them to the executor.RetryPolicy, so they are bounded in one place and a 429 stops the run.
 	ClientRetries int
 }
 
@@ -46,7 +42,6 @@ func (c ClientConfig) WithDefaults() ClientConfig {
 	return c
 }
 
-// apply sets c's limits on a cluster's rest.Config.
 func (c ClientConfig) apply(cfg *rest.Config) {
 	cfg.Timeout, cfg.QPS, cfg.Burst = c.Timeout, c.QPS, c.Burst
 }

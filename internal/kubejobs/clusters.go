@@ -24,14 +24,12 @@ import (
 
 // ClusterConfig says how to reach one cluster. Exactly one way is set.
 type ClusterConfig struct {
-	// Kubeconfig is the path of a kubeconfig file; Context picks a context in it (default: its
-	// current context).
+	// Kubeconfig is a kubeconfig file's path; Context picks a context in it (default: current).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
 	// InCluster uses the service account of the pod stalesweep runs in.
 	InCluster bool `json:"in_cluster,omitempty"`
-	// GKE reaches a GKE cluster's endpoint with its CA and an OAuth2 access token from
-	// Application Default Credentials, fetched (and refreshed) on each request.
+	// GKE reaches a GKE cluster with an OAuth2 token from Application Default Credentials.
 	GKE *GKEConfig `json:"gke,omitempty"`
 	// Host, with CAData or CAFile and TokenFile, reaches any API server with a bearer token.
 	Host      string `json:"host,omitempty"`
@@ -54,8 +52,7 @@ const ClustersEnv = "STALESWEEP_KUBE_CLUSTERS"
 // MaxClustersBytes bounds the clusters configuration, inline or in its file.
 const MaxClustersBytes = 1 << 20
 
-// ParseClusters reads the clusters configuration (ClustersEnv's value): one JSON object, each
-// cluster named and saying exactly one way to reach it.
+// ParseClusters reads ClustersEnv's value, each cluster named and reached exactly one way.
 func ParseClusters(value string) (map[string]ClusterConfig, error) {
 	raw := []byte(value)
 	if t := strings.TrimSpace(value); !strings.HasPrefix(t, "{") {
@@ -198,9 +195,8 @@ type Set struct {
 
 // SetConfig is what a Set is built from.
 type SetConfig struct {
-	// Clusters are the configured clusters, by name.
 	Clusters map[string]ClusterConfig
-	// Client is how Clusters' clients reach them; zero values take the defaults.
+	// Client is how Clusters' clients reach them.
 	Client ClientConfig
 	// Ready are batch/v1 clients ready to use (a fake clientset's BatchV1(), say), by cluster
 	// name. Their requests are their own: Client does not reach them.

@@ -19,8 +19,7 @@ type Store struct {
 	keep   ledger.Retention
 }
 
-// New returns a store on client whose judgments expire after keep (zero durations
-// take the defaults).
+// New returns a store on client whose judgments expire after keep (zero: the defaults).
 func New(client *firestore.Client, keep ledger.Retention) *Store {
 	return &Store{client: client, keep: keep.WithDefaults()}
 }
@@ -44,10 +43,9 @@ func (s *Store) Get(ctx context.Context, target string) (t ledger.Target, found 
 	return t, true, nil
 }
 
-// Count counts, fleet-wide, the rows of target its executor answered about since since (found or
-// not: sync.last_synced_at), and the active rows of it the executor does not know whose unknown
-// spell began after clearedAt. Two aggregation queries, served by declared indexes; nothing is
-// read but index entries.
+// Count counts, fleet-wide, the rows of target its executor answered about since since
+// (sync.last_synced_at), and its active rows unknown since after clearedAt: two aggregation
+// queries on declared indexes, reading nothing but index entries.
 func (s *Store) Count(ctx context.Context, target string, since, clearedAt time.Time) (asked, unknown int64, err error) {
 	rows := s.client.Collection(ledger.ExecutionsCollection)
 	if asked, err = ledger.Count(ctx, rows.Where("sync.target", "==", target).Where("sync.last_synced_at", ">=", since), "count rows asked of "+target); err != nil {
@@ -108,8 +106,7 @@ func (s *Store) Clear(ctx context.Context, target, by string, at time.Time) erro
 	return nil
 }
 
-// Known reports whether the blind-executor guard knows target: it has been judged (its
-// sweep_targets document exists) or a row names it as the target that last answered about it
+// Known reports whether the guard knows target: it has been judged, or a row names it
 // (sync.target). Two reads of at most one document each.
 func (s *Store) Known(ctx context.Context, target string) (bool, error) {
 	_, found, err := s.Get(ctx, target)

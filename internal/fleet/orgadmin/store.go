@@ -1,8 +1,6 @@
-// Package orgadmin is the store of the organizations documents: the operator's hand on them,
-// turning an organization's sweeps on or off with a record of who, when and why (orgs enable,
-// orgs disable) and listing them, enabled or not (orgs list, status), and the reads the
-// dispatcher and the engine make of them (ListEnabled, Enabled). What counts as enabled is the
-// ledger's (ledger.SweepsEnabled), which every settling transaction reads again.
+// Package orgadmin is the store of the organizations documents: an operator turning an
+// organization's sweeps on or off, with who, when and why, and the reads of them. What counts as
+// enabled is the ledger's (ledger.SweepsEnabled), which every settling transaction reads again.
 package orgadmin
 
 import (
@@ -32,11 +30,10 @@ type Store struct{ client *firestore.Client }
 // New returns a store on client.
 func New(client *firestore.Client) *Store { return &Store{client: client} }
 
-// SetSweeps turns an organization's sweeps on or off (sweeps_enabled, the field Enabled and
-// ListEnabled read), recording who, when (Firestore's clock) and why; it creates the document
-// when there is none and keeps every other field a writer put there. It is idempotent: when
-// sweeps_enabled already is the boolean asked for, it writes nothing and returns false, so the
-// record of who made the change that holds stays. One transaction re-reads the document.
+// SetSweeps turns an organization's sweeps on or off, recording who, when (Firestore's clock)
+// and why, in one transaction that keeps every other field a writer put there. When
+// sweeps_enabled already is the boolean asked for it writes nothing and returns false, so the
+// record of who made the change that holds stays.
 func (s *Store) SetSweeps(ctx context.Context, id string, enabled bool, by, reason string) (bool, error) {
 	if err := firestoreconn.CheckDocID(id); err != nil {
 		return false, fmt.Errorf("set sweeps of organization %q: the id %w", id, err)
@@ -71,8 +68,7 @@ func (s *Store) SetSweeps(ctx context.Context, id string, enabled bool, by, reas
 }
 
 // List returns up to limit organizations, enabled or not, in id order after the id `after`
-// ("" from the start), and the id to resume after ("" when there are no more): one query of
-// limit+1 documents, ordered by id, paged by a cursor.
+// ("" from the start), and the id to resume after ("" when there are no more).
 func (s *Store) List(ctx context.Context, after string, limit int) ([]ledger.Organization, string, error) {
 	if limit < 1 || limit > ListMax {
 		return nil, "", fmt.Errorf("list organizations: limit: between 1 and %d, got %d", ListMax, limit)
@@ -108,7 +104,7 @@ func (s *Store) ListDisabled(ctx context.Context, after string, limit int) ([]st
 }
 
 // ListEnabled returns up to limit ids of organizations with sweeps enabled, in id order, after
-// the id `after` ("" from the start): what the dispatcher enumerates.
+// the id `after` ("" from the start).
 func (s *Store) ListEnabled(ctx context.Context, after string, limit int) ([]string, error) {
 	return s.listIDs(ctx, true, after, limit)
 }
