@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// indexesCmd writes (or, with --check, checks) the files generated from ledger.Indexes:
+// indexesCmd writes (or, with --check, checks) the files generated from indexes.Composite:
 // firestore.indexes.json (Firebase CLI) and terraform/firestore_indexes.tf.json (the module), and
-// from ledger.ExpiringCollections: terraform/firestore_ttl.tf.json (the TTL policies).
+// from indexes.Expiring: terraform/firestore_ttl.tf.json (the TTL policies).
 // With --gcloud it prints instead the gcloud commands that create the indexes in a project.
 func (c *cli) indexesCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -35,6 +35,6 @@ func TestFirestoreIndexesJSONIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("firestore.indexes.json is not what ledger.Indexes declares; run: go run ./cmd/stalesweep indexes\n%s", want)
+		t.Errorf("firestore.indexes.json is not what indexes.Composite declares; run: go run ./cmd/stalesweep indexes\n%s", want)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/blindguard/targetstore"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
+	"github.com/stalesweep/stalesweep/internal/indexes"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
@@ -395,7 +396,7 @@ func outcome(t *testing.T, fs *firestore.Client, row string) any {
 }
 
 // The index commands the deploy guide pipes to sh, run by the real gcloud against a stand-in
-// for the Firestore Admin API: each sends exactly one index of ledger.Indexes.
+// for the Firestore Admin API: each sends exactly one index of indexes.Composite.
 func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.T) {
 	testenv.Need(t, testenv.Gcloud)
 	if _, err := exec.LookPath("gcloud"); err != nil {
@@ -433,7 +434,7 @@ func TestTheGcloudIndexCommandsCreateExactlyTheIndexesTheQueriesNeed(t *testing.
 		t.Fatalf("the commands failed: %v\n%s", err, out)
 	}
 	var want []string
-	for _, ix := range ledger.Indexes() {
+	for _, ix := range indexes.Composite() {
 		parts := []string{"POST /v1/projects/my-project/databases/(default)/collectionGroups/" + ix.Collection + "/indexes"}
 		for _, f := range ix.Fields {
 			parts = append(parts, f.Path+" "+string(f.Order))

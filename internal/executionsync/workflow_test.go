@@ -603,7 +603,7 @@ func TestEveryQueryHasADeclaredIndex(t *testing.T) {
 	for _, q := range qs {
 		sh := fsspy.Shape(q)
 		if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
-			t.Errorf("query %+v has no index in ledger.Indexes", sh)
+			t.Errorf("query %+v has no index in indexes.Composite", sh)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package ledger
 import (
 	"fmt"
 	"time"
-
-	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 )
 
 // ExpireField is the field every document stalesweep writes for its own bookkeeping carries:
@@ -71,31 +69,4 @@ func ExpiryAt(now time.Time, r Retention, notable bool) time.Time {
 		return now.Add(r.Notable).UTC()
 	}
 	return now.Add(r.Ordinary).UTC()
-}
-
-// Expiring is one collection (or collection group) of stalesweep's bookkeeping whose documents
-// carry ExpireField.
-type Expiring struct {
-	// Collection is the collection id; a collection group when Group is set (the receipts,
-	// sweep_runs/{uuid}/syncs, are one collection per run).
-	Collection string
-	Group      bool
-	// What says what its documents are and when they expire, for the docs and the gc output.
-	What string
-}
-
-// ExpiringCollections is the one list of what expires: gc ranges over it, and it is the source
-// of the Terraform TTL policies (the command's indexes). Receipts come before runs: gc deletes a
-// run's receipts before the run. sweep_clock is never written and the rows the runners, workers
-// and apps own (runner_executions, extension_runs, tasks and their chains, leases, ...) never
-// expire.
-func ExpiringCollections() []Expiring {
-	return []Expiring{
-		{Collection: SyncsCollection, Group: true, What: "sync receipts: with their run or before it"},
-		{Collection: RunsCollection, What: "run records: retention after the run finished (notable if it failed, settled lost or was held back by a guard)"},
-		{Collection: GuardsCollection, What: "scope guards left by a run that never released them: notable retention after it was taken"},
-		{Collection: TargetsCollection, What: "blind-executor judgments: retention after the last judgment or clearance (notable while blind)"},
-		{Collection: RosterCollection, What: "the roster and its shards: retention after they were written"},
-		{Collection: pausestore.PausesCollection, What: "pauses: one with an end (--for) at its end, when it refuses nothing more; an open-ended one never (resume deletes it)"},
-	}
 }

@@ -233,7 +233,7 @@ func TestOnlyOrganizationsWithStaleRowsAreDispatched(t *testing.T) {
 				t.Errorf("a probe asks for %d documents, want 1", q.GetLimit().GetValue())
 			}
 			if _, ok := fsspy.IndexFor(sh.Collection, sh.Equality, sh.OrderBy); !ok {
-				t.Errorf("the probe's query %+v has no index in ledger.Indexes", sh)
+				t.Errorf("the probe's query %+v has no index in indexes.Composite", sh)
 			}
 		}
 	}

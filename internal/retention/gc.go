@@ -1,11 +1,11 @@
 // Package retention deletes stalesweep's own bookkeeping once it has expired: the documents of
-// ledger.ExpiringCollections whose ledger.ExpireField has passed. In production Firestore's TTL
+// indexes.Expiring whose ledger.ExpireField has passed. In production Firestore's TTL
 // policies (terraform/firestore_ttl.tf.json) do it within a day or so of the expiry; the
 // Collector does it where there are none (the emulator, a project deployed without the module)
 // and on an operator's demand (`stalesweep gc`).
 //
 // What holds:
-//   - Only bookkeeping goes: the collections it ranges over are ExpiringCollections, and a
+//   - Only bookkeeping goes: the collections it ranges over are indexes.Expiring, and a
 //     document goes only when its expire_at is a timestamp before now. The rows the runners,
 //     workers and apps own carry no expiry and are never read.
 //   - Bounded: at most Limit deletions per run, queries of at most PageSize documents, every
@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/indexes"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
@@ -51,7 +52,7 @@ type Config struct {
 	Budget time.Duration
 	// DryRun counts what would be deleted and deletes nothing.
 	DryRun bool
-	// Collections restricts the run to these of ledger.ExpiringCollections; empty is all.
+	// Collections restricts the run to these of indexes.Expiring; empty is all.
 	Collections []string
 }
 
@@ -85,7 +86,7 @@ func (c Config) Validate() error {
 // Collections names the collections a run ranges over, in the order it visits them.
 func Collections() []string {
 	var out []string
-	for _, e := range ledger.ExpiringCollections() {
+	for _, e := range indexes.Expiring() {
 		out = append(out, e.Collection)
 	}
 	return out
@@ -170,7 +171,7 @@ func (c *Collector) RunOnce(ctx context.Context, now time.Time) (Result, error) 
 	defer cancel()
 	res := Result{DryRun: c.cfg.DryRun, Now: now.UTC().Format(time.RFC3339Nano)}
 	r := &run{Collector: c, now: now, left: c.cfg.Limit, res: &res, counted: map[string]bool{}}
-	for _, e := range ledger.ExpiringCollections() {
+	for _, e := range indexes.Expiring() {
 		if len(c.cfg.Collections) > 0 && !slices.Contains(c.cfg.Collections, e.Collection) {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/indexes"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/message"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
@@ -161,7 +162,7 @@ type PlanSetting struct {
 //   - alerts: a logs-based metric per metric of alerts.Metrics, counting its event's lines of the
 //     module's functions, a policy per alerting one, one dashboard charting them.
 //   - ttl: a TTL policy on expire_at for exactly the collections of stalesweep's bookkeeping
-//     (ledger.ExpiringCollections), each keeping the ascending index gc's query needs.
+//     (indexes.Expiring), each keeping the ascending index gc's query needs.
 //
 // What a plan cannot show stays with the checks on the HCL (All): which identity holds which
 // grant and on which resource (service account emails and resource ids are known only after
@@ -497,7 +498,7 @@ func checkPlanIndexes(p *Plan, m *Module) []Finding {
 		}
 		got = append(got, render(r.str("collection"), fields))
 	}
-	for _, ix := range ledger.Indexes() {
+	for _, ix := range indexes.Composite() {
 		var fields []string
 		for _, f := range ix.Fields {
 			fields = append(fields, f.Path+" "+string(f.Order))
@@ -577,13 +578,13 @@ func checkPlanAlerts(p *Plan, m *Module) []Finding {
 	return out
 }
 
-// checkPlanTTL holds the plan's google_firestore_field resources to ledger.ExpiringCollections:
+// checkPlanTTL holds the plan's google_firestore_field resources to indexes.Expiring:
 // each collection's expiry field has a TTL policy and the one ascending index gc's query runs
 // on, and no other field has a policy (a TTL on a row the runners own would delete their rows).
 func checkPlanTTL(p *Plan, m *Module) []Finding {
 	var out []Finding
 	want := map[string]string{}
-	for _, e := range ledger.ExpiringCollections() {
+	for _, e := range indexes.Expiring() {
 		scope := "COLLECTION"
 		if e.Group {
 			scope = "COLLECTION_GROUP"
@@ -600,7 +601,7 @@ func checkPlanTTL(p *Plan, m *Module) []Finding {
 		case len(ttl) == 0:
 			continue // an index override, not a TTL policy
 		case !ok || field != ledger.ExpireField:
-			out = append(out, Finding{"ttl", fmt.Sprintf("%s: %s: a TTL policy on %s.%s, which is not stalesweep's bookkeeping (%s of ledger.ExpiringCollections)", at, r.Address, coll, field, ledger.ExpireField)})
+			out = append(out, Finding{"ttl", fmt.Sprintf("%s: %s: a TTL policy on %s.%s, which is not stalesweep's bookkeeping (%s of indexes.Expiring)", at, r.Address, coll, field, ledger.ExpireField)})
 			continue
 		}
 		seen[coll] = true
@@ -610,7 +611,7 @@ func checkPlanTTL(p *Plan, m *Module) []Finding {
 			out = append(out, Finding{"ttl", fmt.Sprintf("%s: %s: index_config must keep exactly the ascending %s index gc queries %s.%s with", at, r.Address, scope, coll, field)})
 		}
 	}
-	for _, e := range ledger.ExpiringCollections() {
+	for _, e := range indexes.Expiring() {
 		if !seen[e.Collection] {
 			out = append(out, Finding{"ttl", fmt.Sprintf("firestore_ttl.tf.json: the plan declares no TTL policy on %s.%s (%s)", e.Collection, ledger.ExpireField, e.What)})
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stalesweep/stalesweep/internal/indexes"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 )
@@ -26,7 +27,7 @@ func TestIndexFor(t *testing.T) {
 			t.Errorf("case %d: an index was found for an undeclared query %v", i, c)
 		}
 	}
-	for _, ix := range ledger.Indexes() {
+	for _, ix := range indexes.Composite() {
 		if ix.Query == "" || len(ix.Fields) < 2 {
 			t.Errorf("index %s lacks its query or fields", ix)
 		}

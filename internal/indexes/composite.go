@@ -1,7 +1,9 @@
-package ledger
+package indexes
 
 import (
 	"strings"
+
+	"github.com/stalesweep/stalesweep/internal/ledger"
 )
 
 // Order is an index field's direction.
@@ -13,8 +15,8 @@ const (
 	descending Order = "DESCENDING"
 )
 
-// IndexField is one field of a composite index.
-type IndexField struct {
+// Field is one field of a composite index.
+type Field struct {
 	Path  string
 	Order Order
 }
@@ -22,20 +24,20 @@ type IndexField struct {
 // Index is a composite index on one collection group, in collection scope.
 type Index struct {
 	Collection string
-	Fields     []IndexField
+	Fields     []Field
 	// Query says which query needs it, for the docs and the generated files.
 	Query string
 }
 
-// Indexes is the one list of the composite indexes stalesweep's queries need. It is the source
+// Composite is the one list of the composite indexes stalesweep's queries need. It is the source
 // of firestore.indexes.json and of the Terraform module's indexes; the tests hold every query
 // the code runs to an entry here.
-func Indexes() []Index {
+func Composite() []Index {
 	return []Index{
 		{
-			Collection: ExecutionsCollection,
+			Collection: ledger.ExecutionsCollection,
 			Query:      "stale active executions of one organization and provider, oldest observed first (and the probe's, of up to 30 organizations at once)",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"organization_uuid", ascending},
 				{"provider", ascending},
 				{"active", ascending},
@@ -43,42 +45,42 @@ func Indexes() []Index {
 			},
 		},
 		{
-			Collection: ExecutionsCollection,
+			Collection: ledger.ExecutionsCollection,
 			Query:      "rows one executor target answered about within a window, fleet-wide (the blind-executor guard)",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"sync.target", ascending},
 				{"sync.last_synced_at", ascending},
 			},
 		},
 		{
-			Collection: ExecutionsCollection,
+			Collection: ledger.ExecutionsCollection,
 			Query:      "active rows one executor target does not know, since a clearance, fleet-wide (the blind-executor guard)",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"active", ascending},
 				{"sync.target", ascending},
 				{"sync.unknown_since", ascending},
 			},
 		},
 		{
-			Collection: ExtensionRunsCollection,
+			Collection: ledger.ExtensionRunsCollection,
 			Query:      "running app invocations of every tenant idle past a deadline, least recently moved first",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"status", ascending},
 				{"last_moved_at", ascending},
 			},
 		},
 		{
-			Collection: TasksCollection,
+			Collection: ledger.TasksCollection,
 			Query:      "working tasks of one queue, least recently active first (pm.sweep)",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"status", ascending},
 				{"last_activity_at", ascending},
 			},
 		},
 		{
-			Collection: WorkspaceLeasesCollection,
+			Collection: ledger.WorkspaceLeasesCollection,
 			Query:      "active workspace leases of one runner group, oldest heartbeat first",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"organization_uuid", ascending},
 				{"runner_group_uuid", ascending},
 				{"status", ascending},
@@ -86,50 +88,50 @@ func Indexes() []Index {
 			},
 		},
 		{
-			Collection: RosterCollection,
+			Collection: ledger.RosterCollection,
 			Query:      "the roster's next shard after an organization (Dispatch)",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"shard_of", ascending},
 				{"last", ascending},
 			},
 		},
 		{
-			Collection: TasksCollection,
+			Collection: ledger.TasksCollection,
 			Query:      "new tasks of one queue, oldest first (a worker's next)",
-			Fields: []IndexField{
+			Fields: []Field{
 				{"status", ascending},
 				{"created_at", ascending},
 			},
 		},
 		{
-			Collection: RunsCollection,
+			Collection: ledger.RunsCollection,
 			Query:      "runs list --workflow: one workflow type's runs, newest first",
-			Fields:     []IndexField{{"workflow_type", ascending}, {"initiated_at", descending}},
+			Fields:     []Field{{"workflow_type", ascending}, {"initiated_at", descending}},
 		},
 		{
-			Collection: RunsCollection,
+			Collection: ledger.RunsCollection,
 			Query:      "runs list --status: runs in one status, newest first",
-			Fields:     []IndexField{{"status", ascending}, {"initiated_at", descending}},
+			Fields:     []Field{{"status", ascending}, {"initiated_at", descending}},
 		},
 		{
-			Collection: RunsCollection,
+			Collection: ledger.RunsCollection,
 			Query:      "runs list --workflow --scope: one workflow's runs on one scope, newest first",
-			Fields:     []IndexField{{"workflow_type", ascending}, {"scope", ascending}, {"initiated_at", descending}},
+			Fields:     []Field{{"workflow_type", ascending}, {"scope", ascending}, {"initiated_at", descending}},
 		},
 		{
-			Collection: RunsCollection,
+			Collection: ledger.RunsCollection,
 			Query:      "runs list --workflow --status: one workflow's runs in one status, newest first",
-			Fields:     []IndexField{{"workflow_type", ascending}, {"status", ascending}, {"initiated_at", descending}},
+			Fields:     []Field{{"workflow_type", ascending}, {"status", ascending}, {"initiated_at", descending}},
 		},
 		{
-			Collection: RunsCollection,
+			Collection: ledger.RunsCollection,
 			Query:      "runs list --workflow --scope --status: one workflow's runs on one scope in one status, newest first",
-			Fields:     []IndexField{{"workflow_type", ascending}, {"scope", ascending}, {"status", ascending}, {"initiated_at", descending}},
+			Fields:     []Field{{"workflow_type", ascending}, {"scope", ascending}, {"status", ascending}, {"initiated_at", descending}},
 		},
 		{
-			Collection: RunsCollection,
+			Collection: ledger.RunsCollection,
 			Query:      "orgs list: the newest run of one workflow on any scope of one organization (its runner groups')",
-			Fields:     []IndexField{{"workflow_type", ascending}, {"initial_data.organization_uuid", ascending}, {"initiated_at", descending}},
+			Fields:     []Field{{"workflow_type", ascending}, {"initial_data.organization_uuid", ascending}, {"initiated_at", descending}},
 		},
 	}
 }
