@@ -23,8 +23,7 @@ const (
 type Config struct {
 	// ScheduledFloorMs is the least older_than_ms a run not started from the command accepts.
 	ScheduledFloorMs int64
-	// Bounds' storm guard stops a run that would abandon more than a fraction of the fleet's
-	// running invocations: a stall of the store or the network, not a fleet of dead apps.
+	// Bounds' storm guard tells a stall of the store or the network from a fleet of dead apps.
 	agesweep.Bounds
 }
 
@@ -58,8 +57,7 @@ type SweptRun struct {
 	IdleMs      int64  `json:"idle_ms"`
 }
 
-// Stats are what a run did not do, for the run record and the summary log. Steps' storm guard
-// verdict is idle runs (all of them, not only this run's limit) against running ones.
+// Stats are what a run did not do, for the run record and the summary log.
 type Stats struct {
 	Scanned int `json:"scanned"` // idle runs read, malformed ones included
 	agesweep.Steps
@@ -67,8 +65,7 @@ type Stats struct {
 	NotIdle  int `json:"not_idle"` // no longer past the deadline
 	Errored  int `json:"errored"`  // transaction failed: nothing written
 	Deferred int `json:"deferred"` // not attempted: budget spent
-	// Paused counts the idle runs left because the sweep was paused fleet-wide while it ran: the
-	// first abandonment that read the pause wrote nothing, and no later one was tried.
+	// Paused counts the idle runs left because the sweep was paused fleet-wide while it ran.
 	Paused                int    `json:"paused"`
 	InterlocksReleased    int    `json:"interlocks_released"`
 	InterlocksHeldByOther int    `json:"interlocks_held_by_other"` // left alone, logged

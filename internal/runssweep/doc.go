@@ -13,17 +13,7 @@
 //
 // What holds:
 //   - One transaction per invocation re-reads it and abandons it only if it is still running,
-//     has not moved since the scan, and is still idle past the deadline. An invocation that
-//     moved after the scan is neither swept nor counted.
-//   - An interlock is deleted only when it names the abandoned invocation; one held by another
-//     run is left alone and logged. Reads come before writes.
-//   - Idempotent and safe to run concurrently: a second sweep finds nothing running to abandon,
-//     and two sweeps racing on one invocation abandon it once.
-//   - The output is exactly the seed's Result: {older_than_ms, swept, runs[{run_id,
-//     extension_id, tenant_id, job_name, background, idle_ms}]}; what the sweep did not do is in
-//     the run record's stats.
-//   - A dry run (the engine's) is the same sweep up to the first write: each idle invocation is
-//     re-read with its interlock in a read-only transaction and decided by Abandonable
-//     (ExtensionRunStore.PreviewAbandon); nothing is written, the output sweeps nothing, and
-//     stats.dry_run says run by run what it would do. Explain judges one invocation the same way.
+//     has not moved since the scan, and is still idle past the deadline.
+//   - An interlock is deleted only when it names the abandoned invocation. Reads come before writes.
+//   - Idempotent and safe to run concurrently: two sweeps racing on one invocation abandon it once.
 package runssweep

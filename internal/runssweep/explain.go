@@ -14,12 +14,7 @@ import (
 type Rows = agesweep.Rows[ledger.ExtensionRun]
 
 // Explain says what a sweep would do with one app invocation now, and why. Seed 000 gives
-// older_than_ms no default, so the threshold is the least a scheduled sweep accepts
-// (Config.ScheduledFloorMs): a run moved more recently is abandoned by no scheduled sweep. The
-// verdict is the one the abandoning transaction's rule (Abandonable) returns on a read-only
-// re-read of the run and its interlock (PreviewAbandon); a run no scan can see is skipped,
-// whatever the rule would say. It writes nothing, and asks no executor: the sweep settles on
-// age alone.
+// older_than_ms no default, so the threshold is Config.ScheduledFloorMs. It writes nothing.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.ExtensionRunsCollection, ID: runID, WorkflowType: string(Declared.Type), Scope: "fleet"}
 	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, rows.Row)
@@ -63,10 +58,8 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, runID string, _ expla
 	return e, nil
 }
 
-// scan names what the sweep's scan reads of a run, for Explain.
 var scan = agesweep.Scan{Field: "last_moved_at", Noun: "run", Settler: "sweep", Settles: "settles"}
 
-// idle says how long a run has not moved, when its last_moved_at is a timestamp.
 func idle(now, last time.Time, stamped bool) string {
 	if !stamped {
 		return "unknown"

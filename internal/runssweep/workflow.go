@@ -20,12 +20,10 @@ import (
 // Store is what the sweep needs of the ledger; *ledger.ExtensionRunStore has it.
 type Store interface {
 	ScanIdle(ctx context.Context, deadline time.Time, after *ledger.Cursor, limit int) ([]ledger.ExtensionRun, error)
-	// CountRunning counts the running runs; with a deadline (not zero), the idle ones.
 	CountRunning(ctx context.Context, deadline time.Time) (int64, error)
 	// Abandon reads the pause documents pauses names with the run, and leaves it
 	// (ledger.LeftPaused) when one holds.
 	Abandon(ctx context.Context, runID string, pauses []string, s ledger.Settlement, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
-	// PreviewAbandon is Abandon in a dry run: the same reads and decision, nothing written.
 	PreviewAbandon(ctx context.Context, runID string, pauses []string, decide func(ledger.ExtensionRun) ledger.Left) (ledger.Abandonment, error)
 	Invisible(ctx context.Context) (ledger.Invisible, error)
 }
@@ -33,7 +31,6 @@ type Store interface {
 // ReasonIdle is the settlement reason of an abandoned invocation.
 const ReasonIdle = "idle_past_deadline"
 
-// Why the rule (Abandonable) leaves a run it re-read.
 const (
 	LeftNotRunning ledger.Left = "not_running" // it finished (or was abandoned) since the scan
 	LeftMoved      ledger.Left = "moved"       // it moved since the scan
@@ -48,26 +45,21 @@ func New(store Store, cfg Config, clock firestoreconn.Clock) *Workflow {
 	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
-// Declared is the sweep's declaration: one run covers the whole fleet; it settles on age alone;
-// a request may not start it, since its deadline is the caller's, unclamped, and on the wire it
-// would be a fleet-wide kill switch (seed 000).
+// Declared is the sweep's declaration; a request may not start it, since its deadline is the
+// caller's, unclamped, and on the wire it would be a fleet-wide kill switch (seed 000).
 var Declared = workflow.Declaration{Type: contract.ExtensionRunsSweep, Scope: workflow.ScopeFleet, FromRequest: false, AgeBased: true}
 
-// Definition returns the sweep as the engine runs it. Seed 000 defines no states, so it runs
-// as an atomic workflow: pending → completed, any → failed. Every path but the command holds
-// older_than_ms to Config.ScheduledFloorMs.
+// Definition returns the sweep as the engine runs it: atomic, since seed 000 defines no states.
 func (w *Workflow) Definition() workflow.Definition {
 	return floor.Definition(Declared, w.Config.ScheduledFloorMs, w.probe, agesweep.Body(func(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 		return w.runOnce(ctx, run.UUID, in, run.Overrides.Storm, run.DryRun, Pauses(run.Overrides.Pause), run.Logger)
 	}))
 }
 
-// floor is the least older_than_ms every path but the command accepts.
 var floor = agesweep.Floor{Field: "older_than_ms", Setting: "STALESWEEP_EXTENSION_SWEEP_FLOOR_MS",
 	Why: "a small deadline on a scheduled path would abandon live runs fleet-wide"}
 
-// probe: the fleet has work when one running app invocation is idle past the deadline (one
-// query of at most one document).
+// probe: the fleet has work when one running app invocation is idle past the deadline.
 func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
 	var in Input
 	if err := json.Unmarshal(input, &in); err != nil {
@@ -77,8 +69,7 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	return len(idle) > 0, err
 }
 
-// Pauses are the pause documents each abandonment reads with its run: the sweep's fleet-wide
-// pause (its one scope), or none for a run told to override the pause.
+// Pauses are the pause documents each abandonment reads with its run.
 func Pauses(overridePause bool) []string {
 	if overridePause {
 		return nil
@@ -87,8 +78,7 @@ func Pauses(overridePause bool) []string {
 }
 
 // Abandonable is the rule an abandonment's transaction applies to the run as it re-reads it,
-// seen being the run as the scan read it: the run may be abandoned only if it is still running,
-// has not moved since, and is still idle past deadline.
+// seen being the run as the scan read it.
 func Abandonable(seen ledger.ExtensionRun, deadline time.Time) func(ledger.ExtensionRun) ledger.Left {
 	return func(r ledger.ExtensionRun) ledger.Left {
 		switch {
@@ -103,7 +93,6 @@ func Abandonable(seen ledger.ExtensionRun, deadline time.Time) func(ledger.Exten
 	}
 }
 
-// guard names the sweep's rows in its storm guard's log lines.
 var guard = agesweep.Guard{Aged: "idle", Live: "running", Settling: "abandoning"}
 
 // firestoreMin is the earliest time Firestore stores.
@@ -125,8 +114,7 @@ func (w *Workflow) RunOnce(ctx context.Context, runUUID string, in Input, overri
 	return w.runOnce(ctx, runUUID, in, override, false, Pauses(false), log)
 }
 
-// runOnce is one sweep, or its dry run; each abandonment reads the pause documents pauses
-// names. The first one a pause refuses stops the rest: none is tried after it (stats.paused).
+// runOnce is one sweep, or its dry run. The first abandonment a pause refuses stops the rest.
 func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, override, dry bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
@@ -147,8 +135,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	stats.Invisible = workflow.ReportInvisible(log, ledger.ExtensionRunsCollection, "last_moved_at", inv, err)
 
 	// Every idle run counts, not only this run's limit: a storm abandoned limit at a time is
-	// still a storm. A scan that came back short of its limit read them all; a full one is
-	// followed by a count.
+	// still a storm.
 	aged := int64(len(idle))
 	if len(idle) == in.Limit || capped {
 		if aged, err = w.Store.CountRunning(ctx, deadline); err != nil {
@@ -225,9 +212,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 	return out, stats, nil
 }
 
-// preview is the rest of a dry run once the guard has judged: each idle run re-read and decided
-// by PreviewAbandon as Abandon would, noted in stats.Preview, nothing written. It fails as the
-// real run would when the guard holds (then every run it would abandon is kept by the guard).
+// preview is the rest of a dry run once the guard has judged; nothing is written.
 func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now, deadline time.Time, verdict storm.Verdict, pauses []string, stats *Stats) error {
 	p := agesweep.NewPreview(verdict, stats.Malformed)
 	stats.Preview = p
@@ -273,9 +258,9 @@ func (w *Workflow) preview(ctx context.Context, idle []ledger.ExtensionRun, now,
 	return nil
 }
 
-// scan reads up to limit idle runs that decode, least recently moved first, noting the ones that
-// do not in stats and reading past them (at most workflow.MalformedReadMax of them: malformed rows are the oldest forever, and must not take the limit's places in every run). capped says it
-// stopped there with more behind.
+// scan reads up to limit idle runs that decode, least recently moved first, reading past at most
+// workflow.MalformedReadMax malformed ones (they are the oldest forever, and must not take the
+// limit's places in every run).
 func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stats *Stats, log *slog.Logger) ([]ledger.ExtensionRun, bool, error) {
 	var idle []ledger.ExtensionRun
 	var malformed workflow.Malformed
@@ -311,7 +296,6 @@ func (w *Workflow) scan(ctx context.Context, deadline time.Time, limit int, stat
 	return idle, !complete && len(idle) < limit, nil
 }
 
-// pausedLeft is what Settle notes for an idle run not tried once a pause refused one.
 func pausedLeft(a ledger.Abandonment) (ledger.Abandonment, bool) {
 	return ledger.Abandonment{Why: ledger.LeftPaused, Pause: a.Pause}, a.Pause != nil
 }
