@@ -13,8 +13,7 @@ const (
 	ReclaimerDefault = "stalesweep"
 )
 
-// Outcomes a reclaimed task's log line names (the row_settled event's outcome field): requeued to
-// new, or failed as poison after too many reclaims.
+// Outcomes a reclaimed task's log line names (the row_settled event's outcome field).
 const (
 	OutcomeReclaimed = "reclaimed"
 	OutcomePoisoned  = "poisoned"
@@ -37,11 +36,9 @@ type Config struct {
 	MaxReclaims int64
 	MaxStale    int
 	PageSize    int
-	// TTLFloor is the least ttl (seconds) a run not started from the command accepts: the
-	// scheduled path (Dispatch, Sweep) and HTTP.
+	// TTLFloor is the least ttl (seconds) a run not started from the command accepts.
 	TTLFloor int64
-	// Bounds' storm guard stops a sweep that would reclaim more than a fraction of the queue's
-	// working tasks: a stall of the store or the network, not a queue of dead workers.
+	// Bounds' storm guard tells a stall of the store or the network from a queue of dead workers.
 	agesweep.Bounds
 }
 
@@ -69,19 +66,15 @@ type Output struct {
 	Stale     int         `json:"stale"`
 	Reclaimed []Reclaimed `json:"reclaimed"`
 	Raced     []Raced     `json:"raced"`
-	// Poisoned lists the tasks failed as poison (reclaimed more than MaxReclaims times) instead
-	// of requeued, in reclaimed's fields, reclaim_status_sha being the failed status appended
-	// (beyond the seed, like warnings: absent when there is none).
+	// Poisoned lists the tasks failed as poison instead of requeued (beyond the seed).
 	Poisoned []Reclaimed `json:"poisoned,omitempty"`
 	DryRun   bool        `json:"dry_run"`
 	TTL      int64       `json:"ttl"`
-	// Warnings says when the queue's observed silences come close to the TTL (beyond the seed;
-	// absent when there is nothing to say).
+	// Warnings says when the queue's silences come close to the TTL (beyond the seed).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Reclaimed is one reclaimed (or, in a dry run, reclaimable) task, requeued; or, in poisoned,
-// one failed as poison.
+// Reclaimed is one reclaimed (or, in a dry run, reclaimable) task.
 type Reclaimed struct {
 	Task             string `json:"task"`
 	Slug             string `json:"slug"`
@@ -98,8 +91,7 @@ type Raced struct {
 	LastActivity string `json:"last_activity"`
 }
 
-// Stats are what the run did not do, for the run record. Steps' storm guard verdict is silent
-// working tasks against working ones.
+// Stats are what the run did not do, for the run record.
 type Stats struct {
 	Poisoned int `json:"poisoned"` // failed instead of requeued (over MaxReclaims)
 	agesweep.Steps
@@ -107,9 +99,7 @@ type Stats struct {
 	RacedWhy map[string]int `json:"raced_why"` // why each raced task was left
 	Errored  int            `json:"errored"`   // reclaim transaction failed: nothing written
 	Deferred int            `json:"deferred"`  // stale, not handled: MaxStale or budget
-	// Paused counts the stale tasks left because the sweep was paused on the queue (or
-	// fleet-wide) while it ran: the first reclaim that read the pause wrote nothing, and no later
-	// one was tried.
+	// Paused counts the stale tasks left because the sweep was paused while it ran.
 	Paused      int  `json:"paused"`
 	Capped      bool `json:"capped"` // more stale tasks than MaxStale
 	OutOfBudget bool `json:"out_of_budget"`

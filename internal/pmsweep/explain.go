@@ -17,11 +17,7 @@ type Rows interface {
 }
 
 // Explain says what a sweep of queue with the seed's default TTL (TTLDefault) would do with one
-// task now, and why: a task that is not working, or not silent past the TTL, is skipped (Stale);
-// a stale one is decided by the reclaim transaction's rule (Reclaimable) on a read-only re-read
-// (PreviewReclaim): reclaimed, failed as poison, or left. A task no scan can see is skipped,
-// whatever the rule would say. It writes nothing and asks no executor: the sweep settles on
-// silence alone.
+// task now, and why. It writes nothing.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.TaskQueuesCollection + "/" + queue + "/" + ledger.TasksCollection, ID: id,
 		WorkflowType: string(Declared.Type), Scope: queue}
@@ -86,5 +82,4 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, queue, id string, _ e
 	return e, nil
 }
 
-// scan names what the sweep's scan reads of a task, for Explain.
 var scan = agesweep.Scan{Field: "last_activity_at", Noun: "task", Settler: "sweep", Settles: "reclaims"}

@@ -22,12 +22,10 @@ import (
 type Store interface {
 	ScanWorking(ctx context.Context, queue string, after *ledger.Cursor, limit int) ([]ledger.Task, error)
 	CountTasks(ctx context.Context, queue string) (int64, error)
-	// CountWorking counts the queue's working tasks; with a `before` (not zero), the silent ones.
 	CountWorking(ctx context.Context, queue string, before time.Time) (int64, error)
 	// ReclaimTask reads the pause documents pauses names with the task, and leaves it
 	// (ledger.LeftPaused) when one holds.
 	ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
-	// PreviewReclaim is ReclaimTask in a dry run: the same read and decision, nothing written.
 	PreviewReclaim(ctx context.Context, queue, id string, pauses []string, decide func(ledger.Task) ledger.ReclaimPlan) (ledger.Reclaim, error)
 	Invisible(ctx context.Context, queue string) (ledger.Invisible, error)
 }
@@ -40,13 +38,10 @@ func New(store Store, cfg Config, clock firestoreconn.Clock) *Workflow {
 	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
-// Declared is the sweep's declaration: one run covers one task queue; it reclaims on silence
-// alone.
+// Declared is the sweep's declaration: one run covers one task queue.
 var Declared = workflow.Declaration{Type: contract.PMSweep, Scope: workflow.ScopeQueue, FromRequest: true, AgeBased: true}
 
-// Definition returns the sweep as the engine runs it; seed 001 defines no states, so it is
-// atomic: pending → completed, any → failed. Every path but the command holds the ttl to
-// Config.TTLFloor.
+// Definition returns the sweep as the engine runs it: atomic, since seed 001 defines no states.
 func (w *Workflow) Definition() workflow.Definition {
 	return ttlFloor.Definition(Declared, w.Config.TTLFloor, w.probe, agesweep.Body(func(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 		// The engine's dry run is the seed's dry_run: one path, one output.
@@ -55,12 +50,10 @@ func (w *Workflow) Definition() workflow.Definition {
 	}))
 }
 
-// ttlFloor is the least ttl (seconds) every path but the command accepts.
 var ttlFloor = agesweep.Floor{Field: "ttl", Setting: "STALESWEEP_PM_TTL_FLOOR_SECONDS", Why: "a small TTL reclaims tasks whose workers are alive"}
 
 // probe: a queue has work when its least recently active working task has been silent for the
-// TTL, or cannot be read (a run reports it): one query of at most one document. A queue whose
-// tasks are only close to the TTL gets no run, and so no warning about them, until one is past.
+// TTL, or cannot be read. A queue only close to the TTL gets no run, and so no warning, until one is past.
 func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Time) (bool, error) {
 	var in Input
 	if err := json.Unmarshal(input, &in); err != nil {
@@ -74,8 +67,7 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, now time.Ti
 	return t.Malformed != "" || !t.LastActivityAt.After(now.Add(-time.Duration(in.TTL)*time.Second)), nil
 }
 
-// Pauses are the pause documents each reclaim reads with its task: the sweep's fleet-wide pause
-// and its queue's, or none for a run told to override the pause.
+// Pauses are the pause documents each reclaim reads with its task.
 func Pauses(queue string, overridePause bool) []string {
 	if overridePause {
 		return nil
@@ -91,10 +83,8 @@ const (
 )
 
 // Reclaimable is the rule a reclaim's transaction applies to the task as it re-reads it, seen
-// being the task as the scan read it: the task may be taken back only if it is still working
-// and neither its heartbeat head nor its last activity moved since (a worker that heartbeats,
-// reports or finishes in between keeps it). A task reclaimed more than maxReclaims times (0: no
-// cap) is failed as poison instead of requeued.
+// being the task as the scan read it. A task reclaimed more than maxReclaims times (0: no cap)
+// is failed as poison instead of requeued.
 func Reclaimable(seen ledger.Task, maxReclaims int64) func(ledger.Task) ledger.ReclaimPlan {
 	return func(t ledger.Task) ledger.ReclaimPlan {
 		switch {
@@ -118,30 +108,17 @@ func Stale(t ledger.Task, now time.Time, ttl time.Duration) bool {
 	return now.Sub(t.LastActivityAt) > ttl
 }
 
-// guard names the sweep's tasks in its storm guard's log lines.
 var guard = agesweep.Guard{Aged: "silent", Live: "working", Settling: "reclaiming"}
 
-// ageSeconds is how long a task has been silent, in whole seconds.
 func ageSeconds(now, last time.Time) int64 { return int64(now.Sub(last) / time.Second) }
 
 // RunOnce is one sweep of one queue. override lets it go ahead where the storm guard would
-// stop it.
-//
-// A dry run (in.DryRun, the seed's --dry-run, which the engine's dry run sets too) scans, counts
-// and judges as a real run does, re-reads each stale task and decides it as its reclaim would
-// (TaskStore.PreviewReclaim, a read-only transaction), and writes nothing. Its output is the
-// seed's: reclaimed lists what would be reclaimed (no status sha), raced what would be left; a
-// storm guard that would refuse the sweep is a warning, not a failure. stats.dry_run says it row
-// by row.
-//
-// Each reclaim reads the sweep's pauses on the queue (Pauses) with its task and writes nothing
-// when one holds; the first it refuses stops the rest: none is tried after it (stats.paused). A
-// pause is never overridden here.
+// stop it; a pause is never overridden. A dry run writes nothing, and a storm guard that would
+// refuse it is a warning, not a failure.
 func (w *Workflow) RunOnce(ctx context.Context, in Input, override bool, log *slog.Logger) (Output, Stats, error) {
 	return w.runOnce(ctx, in, override, Pauses(in.Queue, false), log)
 }
 
-// runOnce is RunOnce, its reclaims reading the pause documents pauses names.
 func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses []string, log *slog.Logger) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
@@ -158,9 +135,8 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 		return out, stats, err
 	}
 
-	// Working tasks, least recently active first: the stale ones come first, then the ones
-	// close to the TTL; the first that is neither ends the reading, and so does a stale one past
-	// MaxStale (the rest are counted below, not read).
+	// The stale ones come first; the first that is neither stale nor close to the TTL ends the
+	// reading, and so does a stale one past MaxStale.
 	var stale []ledger.Task
 	var longestLive time.Duration
 	var malformed workflow.Malformed
@@ -200,8 +176,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 		return fail("scan", err)
 	}
 	stats.Malformed = malformed.Report()
-	// scanned is every task of the queue, as the seed's walk covers them all; only the working
-	// ones are read (no other can be stale), the rest are counted.
+	// Only the working tasks are read (no other can be stale), the rest are counted.
 	if out.Scanned, err = w.Store.CountTasks(ctx, in.Queue); err != nil {
 		return fail("count", err)
 	}
@@ -218,8 +193,7 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 		log.Warn("tasks close to the TTL", "near_ttl", stats.NearTTL, "longest_silence_s", int64(longestLive/time.Second), "ttl", in.TTL)
 	}
 
-	// Every silent task counts, not only the ones this run handles. The scan read them all
-	// unless it stopped at MaxStale; then they are counted.
+	// Every silent task counts, not only the ones this run handles.
 	silent := int64(len(stale))
 	if stats.Capped {
 		if silent, err = w.Store.CountWorking(ctx, in.Queue, now.Add(-ttl)); err != nil {
@@ -292,8 +266,6 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 	return out, stats, nil
 }
 
-// previewRow notes in a dry run's preview what the sweep would do with one stale task, given
-// what PreviewReclaim said of it (res, err) and whether the storm guard would stop the sweep.
 func previewRow(p *explain.Preview, t ledger.Task, res ledger.Reclaim, err error, outOfBudget, held bool, age int64) {
 	if agesweep.PreviewFailed(p, t.ID, err, outOfBudget) {
 		return
