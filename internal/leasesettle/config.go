@@ -24,9 +24,8 @@ const (
 type Config struct {
 	MaxExamined int
 	PageSize    int
-	// Bounds' storm guard stops a run from abandoning, on heartbeat age alone, more than a
-	// fraction of the group's active leases. Leases whose holder is terminal are not age alone:
-	// exempt.
+	// Bounds' storm guard limits abandonment on heartbeat age alone; leases whose holder is
+	// terminal are exempt.
 	agesweep.Bounds
 }
 
@@ -45,9 +44,7 @@ type Input struct {
 	MaxSettlements   int    `json:"max_settlements"`
 }
 
-// Output is the part of seed 004's output the workflow fills; the engine adds
-// workflow_run_uuid, status, initiated_at, completed_at / failed_at, actor_uuid and the failure
-// fields.
+// Output is the part of seed 004's output the workflow fills; the engine adds the rest.
 type Output struct {
 	RunnerGroupUUID         string       `json:"runner_group_uuid"`
 	OrganizationUUID        string       `json:"organization_uuid"`
@@ -77,8 +74,7 @@ type Settlement struct {
 	HeartbeatAgeSeconds int64  `json:"heartbeat_age_seconds"`
 }
 
-// Stats are what the run did not do. Steps' storm guard verdict is the leases the run would
-// abandon on heartbeat age alone (unresolvable holders), against the group's active leases.
+// Stats are what the run did not do.
 type Stats struct {
 	Kept map[string]int `json:"kept"` // by why
 	agesweep.Steps

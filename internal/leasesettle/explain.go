@@ -14,13 +14,8 @@ import (
 // Rows is what Explain needs besides the workflow's Store; *ledger.LeaseStore has it.
 type Rows = agesweep.Rows[ledger.WorkspaceLease]
 
-// Explain says what a run over the lease's runner group would do with it now, and why. The
-// lease, its organization's opt-out and its holder are re-read as the abandoning transaction
-// reads them (PreviewAbandonLease, read-only), and judged by the same rules: Refuse (may a run of
-// the lease's own scope write it) and Decide (the holder's status, or for a holder that cannot
-// be resolved, the heartbeat's age against the group's heartbeat_timeout_seconds). A lease no
-// scan can see is skipped, whatever the rules would say. It writes nothing; the runner instance
-// record stands in for an executor.
+// Explain says what a run over the lease's runner group would do with it now, and why, by the
+// abandoning transaction's rules (Refuse, Decide) on a read-only re-read. It writes nothing.
 func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ explain.Options) (explain.Explanation, error) {
 	e := explain.Explanation{Collection: ledger.WorkspaceLeasesCollection, ID: leaseID, WorkflowType: string(Declared.Type)}
 	row, now, err := agesweep.Explaining(ctx, &e, w.Clock, rows.Row)
@@ -105,7 +100,6 @@ func (w *Workflow) Explain(ctx context.Context, rows Rows, leaseID string, _ exp
 	return e, nil
 }
 
-// scan names what a run's scan reads of a lease, for Explain.
 var scan = agesweep.Scan{Field: "heartbeat_at", Noun: "lease", Settler: "run", Settles: "settles"}
 
 func groupDetail(g ledger.RunnerGroup, err error, l ledger.WorkspaceLease) string {

@@ -34,8 +34,7 @@ var EnvelopeLeaseSettle = []string{
 	"failure_reason", "error", "error_type", "failed_step", "failed_layer", "failed_at_state",
 }
 
-// Decide is the whole rule for one lease, given its holder as read and the group's timeout. It
-// returns whether to abandon and why.
+// Decide is the whole rule for one lease, given its holder as read and the group's timeout.
 func Decide(l ledger.WorkspaceLease, holder ledger.HolderView, now time.Time, timeout time.Duration) (abandon bool, why string) {
 	switch {
 	case l.Status != ledger.LeaseActive:
@@ -57,10 +56,7 @@ type Store interface {
 	ScanActive(ctx context.Context, org, group string, after *ledger.Cursor, limit int) ([]ledger.WorkspaceLease, error)
 	Instances(ctx context.Context, ids []string) (map[string]ledger.RunnerInstance, error)
 	AbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
-	// PreviewAbandonLease is AbandonLease in a dry run: the same reads and decision, nothing
-	// written.
 	PreviewAbandonLease(ctx context.Context, leaseID string, reads ledger.Reads, decide func(ledger.WorkspaceLease, ledger.HolderView, ledger.Facts) (*ledger.Settlement, string)) (bool, string, error)
-	// CountActive counts the group's active leases; with a `before` (not zero), the stale ones.
 	CountActive(ctx context.Context, org, group string, before time.Time) (int64, error)
 	Invisible(ctx context.Context, org, group string) (ledger.Invisible, error)
 }
@@ -73,8 +69,7 @@ func New(store Store, cfg Config, clock firestoreconn.Clock) *Workflow {
 	return &Workflow{agesweep.New(store, cfg, clock)}
 }
 
-// Declared is the workflow's declaration: one run covers one runner group of one organization;
-// leases whose holder cannot be resolved are abandoned on heartbeat age alone.
+// Declared is the workflow's declaration: one run covers one runner group of one organization.
 var Declared = workflow.Declaration{Type: contract.WorkspaceLeaseSettle, Scope: workflow.ScopeRunnerGroup, FromRequest: true, AgeBased: true}
 
 // Definition returns the workflow as the engine runs it: atomic, as seed 004 says.
@@ -85,9 +80,8 @@ func (w *Workflow) Definition() workflow.Definition {
 	}
 }
 
-// probe: a runner group has work when it has an active lease (one query of at most one
-// document). Whether a lease is abandoned depends on its holder, not on its age alone, so a
-// group with live leases is never quiet; one without any is.
+// probe: a runner group has work when it has an active lease. Whether a lease is abandoned
+// depends on its holder, not on its age alone, so a group with live leases is never quiet.
 func (w *Workflow) probe(ctx context.Context, input json.RawMessage, _ time.Time) (bool, error) {
 	var in Input
 	if err := json.Unmarshal(input, &in); err != nil {
@@ -97,8 +91,7 @@ func (w *Workflow) probe(ctx context.Context, input json.RawMessage, _ time.Time
 	return len(active) > 0, err
 }
 
-// check refuses a group that does not exist, belongs to another organization, or has no
-// usable heartbeat timeout, before anything is written.
+// check refuses a group it cannot settle before anything is written.
 func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.Trigger) error {
 	var in Input
 	if err := json.Unmarshal(input, &in); err != nil {
@@ -119,14 +112,12 @@ func (w *Workflow) check(ctx context.Context, input json.RawMessage, _ workflow.
 	return nil
 }
 
-// Refusal reasons: rules about who may write a lease, checked in its transaction. A lease the
-// run may not write is left as it is and counted in stats.refused.
+// Refusal reasons: rules about who may write a lease, checked in its transaction.
 const (
 	RefuseOtherOrganization = "organization_mismatch" // the lease is not the run's organization's
 	RefuseOtherGroup        = "runner_group_mismatch" // nor its runner group's
 	RefuseDisabled          = "organization_disabled" // the organization opted out of sweeps
-	// RefusePaused: the workflow is paused on the run's group, its organization, or fleet-wide
-	// (the ledger checks it, before Refuse, on the pauses the transaction read).
+	// RefusePaused: the ledger checks it, before Refuse, on the pauses the transaction read.
 	RefusePaused = string(ledger.LeftPaused)
 )
 
@@ -147,16 +138,9 @@ func Refuse(l ledger.WorkspaceLease, in Input, facts ledger.Facts, includeDisabl
 // RunOnce is one run over one group. run.Overrides.Storm lets it go ahead where the storm guard
 // would stop it; run.Overrides.OptOut lets it settle an organization that opted out.
 //
-// It reads the group's active leases oldest heartbeat first and decides each, keeping up to
-// max_settlements candidates; it reads on past that while heartbeats are stale, so that the
-// storm guard counts every lease it would abandon on age alone (up to MaxExamined). Then the
-// guard judges, and only then does anything get written.
-//
-// A dry run (run.DryRun) does all of that, re-reads each candidate, its holder and its
-// organization as the abandoning transaction would (LeaseStore.PreviewAbandonLease, a read-only
-// transaction), and writes nothing: its output settles nothing, and stats.dry_run says lease by
-// lease what it would abandon, keep, refuse or leave for the next run, and why. It fails as the
-// real run would when the storm guard holds.
+// It reads on past max_settlements candidates while heartbeats are stale, so that the storm
+// guard counts every lease it would abandon on age alone (up to MaxExamined); only then does
+// anything get written.
 func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Output, Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Config.Budget)
 	defer cancel()
@@ -196,7 +180,6 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 		return &ledger.Cursor{At: last.HeartbeatAt, ID: last.UUID}
 	}
 	want := func() int { return min(w.Config.PageSize, w.Config.MaxExamined-out.Examined) }
-	// complete: the scan read every active lease of the group
 	complete, err := agesweep.Pages(ctx, page, cursor, want, func(page []ledger.WorkspaceLease, full bool) bool {
 		holders := make([]string, 0, len(page))
 		for _, l := range page {
@@ -301,8 +284,7 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 
 	switch {
 	case p != nil:
-		// A dry run settles nothing (settled 0); its outcome and reason say what the run would
-		// do, as its preview counts it.
+		// A dry run settles nothing (settled 0); its outcome and reason say what the run would do.
 		out.Outcome = OutcomeNothingToSettle
 		if p.Counts["abandon"] > 0 {
 			out.Outcome = OutcomeWouldSettle
@@ -323,14 +305,10 @@ func (w *Workflow) RunOnce(ctx context.Context, run workflow.Run, in Input) (Out
 	return out, stats, nil
 }
 
-// guard names the workflow's leases in its storm guard's log lines.
 var guard = agesweep.Guard{Aged: "aged", Live: "active", Settling: "abandoning"}
 
-// judge is the storm guard's verdict on a run that examined ageAlone leases it would abandon on
-// heartbeat age alone and staleOther stale ones it judged otherwise. When stale leases were left
-// unread (the scan's cap), every one of them is counted as age alone: the guard errs on the side
-// of holding back. When the scan read every active lease (complete), it has counted them
-// (examined) and no count query is made.
+// judge is the storm guard's verdict. Stale leases left unread (the scan's cap) count as age
+// alone: the guard errs on the side of holding back.
 func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout time.Duration, ageAlone, staleOther int64, unread, complete bool, examined int) (storm.Verdict, error) {
 	aged := ageAlone
 	if unread {
@@ -350,11 +328,8 @@ func (w *Workflow) judge(ctx context.Context, in Input, now time.Time, timeout t
 	return w.Config.Storm.Judge(aged, live), nil
 }
 
-// settle abandons each candidate in its own transaction, which checks that the run may write
-// the lease (Refuse) and that the workflow is not paused on the group (unless the run overrides
-// the pause), decides again on a fresh read of the lease and its holder, and leaves alone a lease
-// whose holder or heartbeat moved. The first lease a pause refuses stops the rest: none is
-// tried after it, and each is counted refused "paused".
+// settle abandons each candidate in its own transaction, which checks Refuse and the pause and
+// decides again on a fresh read. The first lease a pause refuses stops the rest.
 func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candidates []ledger.WorkspaceLease, now time.Time, timeout time.Duration, out *Output, stats *Stats, log *slog.Logger) {
 	type result struct {
 		s       Settlement
@@ -432,8 +407,6 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 	}
 }
 
-// previewSettle notes in a dry run's preview what the abandoning transaction would do with one
-// candidate, as PreviewAbandonLease decided it.
 func previewSettle(p *explain.Preview, id string, s Settlement, settled bool, refused string, err error, outOfBudget bool) {
 	if agesweep.PreviewFailed(p, id, err, outOfBudget) {
 		return
