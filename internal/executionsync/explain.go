@@ -34,9 +34,7 @@ const (
 )
 
 // Explain says what the next run over the row's organization, at the default min_age_seconds,
-// would do to runner_executions/id, and why: the scan's checks, what the executor says now
-// (unless o.NoExecutor), and the verdict of the dry sync a run would start, on the row as read
-// now. It writes nothing; a missing row is ErrNoRow.
+// would do to runner_executions/id, and why. It writes nothing; a missing row is ErrNoRow.
 func (w *Workflow) Explain(ctx context.Context, id string, o explain.Options) (explain.Explanation, error) {
 	if w.syncer == nil {
 		return explain.Explanation{}, errors.New("explain: this workflow was built without a syncer")
@@ -150,7 +148,6 @@ func firstFailed(cs []explain.Check) int {
 	return 0
 }
 
-// ruleDetail says a preview row's rule in words.
 func ruleDetail(r PreviewRow, grace time.Duration) string {
 	switch r.Rule {
 	case ReasonExecutorTerminal:

@@ -13,30 +13,24 @@ import (
 	"github.com/stalesweep/stalesweep/internal/message"
 )
 
-// A dry run (doc.go) reads each row and the facts beside it by Store.Peek, in one read-only
-// transaction: one consistent snapshot, no lock on a row a live writer may be updating, and no
-// write possible. It decides inline even where the workflow's starter publishes its syncs.
+// A dry run reads by Store.Peek in one read-only transaction: one consistent snapshot, no lock
+// on a row a live writer may be updating, and no write possible.
 
 // PreviewRowsMax bounds the rows a dry run lists one by one; the counts cover them all.
 const PreviewRowsMax = 200
 
-// Preview is what a dry run would have done (Stats.Preview): counts, and the first
-// PreviewRowsMax rows one by one.
+// Preview is what a dry run would have done (Stats.Preview).
 type Preview struct {
 	WouldSettle  map[string]int `json:"would_settle"`  // by outcome
 	WouldRefresh int            `json:"would_refresh"` // still running: observed_at would move on
-	// WouldStayUnknown counts the rows the executor does not know that would stay active:
-	// within the lost grace, or held by the blind-executor guard (HeldBlind).
+	// WouldStayUnknown counts the unknown rows that would stay active (lost grace, or HeldBlind).
 	WouldStayUnknown int            `json:"would_stay_unknown"`
 	HeldBlind        map[string]int `json:"held_blind,omitempty"` // by executor target
 	Raced            map[string]int `json:"raced,omitempty"`      // moved since the scan, by why
 	Refused          map[string]int `json:"refused,omitempty"`    // not the run's to write, by rule
-	// SkippedMissingMetadata is the output's skipped_missing_metadata_count.
 	SkippedMissingMetadata int `json:"skipped_missing_metadata"`
 	Errored                int `json:"errored"`  // the executor call (or the read) failed: nothing would be settled
 	Deferred               int `json:"deferred"` // not attempted: executor calls stopped, or the budget spent
-	// Rows are the first PreviewRowsMax rows, syncs in scan order then skipped rows;
-	// RowsOmitted counts the rest.
 	Rows        []PreviewRow `json:"rows"`
 	RowsOmitted int          `json:"rows_omitted,omitempty"`
 }
@@ -47,9 +41,7 @@ type PreviewRow struct {
 	// Verdict is settle, refresh, unknown, raced, refused, errored, deferred or skip.
 	Verdict string `json:"verdict"`
 	Outcome string `json:"outcome,omitempty"` // for settle: the outcome that would be written
-	// Rule names what decided it: a settlement reason (executor_terminal, executor_lost),
-	// executor_running, lost_grace, blind_executor, a race or refusal reason, the executor's
-	// error code, or missing_metadata.
+	// Rule names what decided it.
 	Rule   string `json:"rule"`
 	Target string `json:"target,omitempty"` // for blind_executor: the target held
 	Error  string `json:"error,omitempty"`  // for errored
@@ -74,7 +66,6 @@ const (
 	RuleMissingMetadata = "missing_metadata" // no usable provider reference
 )
 
-// rowOf says what a sync's result would do to its row.
 func rowOf(r SyncResult) PreviewRow {
 	row := PreviewRow{RunnerExecutionUUID: r.RunnerExecutionUUID, Rule: r.Why}
 	switch r.Outcome {
@@ -99,7 +90,6 @@ func rowOf(r SyncResult) PreviewRow {
 	return row
 }
 
-// preview counts a dry run's results, and lists the rows, syncs first then the skipped.
 func preview(results []SyncResult, skipped []string, skippedCount int) *Preview {
 	p := &Preview{WouldSettle: map[string]int{}, Rows: []PreviewRow{}, SkippedMissingMetadata: skippedCount}
 	add := func(row PreviewRow) {
@@ -141,14 +131,12 @@ func preview(results []SyncResult, skipped []string, skippedCount int) *Preview 
 	for _, id := range skipped {
 		add(PreviewRow{RunnerExecutionUUID: id, Verdict: VerdictSkip, Rule: RuleMissingMetadata})
 	}
-	// Skipped rows beyond the sample Stats keeps are counted, not listed.
 	p.RowsOmitted += skippedCount - len(skipped)
 	return p
 }
 
-// dryRun is one dry run's shared state: the judgments it assessed, by target, so that a target
-// is assessed once while its assessment is fresh, as a real run's first sync judges it for the
-// rest.
+// dryRun is one dry run's shared state: a target is assessed once while its assessment is
+// fresh, as a real run's first sync judges it for the rest.
 type dryRun struct {
 	mu       sync.Mutex
 	assessed map[string]ledger.Target
@@ -171,9 +159,7 @@ func (d *dryRun) assess(ctx context.Context, judge TargetJudge, target string, n
 	return t, nil
 }
 
-// peek is a dry run's Apply: the row and what reads names, read by Store.Peek, decided by
-// decide, and nothing written. assessed, when not nil, stands in for the target's judgment as
-// the settling transaction would have read it after the real sync recorded it.
+// peek is a dry run's Apply: read by Store.Peek, decided by decide, and nothing written.
 func (s *Syncer) peek(ctx context.Context, uuid string, reads ledger.Reads, assessed *ledger.Target, decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, error) {
 	p, err := s.store.Peek(ctx, uuid, reads)
 	switch {
@@ -191,7 +177,6 @@ func (s *Syncer) peek(ctx context.Context, uuid string, reads ledger.Reads, asse
 	return decide(p.Row, p.Facts), nil
 }
 
-// dryStarter runs a dry run's syncs in Inline's pool (startEach).
 type dryStarter struct {
 	syncer      *Syncer
 	concurrency int

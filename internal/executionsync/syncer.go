@@ -44,7 +44,7 @@ type SyncResult struct {
 	Layer               string // for errored: "executor", "firestore", or "pubsub"
 	Target              string // for unknown rows held by the blind-executor guard: the target
 	Reason              string // for settled: the settlement's reason (executor_terminal, executor_lost)
-	// Answered: the executor answered the sync's call (whatever it said, NotFound included).
+	// Answered: the executor answered the sync's call (NotFound included).
 	Answered bool
 }
 
@@ -74,25 +74,17 @@ func (r SyncResult) Transient() bool {
 	return false
 }
 
-// Store is what the execution-sync workflow reads and writes of the runner_executions ledger:
-// *ledger.ExecutionStore on Firestore, *memstore.Executions in memory (the fast tier).
+// Store is what the execution-sync workflow reads and writes of the runner_executions ledger.
 type Store interface {
-	// Scan returns one page of an organization's stale active rows of one provider, oldest
-	// observed first; a row that does not decode comes back with Malformed set.
+	// Scan returns one page of an organization's stale active rows of one provider, oldest first.
 	Scan(ctx context.Context, q ledger.ScanQuery) ([]ledger.Execution, *ledger.Cursor, error)
-	// StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a row Scan would
-	// return at horizon: the probe of a batch of organizations.
+	// StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a row Scan would return.
 	StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error)
-	// Invisible reports the active rows no scan can see (observed_at missing or not a time).
 	Invisible(ctx context.Context, org, provider string) (ledger.Invisible, error)
-	// Apply runs decide in the row's transaction, on the row and what reads names as that
-	// transaction read them, and writes the change it returns (nothing for None and Refused).
 	Apply(ctx context.Context, uuid string, reads ledger.Reads, decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, error)
-	// ApplyOnce is Apply with a receipt for (run, row) written in the same transaction; a
-	// receipt already there makes it a duplicate that writes nothing.
+	// ApplyOnce is Apply with a receipt for (run, row) written in the same transaction.
 	ApplyOnce(ctx context.Context, runUUID, uuid string, reads ledger.Reads, decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error)
-	// Peek reads the row and what reads names as Apply's transaction reads them, and writes
-	// nothing: what a dry run and explain decide on.
+	// Peek is Apply's reads with nothing written: what a dry run and explain decide on.
 	Peek(ctx context.Context, uuid string, reads ledger.Reads) (ledger.Peeked, error)
 }
 
@@ -106,20 +98,16 @@ type Syncer struct {
 	grace    time.Duration
 	log      *slog.Logger
 	judge    TargetJudge // nil: no blind-executor guard
-	// keepAlive is how often a row held unknown is written again (quiet, keepAliveOf).
 	keepAlive time.Duration
 }
 
 // TargetJudge judges whether an executor target is blind; *blindguard.Guard is one.
 type TargetJudge interface {
-	// Judge judges the target and records the judgment.
 	Judge(ctx context.Context, target string, now time.Time) (ledger.Target, error)
-	// Assess is the judgment Judge would make, not recorded: a dry run's.
 	Assess(ctx context.Context, target string, now time.Time) (ledger.Target, error)
 }
 
-// keepAliveOf is half the window over which j counts the rows a target answered about (the
-// default window's when j does not say), so that a row held unknown never drops out of the
+// keepAliveOf is half the guard's window, so that a row held unknown never drops out of the
 // guard's count.
 func keepAliveOf(j TargetJudge) time.Duration {
 	window := blindguard.WindowDefault
@@ -133,17 +121,12 @@ func keepAliveOf(j TargetJudge) time.Duration {
 type SyncerConfig struct {
 	Store    Store
 	Executor executor.Executor
-	// Kind names the workflow and the provider whose rows the syncer settles.
 	Kind Kind
-	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// LostGrace is the lost grace (default LostGraceDefault).
 	LostGrace time.Duration
-	// Log is where outcomes are logged (default: nowhere).
 	Log *slog.Logger
 	// Guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
-	// judgment of its target, read in the row's transaction, says it is not blind. Every process
-	// that syncs in production has one (internal/app).
+	// judgment of its target, read in the row's transaction, says it is not blind.
 	Guard TargetJudge
 }
 
@@ -160,30 +143,23 @@ func NewSyncer(c SyncerConfig) *Syncer {
 	return s
 }
 
-// Sync observes the row's execution and applies the decision. It returns the executor's error,
-// if any, in the result; it never panics on a bad row.
+// Sync observes the row's execution and applies the decision; it never panics on a bad row.
 func (s *Syncer) Sync(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, mode{})
 }
 
-// SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message): the
-// decision is written together with a receipt for (run, row), and a request whose receipt exists
-// ends as SyncDuplicate having written nothing. A message is outside input: its transaction
-// also checks the run it names (refuse), else it ends as SyncRefused having written nothing.
+// SyncOnce is Sync for a request that may be delivered more than once (a Pub/Sub message). A
+// message is outside input: its transaction also checks the run it names.
 func (s *Syncer) SyncOnce(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, mode{once: true})
 }
 
 // mode is how a sync runs.
 type mode struct {
-	// once: the request may be delivered more than once (SyncOnce).
 	once bool
-	// callFailed, when not nil, hears of a failed executor call as soon as the call returns,
-	// before the error is recorded on the row: a run that stops its executor calls on that error
-	// must not keep calling while the row is being written.
+	// callFailed hears of a failed call before the row is written: a run that stops its executor
+	// calls on that error must not keep calling while the row is being written.
 	callFailed func(error)
-	// dry, when not nil, makes the sync a dry run's (preview.go): read by Store.Peek, nothing
-	// written.
 	dry *dryRun
 }
 
@@ -192,8 +168,6 @@ func (s *Syncer) sync(ctx context.Context, req message.Sync, m mode) SyncResult 
 	return s.settle(ctx, req, snap, err, m)
 }
 
-// settle is the rest of a sync after its executor call: it decides on snap (or the call's
-// error) and applies the decision.
 func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Snapshot, err error, m mode) SyncResult {
 	once, callFailed := m.once, m.callFailed
 	res := SyncResult{RunnerExecutionUUID: req.RunnerExecutionUUID}
@@ -210,15 +184,11 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		reads.Run = req.WorkflowRunUUID
 	}
 	if trust.CheckPause {
-		// The fleet's pause and the organization's: a pause taken while the run's syncs are in
-		// flight stops the ones not yet written.
+		// A pause taken while the run's syncs are in flight stops the ones not yet written.
 		reads.Pauses = pausestore.PauseIDs(string(s.typ), req.OrganizationUUID)
 	}
 	target := s.exec.Target(req.ProviderRef)
-	// assessed is a dry run's stand-in for the judgment a real sync records (peek).
 	var assessed *ledger.Target
-	// Every write goes through the trust rules first, on what the transaction read, and records
-	// the target that answered.
 	apply := func(decide func(ledger.Execution, ledger.Facts) ledger.ExecutionChange) (ledger.ExecutionChange, bool, error) {
 		checked := func(row ledger.Execution, facts ledger.Facts) ledger.ExecutionChange {
 			trust := trust
@@ -245,8 +215,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	}
 	log := s.log.With("workflow_run_uuid", req.WorkflowRunUUID, "organization_uuid", req.OrganizationUUID,
 		"runner_execution_uuid", req.RunnerExecutionUUID)
-	// A dry run's lines say what would happen, so that no filter on a real run's lines (the
-	// settlements, say) counts them.
+	// A dry run's lines say what would happen, so that no filter on a real run's lines counts them.
 	say := func(msg string) string { return msg }
 	if m.dry != nil {
 		log = log.With("dry_run", true)
@@ -265,7 +234,6 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		}
 		res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
 		log.Warn(say("executor call failed; nothing settled"), "error", err.Error(), "code", status.Code(err).String())
-		// Record the failure on the row for operators, if the row is still what the scan saw.
 		ch, _, aerr := apply(func(row ledger.Execution, _ ledger.Facts) ledger.ExecutionChange {
 			if why := moved(row, seen); why != "" {
 				return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: why}
@@ -281,8 +249,8 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		return res
 	}
 
-	// The target answered: once the row is written, its judgment is kept current
-	// (blindguard.Guard.Seen), so that a healthy target is listed too. A dry run records nothing.
+	// Once the row is written, the target's judgment is kept current, so that a healthy target is
+	// listed too.
 	if seer, ok := s.judge.(interface {
 		Seen(context.Context, string, time.Time)
 	}); ok && m.dry == nil && target != "" {
@@ -290,7 +258,7 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	}
 
 	// Only a NotFound can end in a lost settlement: only then does the transaction read the
-	// target's judgment, and judge first when it has none fresh.
+	// target's judgment.
 	guarded := s.judge != nil && snap.Verdict == executor.VerdictUnknown && target != ""
 	if guarded {
 		reads.Target = target
@@ -366,9 +334,8 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 // ReadBackTimeout bounds readBack of a row whose settling transaction failed.
 const ReadBackTimeout = 2 * time.Second
 
-// readBack reads row uuid apart from ctx's deadline (a budget that ended mid-commit leaves the
-// question open too) but within ReadBackTimeout, and returns run runUUID's settlement if the
-// row carries it (settledBy).
+// readBack reads the row apart from ctx's deadline (a budget that ended mid-commit leaves the
+// question open too) but within ReadBackTimeout.
 func (s *Syncer) readBack(ctx context.Context, uuid, runUUID string) (ledger.ExecutionChange, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadBackTimeout)
 	defer cancel()
@@ -380,9 +347,7 @@ func (s *Syncer) readBack(ctx context.Context, uuid, runUUID string) (ledger.Exe
 	return ch, nil
 }
 
-// refused ends a sync whose transaction refused to write, logging why: at WARNING when the
-// organization opted out meanwhile, at ERROR when the request named a row or a run that is not
-// its to write.
+// refused ends a sync whose transaction refused to write, logging why.
 func refused(res SyncResult, why string, log *slog.Logger) SyncResult {
 	res.Outcome, res.Why, res.Err = SyncRefused, why, nil
 	switch why {
