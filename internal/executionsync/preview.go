@@ -24,15 +24,15 @@ type Preview struct {
 	WouldSettle  map[string]int `json:"would_settle"`  // by outcome
 	WouldRefresh int            `json:"would_refresh"` // still running: observed_at would move on
 	// WouldStayUnknown counts the unknown rows that would stay active (lost grace, or HeldBlind).
-	WouldStayUnknown int            `json:"would_stay_unknown"`
-	HeldBlind        map[string]int `json:"held_blind,omitempty"` // by executor target
-	Raced            map[string]int `json:"raced,omitempty"`      // moved since the scan, by why
-	Refused          map[string]int `json:"refused,omitempty"`    // not the run's to write, by rule
-	SkippedMissingMetadata int `json:"skipped_missing_metadata"`
-	Errored                int `json:"errored"`  // the executor call (or the read) failed: nothing would be settled
-	Deferred               int `json:"deferred"` // not attempted: executor calls stopped, or the budget spent
-	Rows        []PreviewRow `json:"rows"`
-	RowsOmitted int          `json:"rows_omitted,omitempty"`
+	WouldStayUnknown       int            `json:"would_stay_unknown"`
+	HeldBlind              map[string]int `json:"held_blind,omitempty"` // by executor target
+	Raced                  map[string]int `json:"raced,omitempty"`      // moved since the scan, by why
+	Refused                map[string]int `json:"refused,omitempty"`    // not the run's to write, by rule
+	SkippedMissingMetadata int            `json:"skipped_missing_metadata"`
+	Errored                int            `json:"errored"`  // the executor call (or the read) failed: nothing would be settled
+	Deferred               int            `json:"deferred"` // not attempted: executor calls stopped, or the budget spent
+	Rows                   []PreviewRow   `json:"rows"`
+	RowsOmitted            int            `json:"rows_omitted,omitempty"`
 }
 
 // PreviewRow is what a dry run would do to one row.

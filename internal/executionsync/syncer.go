@@ -90,14 +90,14 @@ type Store interface {
 
 // Syncer syncs one row: one executor call, then one transaction.
 type Syncer struct {
-	store    Store
-	exec     executor.Executor
-	typ      contract.WorkflowType
-	provider string
-	now      func() time.Time
-	grace    time.Duration
-	log      *slog.Logger
-	judge    TargetJudge // nil: no blind-executor guard
+	store     Store
+	exec      executor.Executor
+	typ       contract.WorkflowType
+	provider  string
+	now       func() time.Time
+	grace     time.Duration
+	log       *slog.Logger
+	judge     TargetJudge // nil: no blind-executor guard
 	keepAlive time.Duration
 }
 
@@ -119,12 +119,12 @@ func keepAliveOf(j TargetJudge) time.Duration {
 
 // SyncerConfig builds a Syncer.
 type SyncerConfig struct {
-	Store    Store
-	Executor executor.Executor
-	Kind Kind
-	Now func() time.Time
+	Store     Store
+	Executor  executor.Executor
+	Kind      Kind
+	Now       func() time.Time
 	LostGrace time.Duration
-	Log *slog.Logger
+	Log       *slog.Logger
 	// Guard, when not nil, is the blind-executor guard: no row is settled lost unless a fresh
 	// judgment of its target, read in the row's transaction, says it is not blind.
 	Guard TargetJudge
@@ -160,7 +160,7 @@ type mode struct {
 	// callFailed hears of a failed call before the row is written: a run that stops its executor
 	// calls on that error must not keep calling while the row is being written.
 	callFailed func(error)
-	dry *dryRun
+	dry        *dryRun
 }
 
 func (s *Syncer) sync(ctx context.Context, req message.Sync, m mode) SyncResult {
