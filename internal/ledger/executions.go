@@ -39,8 +39,7 @@ const (
 	OutcomeAbandoned = "abandoned"
 )
 
-// Execution is a runner_executions document. Runners write everything but Sync and Settlement;
-// stalesweep writes those, and the status fields when it settles the row.
+// Execution is a runner_executions document. Runners write everything but Sync and Settlement.
 type Execution struct {
 	UUID             string         `firestore:"-"`
 	OrganizationUUID string         `firestore:"organization_uuid"`
@@ -56,8 +55,7 @@ type Execution struct {
 	Sync             SyncState      `firestore:"sync,omitempty"`
 	Settlement       *Settlement    `firestore:"settlement,omitempty"`
 
-	// Malformed is set, instead of the fields above, when a scanned document could not be
-	// decoded (a writer put a value of the wrong type in it).
+	// Malformed is set, instead of the fields above, when a scanned document could not be decoded.
 	Malformed string `firestore:"-"`
 }
 
@@ -70,12 +68,10 @@ type SyncState struct {
 	PendingOutcome string    `firestore:"pending_outcome,omitempty"`
 	LastError      string    `firestore:"last_error,omitempty"`
 	LastErrorAt    time.Time `firestore:"last_error_at,omitempty"`
-	// LastSnapshot is the last thing the executor said about a live execution (its evidence:
-	// log URI, task counts, conditions; and seen_at), kept through an unknown spell so that a
-	// lost settlement can carry it.
+	// LastSnapshot is the last thing the executor said about a live execution, kept through an
+	// unknown spell so that a lost settlement can carry it.
 	LastSnapshot map[string]any `firestore:"last_snapshot,omitempty"`
-	// Target is the executor target that last answered about the row (a Cloud Run project and
-	// region, a Kubernetes cluster): what the blind-executor guard counts by.
+	// Target is the executor target that last answered: what the blind-executor guard counts by.
 	Target string `firestore:"target,omitempty"`
 }
 
@@ -107,15 +103,14 @@ type TxConfig struct {
 	MaxAttempts int           // Firestore retries only Aborted (contention)
 }
 
-// WithDefaults fills zero values with the defaults: 10 s and 3 attempts.
+// WithDefaults fills zero values with the defaults.
 func (c TxConfig) WithDefaults() TxConfig {
 	c.Timeout = cmp.Or(c.Timeout, txTimeoutDefault)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, txMaxAttemptsDefault)
 	return c
 }
 
-// NewExecutionStore returns a store on client whose receipts expire after keep
-// (receiptExpiry; zero durations take the defaults).
+// NewExecutionStore returns a store on client whose receipts expire after keep.
 func NewExecutionStore(client *firestore.Client, cfg TxConfig, keep Retention) *ExecutionStore {
 	return &ExecutionStore{client: client, cfg: cfg.WithDefaults(), keep: keep.WithDefaults(), now: time.Now}
 }
@@ -142,17 +137,16 @@ type ScanQuery struct {
 	After            *Cursor // resume after this row; nil starts from the oldest
 }
 
-// Cursor is where a scan stopped: the last row's value of the field the scan orders on
-// (observed_at, last_moved_at, last_activity_at, heartbeat_at) and its document id. Every scan
-// pages on one.
+// Cursor is where a scan stopped: the last row's value of the field the scan orders on and its
+// document id.
 type Cursor struct {
 	At time.Time
 	ID string
 }
 
 // Scan returns one page of stale active rows of one organization and provider, oldest observed
-// first (ties by id), and the cursor after the last row. Rows that cannot be decoded come back
-// with Malformed set, so one bad writer cannot stop the scan.
+// first, and the cursor after the last row. Rows that cannot be decoded come back with
+// Malformed set, so one bad writer cannot stop the scan.
 func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *Cursor, error) {
 	if q.PageSize <= 0 {
 		return nil, nil, fmt.Errorf("scan executions: page size %d must be positive", q.PageSize)
@@ -191,11 +185,9 @@ func (s *ExecutionStore) Scan(ctx context.Context, q ScanQuery) ([]Execution, *C
 }
 
 // StaleOrganizations returns which of orgs (at most firestoreconn.InMax) have a stale active row
-// of provider: one observed at or before horizon, as Scan would return it. It asks all of them at once, an
-// `in` query of one document, oldest first, served by the scan's index; a row found names one
-// organization with work, which leaves the question, and the rest are asked again. So a batch
-// of quiet organizations costs one query (billed one read), and each organization with work one
-// more, however many stale rows it has: one with ten thousand cannot hide another.
+// of provider, by an `in` query of one document served by the scan's index, re-asked without
+// each organization it finds: a batch of quiet organizations costs one read, and one
+// organization with ten thousand stale rows cannot hide another.
 func (s *ExecutionStore) StaleOrganizations(ctx context.Context, orgs []string, provider string, horizon time.Time) ([]string, error) {
 	if len(orgs) > firestoreconn.InMax {
 		return nil, fmt.Errorf("find stale organizations: %d organizations asked at once, at most %d", len(orgs), firestoreconn.InMax)
@@ -247,23 +239,20 @@ const (
 	ChangeRefresh ChangeKind = "refresh" // still running: observed_at and sync
 	ChangeUnknown ChangeKind = "unknown" // the executor does not know it: sync.unknown_since
 	ChangeError   ChangeKind = "error"   // the executor call failed: sync.last_error
-	// ChangeRefused: a rule about who may write the row is broken (another organization's row,
-	// an organization that opted out, a run that did not start this sync). Nothing is written,
-	// not even a receipt.
+	// ChangeRefused: a rule about who may write the row is broken. Nothing is written, not even a
+	// receipt.
 	ChangeRefused ChangeKind = "refused"
 )
 
 // ExecutionChange is a decision about one row, in terms of what to write.
 type ExecutionChange struct {
 	Kind ChangeKind
-	// Why says, for None and Refused, why nothing is written (e.g. "not_active",
-	// "organization_mismatch").
+	// Why says, for None and Refused, why nothing is written.
 	Why string
 	At  time.Time // the decision's now: last_synced_at, observed_at on refresh, settlement.at
 
 	Verdict string // sync.last_verdict
 
-	// Settle.
 	Status        string
 	Outcome       string
 	CompletedAt   time.Time
@@ -272,23 +261,18 @@ type ExecutionChange struct {
 
 	// Unknown: when the executor first stopped knowing the execution.
 	UnknownSince time.Time
-	// Quiet: an Unknown change that says nothing the row does not already hold (still unknown
-	// since the same time, to the same target, written lately): nothing is written to the row.
+	// Quiet: an Unknown change that says nothing the row does not already hold: nothing is written.
 	Quiet bool
-	// Refresh: an outcome the executor already knows while the execution finishes, and what the
-	// executor said (sync.last_snapshot).
+	// Refresh: an outcome the executor already knows while the execution finishes.
 	PendingOutcome string
 	Snapshot       map[string]any
-	// Error: what the failed call said.
-	Error string
-	// Target is the executor target that answered (sync.target), for the blind-executor
-	// guard's counts; written with every answer (settle, refresh, unknown).
+	Error          string
+	// Target is the executor target that answered (sync.target), written with every answer.
 	Target string
 }
 
 // Reads names the documents a settling transaction reads besides the row, so that the rules
-// about who may write the row are checked on what the transaction itself read, at the moment
-// it writes.
+// about who may write the row are checked on what the transaction itself read.
 type Reads struct {
 	Organization string // organizations/{id}: whether it has opted out of sweeps
 	Run          string // sweep_runs/{id}: the run a message says the sync belongs to
@@ -301,10 +285,8 @@ type Reads struct {
 type Facts struct {
 	// OrganizationEnabled: organizations/{Reads.Organization} exists with sweeps_enabled true.
 	OrganizationEnabled bool
-	// Run is the record of Reads.Run; nil when it was not read or does not exist.
-	Run *RunFacts
-	// Target is the judgment of Reads.Target; nil when it was not read or never made.
-	Target *Target
+	Run                 *RunFacts
+	Target              *Target
 	// Pauses are the pauses of Reads.Pauses that exist, ended ones included (ActivePause).
 	Pauses []pausestore.Pause
 }
@@ -317,20 +299,17 @@ type RunFacts struct {
 	Started      []string // output.started_runner_execution_uuids, once the run has finished
 }
 
-// Apply settles or syncs one row in one transaction: it reads the row and the documents reads
-// names, passes them to decide, and writes the change decide returns. decide may run once per
-// attempt and must be pure. Apply returns the change that was committed; a row that no longer
-// exists is ChangeNone "row_missing", and nothing is written for it.
+// Apply settles or syncs one row in one transaction. decide may run once per attempt and must
+// be pure; a row that no longer exists is ChangeNone "row_missing".
 func (s *ExecutionStore) Apply(ctx context.Context, uuid string, reads Reads, decide func(Execution, Facts) ExecutionChange) (ExecutionChange, error) {
 	ch, _, err := s.apply(ctx, uuid, reads, nil, decide)
 	return ch, err
 }
 
 // ApplyOnce is Apply for one run's sync of one row delivered at least once: in the same
-// transaction it writes a receipt, sweep_runs/{runUUID}/syncs/{uuid}, and when the receipt is
-// already there it writes nothing and reports a duplicate. A change of kind ChangeError leaves no
-// receipt, so a redelivery after a failed executor call tries again; nor do ChangeRefused and a
-// missing row.
+// transaction it writes a receipt, and when the receipt is already there it writes nothing and
+// reports a duplicate. ChangeError leaves no receipt, so a redelivery after a failed executor
+// call tries again.
 func (s *ExecutionStore) ApplyOnce(ctx context.Context, runUUID, uuid string, reads Reads, decide func(Execution, Facts) ExecutionChange) (ExecutionChange, bool, error) {
 	receipt := s.client.Collection(RunsCollection).Doc(runUUID).Collection(SyncsCollection).Doc(uuid)
 	return s.apply(ctx, uuid, reads, receipt, decide)
@@ -340,8 +319,6 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	ref := s.ref(uuid)
-	// One read of every document the decision needs: the row, then what reads names, then
-	// the receipt.
 	rd := s.readsOf(uuid, reads)
 	receiptAt := -1
 	if receipt != nil {
@@ -386,8 +363,8 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 			}
 			at := cmp.Or(applied.At, s.now())
 			if applied.Kind == ChangeSettle && applied.Outcome == OutcomeLost && rd.runAt >= 0 && snaps[rd.runAt].Exists() {
-				// The run settled a row lost after it may have finished (the pipeline's syncs): its
-				// record is kept for the notable retention, once (RunNotable).
+				// The run settled a row lost after it may have finished: its record is kept for the notable
+				// retention, once (RunNotable).
 				if v, _ := snaps[rd.runAt].DataAt(RunNotable); v != true {
 					runExpiry = ExpiryAt(at, s.keep, true)
 					if err := tx.Update(rd.refs[rd.runAt], []firestore.Update{{Path: RunNotable, Value: true}, {Path: ExpireField, Value: runExpiry}}); err != nil {
@@ -407,8 +384,6 @@ func (s *ExecutionStore) apply(ctx context.Context, uuid string, reads Reads, re
 	return applied, duplicate, nil
 }
 
-// rowReads are the documents a settling transaction reads, in order: the row first, then
-// what Reads names.
 type rowReads struct {
 	refs                   []*firestore.DocumentRef
 	orgAt, runAt, targetAt int
@@ -434,7 +409,6 @@ func (s *ExecutionStore) readsOf(uuid string, reads Reads) rowReads {
 	return rd
 }
 
-// facts is what snaps, read in the order of rd.refs, say besides the row.
 func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
 	var facts Facts
 	if rd.orgAt >= 0 {
@@ -453,8 +427,8 @@ func (rd rowReads) facts(snaps []*firestore.DocumentSnapshot) Facts {
 	return facts
 }
 
-// runFacts reads the fields of a run record a sync's trust rule needs; a field of the wrong
-// type reads as empty, which no rule accepts.
+// runFacts reads a run record's trust fields; a field of the wrong type reads as empty, which
+// no rule accepts.
 func runFacts(snap *firestore.DocumentSnapshot) *RunFacts {
 	str := func(path string) string {
 		v, err := snap.DataAt(path)
@@ -484,8 +458,7 @@ func (c ExecutionChange) withTarget(u []firestore.Update) []firestore.Update {
 	return append(u, firestore.Update{Path: "sync.target", Value: c.Target})
 }
 
-// SyncsCollection is the subcollection of a run record that holds one receipt per row the run's
-// syncs decided, on the pipeline path.
+// SyncsCollection is the subcollection of a run record that holds one receipt per row its syncs decided.
 const SyncsCollection = "syncs"
 
 // SyncReceipt records what one run's sync decided for one row.
@@ -500,13 +473,9 @@ type SyncReceipt struct {
 	ExpireAt            time.Time `firestore:"expire_at"`                   // receiptExpiry
 }
 
-// receiptExpiry is when a receipt written at `at` expires: the ordinary retention from then,
-// but never after its run's record as the transaction read it. A receipt only stops a
-// redelivered sync from deciding twice, and once the run's record is gone a sync naming it is
-// refused anyway; so receipts expire with their run or before it, never after (Firestore's TTL
-// deletes a document without its subcollections, so a receipt must carry its own expiry). A
-// run still in flight carries its notable expiry; its receipts then take the ordinary one from
-// their own write, which is before the run's finish plus the retention it gets.
+// receiptExpiry is when a receipt written at `at` expires: the ordinary retention from then, but
+// never after its run's record, since Firestore's TTL deletes a document without its
+// subcollections and a receipt outliving its run stops nothing.
 func receiptExpiry(at time.Time, r Retention, runExpiry time.Time) time.Time {
 	exp := ExpiryAt(at, r, false)
 	if !runExpiry.IsZero() && runExpiry.Before(exp) {
@@ -519,7 +488,6 @@ func (c ExecutionChange) receipt(uuid string) SyncReceipt {
 	return SyncReceipt{RunnerExecutionUUID: uuid, Change: string(c.Kind), Why: c.Why, Outcome: c.Outcome, Verdict: c.Verdict, At: c.At}
 }
 
-// updates turns a change into field writes on row.
 func (c ExecutionChange) updates(row Execution) []firestore.Update {
 	if c.Quiet {
 		return nil
@@ -579,8 +547,6 @@ func (c ExecutionChange) updates(row Execution) []firestore.Update {
 	}
 }
 
-// pauseRefs are the documents of the pause ids ids (pausestore.PauseIDs), for a settling
-// transaction to read with its row.
 func pauseRefs(client *firestore.Client, ids []string) []*firestore.DocumentRef {
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {

@@ -41,7 +41,7 @@ type ExtensionRun struct {
 	Settlement  *Settlement `firestore:"settlement,omitempty"`
 
 	// Malformed is set by a scan, instead of the fields above but RunID and LastMovedAt, when the
-	// document could not be decoded: the decoding error.
+	// document could not be decoded.
 	Malformed string `firestore:"-"`
 }
 
@@ -81,8 +81,7 @@ func (s *ExtensionRunStore) tx(ctx context.Context, f func(context.Context, *fir
 }
 
 // ScanIdle returns up to limit running runs, of every tenant, whose last movement is before
-// deadline, least recently moved first (ties by id), after the cursor. A run that cannot be
-// decoded comes back with Malformed set (and its id and last_moved_at, for the cursor).
+// deadline, least recently moved first, after the cursor.
 func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, after *Cursor, limit int) ([]ExtensionRun, error) {
 	q := s.client.Collection(ExtensionRunsCollection).
 		Where("status", "==", ExtensionRunning).
@@ -109,10 +108,8 @@ func (s *ExtensionRunStore) ScanIdle(ctx context.Context, deadline time.Time, af
 	return out, nil
 }
 
-// CountRunning counts running runs of every tenant: the fleet's live rows, for the storm guard;
-// with a deadline (not zero), those whose last movement is before it, the rows a sweep would
-// abandon were it unbounded. It is an aggregation query (billed by index entries read, no
-// documents).
+// CountRunning counts running runs of every tenant, for the storm guard; with a deadline (not
+// zero), the idle ones. It is an aggregation query (billed by index entries read).
 func (s *ExtensionRunStore) CountRunning(ctx context.Context, deadline time.Time) (int64, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
 	return countBefore(ctx, q, "last_moved_at", deadline, "count running extension runs", "count idle extension runs")
@@ -121,10 +118,7 @@ func (s *ExtensionRunStore) CountRunning(ctx context.Context, deadline time.Time
 // Abandonment is what the sweep decided about one run.
 type Abandonment struct {
 	Swept bool
-	// Why says, when not swept, why (LeftExtensionRunMissing, the rule's reason, or
-	// LeftPaused).
-	Why Left
-	// Pause is, when Why is LeftPaused, the pause the transaction read.
+	Why   Left
 	Pause *pausestore.Pause
 	// InterlockReleased is true when the run's interlock was deleted; InterlockHolder names
 	// another run holding it, left alone.
@@ -133,12 +127,9 @@ type Abandonment struct {
 	Run               ExtensionRun // the run as re-read
 }
 
-// Abandon marks a run failed/abandoned, with settlement, in one transaction that re-reads the run
-// and asks decide, the sweep's rule, whether it still may (Left says why not); for a background
-// run it deletes the interlock only if the interlock names this run. A missing run is left
-// (LeftExtensionRunMissing) without asking decide. With the run it reads the pause documents pauses names
-// (PauseIDs; none for a run that overrides the pause): one that holds leaves the run
-// (LeftPaused) without asking decide. Reads come before writes.
+// Abandon marks a run failed/abandoned in one transaction that re-reads the run and the pauses
+// and asks decide whether it still may; a background run's interlock is deleted only if it
+// names this run. Reads come before writes.
 func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []string, settlement Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	err := s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -157,8 +148,7 @@ func (s *ExtensionRunStore) Abandon(ctx context.Context, runID string, pauses []
 	return out, nil
 }
 
-// settledBy resolves an ambiguous Abandon by reading the run back: ok when it carries the
-// settlement of workflow run uuid, which then abandoned it.
+// settledBy resolves an ambiguous Abandon by reading the run back.
 func (s *ExtensionRunStore) settledBy(ctx context.Context, runID, uuid string) (Abandonment, bool) {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
@@ -176,8 +166,7 @@ const (
 	EvidenceInterlockHolder   = "interlock_holder_run_id"
 )
 
-// AbandonedBy says whether r carries the abandonment of workflow run uuid, and what that
-// abandonment did, as Abandon would have returned it.
+// AbandonedBy says whether r carries the abandonment of workflow run uuid, and what it did.
 func AbandonedBy(r ExtensionRun, uuid string) (Abandonment, bool) {
 	if uuid == "" || r.Settlement == nil || r.Settlement.WorkflowRunUUID != uuid || r.Outcome != OutcomeAbandoned {
 		return Abandonment{}, false
@@ -188,9 +177,7 @@ func AbandonedBy(r ExtensionRun, uuid string) (Abandonment, bool) {
 	return out, true
 }
 
-// AbandonSettlement is the settlement written when r is abandoned as out says: s, and for a
-// background run what became of its interlock (EvidenceInterlockReleased, and
-// EvidenceInterlockHolder when another run holds it), in a copy of s's evidence.
+// AbandonSettlement is the settlement written when r is abandoned as out says.
 func AbandonSettlement(s Settlement, r ExtensionRun, out Abandonment) Settlement {
 	if !r.Background {
 		return s
@@ -207,10 +194,8 @@ func AbandonSettlement(s Settlement, r ExtensionRun, out Abandonment) Settlement
 	return s
 }
 
-// PreviewAbandon is Abandon in a dry run: one read-only transaction reads what Abandon reads
-// (the run, the pauses, and a background run's interlock), asks decide the same, and writes
-// nothing. Its Abandonment says what Abandon would do now: Swept and InterlockReleased are
-// "would".
+// PreviewAbandon is Abandon in a dry run: the same reads and decision in a read-only
+// transaction, nothing written.
 func (s *ExtensionRunStore) PreviewAbandon(ctx context.Context, runID string, pauses []string, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	err := readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -224,7 +209,6 @@ func (s *ExtensionRunStore) PreviewAbandon(ctx context.Context, runID string, pa
 	return out, nil
 }
 
-// abandon is the body of Abandon's transaction; with a nil settlement it reads and decides only.
 func (s *ExtensionRunStore) abandon(tx *firestore.Transaction, runID string, pauses []string, settlement *Settlement, decide func(ExtensionRun) Left) (Abandonment, error) {
 	var out Abandonment
 	snaps, err := tx.GetAll(append([]*firestore.DocumentRef{s.run(runID)}, pauseRefs(s.client, pauses)...))

@@ -50,7 +50,7 @@ type Task struct {
 	FailureReason  string    `firestore:"failure_reason,omitempty"`
 
 	// Malformed is set by a scan, instead of the fields above but ID and LastActivityAt, when the
-	// document could not be decoded: the decoding error.
+	// document could not be decoded.
 	Malformed string `firestore:"-"`
 }
 
@@ -126,8 +126,8 @@ func (s *TaskStore) tx(ctx context.Context, f func(context.Context, *firestore.T
 	return s.client.RunTransaction(ctx, f, firestore.MaxAttempts(s.cfg.MaxAttempts))
 }
 
-// appendEntry writes a new head of a chain after prev (which the caller has checked is the
-// head, in the same transaction) and returns its id.
+// appendEntry writes a new head of a chain after prev, which the caller has checked is the head
+// in the same transaction.
 func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, chain, prev string, at time.Time, payload map[string]any) (string, error) {
 	e := Entry{CreatedAt: at.UTC().Truncate(time.Microsecond), Prev: prev, Payload: payload}
 	id, err := EntryID(taskID, chain, e)
@@ -140,8 +140,7 @@ func appendEntry(tx *firestore.Transaction, ref *firestore.DocumentRef, taskID, 
 	return id, nil
 }
 
-// Chain returns a task's chain, head first, following prev links from the task's tip (at most
-// limit entries).
+// Chain returns a task's chain, head first (at most limit entries).
 func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit int) ([]Entry, error) {
 	r, err := s.Row(ctx, queue, id)
 	if err == nil && r.Malformed != "" {
@@ -170,9 +169,8 @@ func (s *TaskStore) Chain(ctx context.Context, queue, id, chain string, limit in
 }
 
 // ScanWorking returns up to limit working tasks of a queue, least recently active first, after
-// the cursor. Only tasks whose last_activity_at is a timestamp are read: the others cannot be
-// judged by age and are reported as invisible (Invisible), never touched. A task that cannot be
-// decoded comes back with Malformed set (and its id and last_activity_at, for the cursor).
+// the cursor. Tasks whose last_activity_at is not a timestamp cannot be judged by age and are
+// never touched (Invisible).
 func (s *TaskStore) ScanWorking(ctx context.Context, queue string, after *Cursor, limit int) ([]Task, error) {
 	q := s.queue(queue).Collection(TasksCollection).
 		Where("status", "==", TaskWorking).Where("last_activity_at", ">=", firestoreconn.MinTime).
@@ -202,9 +200,8 @@ func (s *TaskStore) CountTasks(ctx context.Context, queue string) (int64, error)
 	return Count(ctx, s.queue(queue).Collection(TasksCollection).Query, "count tasks of "+queue)
 }
 
-// CountWorking counts a queue's working tasks with an aggregation query (no documents read);
-// with a `before` (not zero), those whose last activity is before it, the silent ones a sweep
-// would reclaim were it unbounded.
+// CountWorking counts a queue's working tasks with an aggregation query; with a `before` (not
+// zero), the silent ones.
 func (s *TaskStore) CountWorking(ctx context.Context, queue string, before time.Time) (int64, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
 	return countBefore(ctx, q, "last_activity_at", before, "count working tasks of "+queue, "count silent tasks of "+queue)
@@ -215,8 +212,7 @@ func Count(ctx context.Context, q firestore.Query, what string) (int64, error) {
 	return countIn(ctx, nil, q, what)
 }
 
-// countBefore counts the live rows q matches, all of them (named all in the error) when before
-// is zero, else those whose staleness field is before it (named stale).
+// countBefore counts the live rows q matches, or with a before those stale before it.
 func countBefore(ctx context.Context, q firestore.Query, field string, before time.Time, all, stale string) (int64, error) {
 	if before.IsZero() {
 		return Count(ctx, q, all)
@@ -224,8 +220,7 @@ func countBefore(ctx context.Context, q firestore.Query, field string, before ti
 	return Count(ctx, q.Where(field, "<", before), stale)
 }
 
-// ListQueues returns up to limit queue ids, including queues that have tasks but no document of
-// their own.
+// ListQueues returns up to limit queue ids, including queues that have tasks but no document.
 func (s *TaskStore) ListQueues(ctx context.Context, limit int) ([]string, error) {
 	it := s.client.Collection(TaskQueuesCollection).DocumentRefs(ctx)
 	it.PageInfo().MaxSize = min(limit, 300)
@@ -246,32 +241,22 @@ func (s *TaskStore) ListQueues(ctx context.Context, limit int) ([]string, error)
 // Reclaim is what one reclaim did.
 type Reclaim struct {
 	Reclaimed bool
-	// StatusSHA is the reclaim status appended (new, or failed for a poison task).
 	StatusSHA string
-	// Poisoned is a task reclaimed more than the cap allows: failed instead of requeued.
-	Poisoned bool
-	// Why says, when not reclaimed, why (LeftTaskMissing, or the rule's reason: a worker was
-	// alive after all; or LeftPaused).
-	Why Left
-	// Pause is, when Why is LeftPaused, the pause the transaction read.
+	Poisoned  bool
+	// Why says, when not reclaimed, why.
+	Why   Left
 	Pause *pausestore.Pause
 }
 
-// ReclaimPlan is what a reclaim's rule says of a task as its transaction re-reads it: leave it
-// (Left says why: a worker was alive after all), or take it back, requeued, or failed as a
-// poison task when Poison gives the reason.
+// ReclaimPlan is what a reclaim's rule says of a task as its transaction re-reads it.
 type ReclaimPlan struct {
 	Left   Left
 	Poison string
 }
 
-// ReclaimTask takes a working task back for reclaimer, in one transaction that re-reads the task
-// and asks decide, the sweep's rule, whether it still may: if so it writes a preempt heartbeat
-// chained on the task's heartbeat head (so the old worker's fence fails from then on) and the
-// reclaim status, and requeues the task (or fails it, for a poison task); otherwise it writes
-// nothing. A missing task is left (LeftTaskMissing) without asking decide. With the task it
-// reads the pause documents pauses names (PauseIDs; none for a run that overrides the pause):
-// one that holds leaves the task (LeftPaused) without asking decide.
+// ReclaimTask takes a working task back for reclaimer in one transaction that re-reads the task
+// and the pauses and asks decide whether it still may: the preempt heartbeat is chained on the
+// task's heartbeat head, so the old worker's fence fails from then on.
 func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string, pauses []string, now time.Time, decide func(Task) ReclaimPlan) (Reclaim, error) {
 	ref := s.task(queue, id)
 	var out, tried Reclaim // tried: what the last attempt would have committed
@@ -320,9 +305,8 @@ func (s *TaskStore) ReclaimTask(ctx context.Context, queue, id, reclaimer string
 	return out, nil
 }
 
-// statusTipIs resolves an ambiguous ReclaimTask by reading the task back: true when its status
-// head is the reclaim status the transaction appended. That entry's id hashes this run's
-// reclaimer and clock and the head it was chained on, so no other reclaim has it.
+// statusTipIs resolves an ambiguous ReclaimTask by reading the task back. The reclaim status's
+// id hashes this run's reclaimer and clock and its head, so no other reclaim has it.
 func (s *TaskStore) statusTipIs(ctx context.Context, queue, id, sha string) bool {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
@@ -330,9 +314,8 @@ func (s *TaskStore) statusTipIs(ctx context.Context, queue, id, sha string) bool
 	return err == nil && r.Value.StatusTip == sha
 }
 
-// PreviewReclaim is ReclaimTask in a dry run: one read-only transaction re-reads the task and
-// the pauses as ReclaimTask does, asks decide the same, and writes nothing. Reclaimed and
-// Poisoned say what ReclaimTask would do now; StatusSHA is empty (no status is appended).
+// PreviewReclaim is ReclaimTask in a dry run: the same reads and decision in a read-only
+// transaction, nothing written.
 func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, pauses []string, decide func(Task) ReclaimPlan) (Reclaim, error) {
 	var out Reclaim
 	err := readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -346,9 +329,6 @@ func (s *TaskStore) PreviewReclaim(ctx context.Context, queue, id string, pauses
 	return out, nil
 }
 
-// planReclaim reads the task and the pause documents pauses names in tx and asks decide; a
-// missing task is left (LeftTaskMissing), and a task of a paused scope (LeftPaused, with the
-// pause), without asking.
 func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.DocumentRef, pauses []string, decide func(Task) ReclaimPlan) (Task, ReclaimPlan, *pausestore.Pause, error) {
 	snaps, err := tx.GetAll(append([]*firestore.DocumentRef{ref}, pauseRefs(s.client, pauses)...))
 	if err != nil {
@@ -368,7 +348,6 @@ func (s *TaskStore) planReclaim(tx *firestore.Transaction, ref *firestore.Docume
 	return t, decide(t), nil, nil
 }
 
-// aggregateInt reads an integer aggregation result.
 func aggregateInt(v any) (int64, error) {
 	switch x := v.(type) {
 	case *firestorepb.Value:
