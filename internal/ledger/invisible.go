@@ -10,14 +10,11 @@ import (
 )
 
 // Invisible is what a scope holds that no scan can see: active rows whose staleness field is
-// missing or is not a timestamp (a string, a number: a foreign writer's mistake). Every scan
-// filters and orders on that field, and Firestore's range filters match only values of the
-// filter's own type, so such a row is active forever and no scan, count or guard returns it.
-// They are counted and reported, never settled.
+// missing or not a timestamp. Firestore's range filters match only values of the filter's own
+// type, so such a row is active forever and no scan, count or guard returns it.
 type Invisible struct {
 	Count int64 `json:"count"`
-	// Sample holds up to InvisibleSampleMax of their ids, found among the first
-	// invisibleScanMax active rows by id; it may miss some when the scope has more.
+	// Sample holds up to InvisibleSampleMax of their ids; it may miss some when the scope is large.
 	Sample []string `json:"sample,omitempty"`
 }
 
@@ -27,14 +24,10 @@ const (
 	invisibleScanMax   = 200
 )
 
-// invisible counts the documents active matches, against those of them whose field holds a
-// timestamp (served by the index that serves the scan), and, when they differ, reads a bounded
-// sample of the scope to name them. The counts are not one snapshot: a row settled or created
-// between them would read as invisible. So the scope is counted on both sides of the timestamp
-// count, again (up to invisibleCountAttempts times) while it moves, and a difference is
-// confirmed by the sample: when the sample read the whole scope, the count is what it found. It
-// costs three aggregation queries, and a bounded read only when something looks invisible. A
-// workflow that counts while its own writes move the scope uses invisibleSnapshot.
+// invisible counts the documents active matches against those whose field holds a timestamp,
+// and samples the scope when they differ. The counts are not one snapshot, so the scope is
+// counted on both sides of the timestamp count, again while it moves, and a difference is
+// confirmed by the sample.
 func invisible(ctx context.Context, active firestore.Query, field, what string) (Invisible, error) {
 	var estimate int64
 	stable := false
@@ -77,12 +70,10 @@ func invisible(ctx context.Context, active firestore.Query, field, what string) 
 // invisibleCountAttempts bounds how many times invisible counts a moving scope again.
 const invisibleCountAttempts = 3
 
-// invisibleSnapshot is invisible in one read-only transaction: both counts, and the sample when
-// they differ, read one snapshot, so rows settled or created meanwhile change nothing — the
-// execution syncs count beside their own syncs, which move the scope. It costs two aggregation
-// queries (and a begin and a commit of no writes). Against Firestore a read-only transaction
-// takes no lock; the emulator's holds the documents it counted until it ends, which is why the
-// workflows that count before they write use invisible.
+// invisibleSnapshot is invisible in one read-only transaction, for the execution syncs, which
+// count beside their own writes. Against Firestore a read-only transaction takes no lock; the
+// emulator's holds the documents it counted until it ends, which is why the workflows that
+// count before they write use invisible.
 func invisibleSnapshot(ctx context.Context, client *firestore.Client, active firestore.Query, field, what string) (Invisible, error) {
 	var out Invisible
 	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -109,7 +100,6 @@ func invisibleSnapshot(ctx context.Context, client *firestore.Client, active fir
 	return out, err
 }
 
-// notTimestamps are the ids of snaps whose field is missing or not a timestamp.
 func notTimestamps(snaps []*firestore.DocumentSnapshot, field string) []string {
 	var found []string
 	for _, snap := range snaps {
@@ -120,7 +110,6 @@ func notTimestamps(snaps []*firestore.DocumentSnapshot, field string) []string {
 	return found
 }
 
-// countIn counts what q matches, in tx (nil: outside any transaction).
 func countIn(ctx context.Context, tx *firestore.Transaction, q firestore.Query, what string) (int64, error) {
 	agg := q.NewAggregationQuery().WithCount("n")
 	if tx != nil {
@@ -137,30 +126,26 @@ func countIn(ctx context.Context, tx *firestore.Transaction, q firestore.Query, 
 	return n, nil
 }
 
-// Invisible reports the active rows of one organization and provider that no scan can see:
-// observed_at missing or not a timestamp.
+// Invisible reports the active rows of one organization and provider that no scan can see.
 func (s *ExecutionStore) Invisible(ctx context.Context, org, provider string) (Invisible, error) {
 	q := s.client.Collection(ExecutionsCollection).
 		Where("organization_uuid", "==", org).Where("provider", "==", provider).Where("active", "==", true)
 	return invisibleSnapshot(ctx, s.client, q, "observed_at", "executions of "+org)
 }
 
-// Invisible reports the running app invocations no scan can see: last_moved_at missing or not a
-// timestamp.
+// Invisible reports the running app invocations no scan can see.
 func (s *ExtensionRunStore) Invisible(ctx context.Context) (Invisible, error) {
 	q := s.client.Collection(ExtensionRunsCollection).Where("status", "==", ExtensionRunning)
 	return invisible(ctx, q, "last_moved_at", "extension runs")
 }
 
-// Invisible reports a queue's working tasks no scan can see: last_activity_at missing or not a
-// timestamp.
+// Invisible reports a queue's working tasks no scan can see.
 func (s *TaskStore) Invisible(ctx context.Context, queue string) (Invisible, error) {
 	q := s.queue(queue).Collection(TasksCollection).Where("status", "==", TaskWorking)
 	return invisible(ctx, q, "last_activity_at", "tasks of "+queue)
 }
 
-// Invisible reports a runner group's active leases no scan can see: heartbeat_at missing or not
-// a timestamp.
+// Invisible reports a runner group's active leases no scan can see.
 func (s *LeaseStore) Invisible(ctx context.Context, org, group string) (Invisible, error) {
 	return invisible(ctx, s.active(org, group), "heartbeat_at", "leases of group "+group)
 }

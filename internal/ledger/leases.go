@@ -71,7 +71,7 @@ type WorkspaceLease struct {
 	Settlement       *Settlement `firestore:"settlement,omitempty"`
 
 	// Malformed is set by a scan, instead of the fields above but UUID and HeartbeatAt, when the
-	// document could not be decoded: the decoding error.
+	// document could not be decoded.
 	Malformed string `firestore:"-"`
 }
 
@@ -141,8 +141,8 @@ func (s *LeaseStore) ListGroups(ctx context.Context, org string, limit int) ([]s
 }
 
 // ScanActive returns up to limit active leases of one group of one organization, oldest
-// heartbeat first, after the cursor. Only leases whose heartbeat_at is a timestamp are read: the
-// others cannot be judged by age and are reported as invisible (Invisible), never touched.
+// heartbeat first, after the cursor; leases whose heartbeat_at is not a timestamp are never
+// touched (Invisible).
 func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *Cursor, limit int) ([]WorkspaceLease, error) {
 	q := s.active(org, group).Where("heartbeat_at", ">=", firestoreconn.MinTime).
 		OrderBy("heartbeat_at", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).
@@ -166,8 +166,7 @@ func (s *LeaseStore) ScanActive(ctx context.Context, org, group string, after *C
 	return out, nil
 }
 
-// CountActive counts one group's active leases: its live rows, for the storm guard; with a
-// `before` (not zero), those whose heartbeat is before it, the stale ones.
+// CountActive counts one group's active leases; with a `before` (not zero), the stale ones.
 func (s *LeaseStore) CountActive(ctx context.Context, org, group string, before time.Time) (int64, error) {
 	return countBefore(ctx, s.active(org, group), "heartbeat_at", before, "count active leases of group "+group, "count stale leases of group "+group)
 }
@@ -210,8 +209,7 @@ func (s *LeaseStore) Instances(ctx context.Context, ids []string) (map[string]Ru
 	return out, nil
 }
 
-// HolderView is a lease's holder as one read saw it: resolved (found, in the lease's
-// organization and group) with a status, or unresolvable.
+// HolderView is a lease's holder as one read saw it: resolved with a status, or unresolvable.
 type HolderView struct {
 	Resolved bool
 	Status   string
@@ -225,13 +223,10 @@ func ResolveHolder(l WorkspaceLease, in RunnerInstance, found bool) HolderView {
 	return HolderView{Resolved: true, Status: in.Status}
 }
 
-// AbandonLease abandons a lease in one transaction if a re-read of the lease, of its holder and
-// of the documents reads names still supports decide's verdict: decide is given the fresh lease,
-// holder and facts, and returns the settlement to write, or nil to keep the lease; a non-empty
-// refusal instead says a rule about who may write the lease is broken (it names the rule), and
-// nothing is written. A pause of reads.Pauses that holds is refused LeftPaused ("paused")
-// without asking decide. Reads come before writes; nothing but the lease's status, settlement and
-// released-at time is written, and nothing is deleted.
+// AbandonLease abandons a lease in one transaction if a re-read of the lease, its holder and the
+// documents reads names still supports decide's verdict; a non-empty refusal names a broken rule
+// about who may write the lease. Reads come before writes; nothing but the lease's status,
+// settlement and released-at time is written, and nothing is deleted.
 func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
 	var tried *Settlement // what the last attempt would have committed
 	err = s.tx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -258,8 +253,7 @@ func (s *LeaseStore) AbandonLease(ctx context.Context, leaseID string, reads Rea
 	return abandoned, refused, nil
 }
 
-// abandonedBy resolves an ambiguous AbandonLease by reading the lease back: true when it is
-// abandoned with the settlement of workflow run uuid.
+// abandonedBy resolves an ambiguous AbandonLease by reading the lease back.
 func (s *LeaseStore) abandonedBy(ctx context.Context, leaseID, uuid string) bool {
 	ctx, cancel := s.cfg.readBack(ctx)
 	defer cancel()
@@ -268,9 +262,8 @@ func (s *LeaseStore) abandonedBy(ctx context.Context, leaseID, uuid string) bool
 	return err == nil && uuid != "" && l.Status == LeaseAbandoned && l.Settlement != nil && l.Settlement.WorkflowRunUUID == uuid
 }
 
-// PreviewAbandonLease is AbandonLease in a dry run: one read-only transaction reads what
-// AbandonLease reads (the lease, the documents reads names, the holder), asks decide the same,
-// and writes nothing. abandoned says AbandonLease would abandon the lease now.
+// PreviewAbandonLease is AbandonLease in a dry run: the same reads and decision in a read-only
+// transaction, nothing written.
 func (s *LeaseStore) PreviewAbandonLease(ctx context.Context, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (abandoned bool, refused string, err error) {
 	err = readOnlyTx(ctx, s.client, s.cfg.Timeout, func(ctx context.Context, tx *firestore.Transaction) error {
 		var st *Settlement
@@ -284,9 +277,6 @@ func (s *LeaseStore) PreviewAbandonLease(ctx context.Context, leaseID string, re
 	return abandoned, refused, nil
 }
 
-// planAbandonLease reads the lease, the documents reads names and the lease's holder in tx and
-// asks decide; a missing lease is kept (nil, "") and a lease of a paused scope refused
-// LeftPaused, without asking.
 func (s *LeaseStore) planAbandonLease(tx *firestore.Transaction, leaseID string, reads Reads, decide func(WorkspaceLease, HolderView, Facts) (*Settlement, string)) (*Settlement, string, error) {
 	refs := []*firestore.DocumentRef{s.lease(leaseID)}
 	if reads.Organization != "" {

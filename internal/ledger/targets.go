@@ -5,9 +5,7 @@ import (
 	"time"
 )
 
-// TargetsCollection holds one document per executor target — a Cloud Run project and region, a
-// Kubernetes cluster — that has been judged: whether it is blind (it answers NotFound for too
-// many of the executions it should know), when it was judged, and an operator's clearance.
+// TargetsCollection holds one document per executor target that has been judged blind or not.
 const TargetsCollection = "sweep_targets"
 
 // Target is a sweep_targets document.
@@ -15,8 +13,7 @@ type Target struct {
 	Target   string    `firestore:"target"`
 	Blind    bool      `firestore:"blind"`
 	JudgedAt time.Time `firestore:"judged_at"`
-	// Asked and Unknown are the counts the judgment was made on: rows of the target it answered
-	// about within the window, and active rows of it it does not know (since the clearance).
+	// Asked and Unknown are the counts the judgment was made on.
 	Asked   int64 `firestore:"asked"`
 	Unknown int64 `firestore:"unknown"`
 	// BlindSince is when the target was first judged blind, since it last was not.
@@ -25,9 +22,7 @@ type Target struct {
 	// are taken as gone, and only later ones count against it.
 	ClearedAt time.Time `firestore:"cleared_at,omitempty"`
 	ClearedBy string    `firestore:"cleared_by,omitempty"`
-	// ExpireAt is when the judgment may be deleted (ExpireField): the retention after the last
-	// judgment or clearance, notable while the target is blind. A target judged again is written
-	// again; one deleted is as if never judged, and its next judgment starts afresh.
+	// ExpireAt is when the judgment may be deleted (ExpireField); one deleted is as if never judged.
 	ExpireAt time.Time `firestore:"expire_at,omitempty"`
 }
 
