@@ -3,10 +3,9 @@
 // time.
 //
 // What holds:
-//   - Every query is scoped (an organization, a provider), bounded by a limit, ordered on the
-//     indexed inequality field, and paged with a cursor, never an offset; Indexes lists the
-//     composite index each one needs, and a test holds every query to that list (the emulator
-//     checks no indexes, production does).
+//   - Every query is scoped, bounded by a limit, ordered on the indexed inequality field, and
+//     paged with a cursor, never an offset; a test holds every query to the declared composite
+//     indexes (the emulator checks none, production does).
 //   - Every settlement is one transaction that re-reads its row, decides again on what it read,
 //     and writes only if the row is still in the state the decision was made on. Reads come
 //     before writes, attempts are bounded, and each transaction has its own timeout. The body

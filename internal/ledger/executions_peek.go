@@ -11,19 +11,14 @@ import (
 type Peeked struct {
 	// Found is false when the row does not exist; nothing else is set then.
 	Found bool
-	// Raw is the document as stored (nil in memory stores).
-	Raw map[string]any
+	Raw   map[string]any
 	// Row is the document decoded; Row.Malformed says why it could not be, when it could not.
-	Row Execution
-	// Facts are the documents the Reads named, as Apply's transaction reads them.
+	Row   Execution
 	Facts Facts
 }
 
-// Peek reads the row and the documents reads names exactly as Apply's transaction reads them
-// (one GetAll, the row first), but in a read-only transaction: one consistent snapshot of them
-// all, as the settling transaction would see, with no lock taken on the row (a dry run must not
-// slow or abort a live writer) and no write possible (the client refuses one). A read-only
-// transaction is never retried. It is what a dry run and explain decide on.
+// Peek reads what Apply's transaction reads, in a read-only transaction: one consistent snapshot,
+// no lock taken on the row (a dry run must not slow or abort a live writer), no write possible.
 func (s *ExecutionStore) Peek(ctx context.Context, uuid string, reads Reads) (Peeked, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

@@ -6,9 +6,8 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// decodeScanned decodes a scanned document into dst. When it cannot, dst is left zero and the
-// error's text is returned, so a scan hands the row back marked malformed instead of failing:
-// one bad writer must not stop a sweep.
+// decodeScanned decodes a scanned document into dst, or returns the error's text so that the
+// scan hands the row back malformed: one bad writer must not stop a sweep.
 func decodeScanned[T any](snap *firestore.DocumentSnapshot, dst *T) string {
 	if err := snap.DataTo(dst); err != nil {
 		var zero T

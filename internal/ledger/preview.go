@@ -7,9 +7,8 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// readOnlyTx runs f in one read-only transaction bounded by timeout: a dry run's reads of what a
-// settling transaction reads, at one consistent snapshot, taking no locks and writing nothing
-// (the client refuses a write in it). Read-only transactions are not retried.
+// readOnlyTx runs f in one read-only transaction bounded by timeout. Read-only transactions are
+// not retried.
 func readOnlyTx(ctx context.Context, client *firestore.Client, timeout time.Duration, f func(context.Context, *firestore.Transaction) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -14,9 +14,8 @@ import (
 // ErrNoRow is the error of a row read by id that does not exist.
 var ErrNoRow = errors.New("no such document")
 
-// Row is one document as stored, read by id (explain, and a settlement read back after an
-// ambiguous commit): its fields as Firestore returns them, and the row decoded into its type, or
-// why it does not decode.
+// Row is one document as stored, read by id: its fields as Firestore returns them, and the row
+// decoded, or why it does not decode.
 type Row[T any] struct {
 	Fields    map[string]any
 	Value     T
@@ -30,7 +29,6 @@ func (r Row[T]) HasTimestamp(field string) bool {
 	return ok
 }
 
-// getRow reads one document with a plain get bounded by timeout; a missing one is ErrNoRow.
 func getRow[T any](ctx context.Context, ref *firestore.DocumentRef, timeout time.Duration) (Row[T], error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -1,8 +1,7 @@
 package ledger
 
-// The sweep runs' own documents are written by internal/workflow/runstore; their names live
-// here because the settling transactions (a sync marks its run notable), the indexes and the
-// retention read them too.
+// The sweep runs' documents are written by internal/workflow/runstore; their names live here
+// because the settling transactions, the indexes and the retention read them too.
 
 // RunsCollection holds one document per workflow run, keyed by its workflow_run_uuid.
 const RunsCollection = "sweep_runs"
@@ -11,6 +10,5 @@ const RunsCollection = "sweep_runs"
 const GuardsCollection = "sweep_guards"
 
 // RunNotable is the run record's field a sync sets when it settles a row lost for the run (the
-// pipeline's syncs decide after the run may have finished): the record is then kept for the
-// notable retention, whatever its finish decides (runstore.RunUpdate.NotableExpireAt).
+// pipeline's syncs decide after the run may have finished): the record is then kept notable.
 const RunNotable = "notable"
