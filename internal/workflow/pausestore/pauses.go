@@ -3,10 +3,9 @@ package pausestore
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
-
-	"net/url"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
