@@ -337,10 +337,20 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 	if total != 40 {
 		t.Errorf("settled totals add to %d, want 40", total)
 	}
+	// A commit that failed at the client with a deadline or a lost answer may still have been
+	// applied, and the run that read its settlement back reports it settled: such a lease was
+	// written by a commit the spy saw fail, never by none.
 	writes := e.Spy.WritesTouching("settlement")
+	failed := e.Spy.FailedWritesTouching("settlement")
+	lost := 0
 	for _, id := range ids {
 		if e.get(id).Status != ledger.LeaseAbandoned {
 			t.Errorf("lease %s not abandoned", id)
+		}
+	}
+	for doc := range failed {
+		if writes[doc] == 0 {
+			lost++
 		}
 	}
 	for doc, n := range writes {
@@ -348,8 +358,8 @@ func TestFourConcurrentRunsAbandonEachLeaseOnce(t *testing.T) {
 			t.Errorf("%s written %d times", doc, n)
 		}
 	}
-	if len(writes) != 40 {
-		t.Errorf("%d leases written, want 40", len(writes))
+	if len(writes)+lost != 40 {
+		t.Errorf("%d leases written by commits seen committed and %d by commits that failed at the client, want 40", len(writes), lost)
 	}
 }
 

@@ -26,9 +26,12 @@ type Write struct {
 
 // Spy records Firestore traffic. The zero value is not usable; use New.
 type Spy struct {
-	mu      sync.Mutex
-	reads   []string
-	writes  []Write
+	mu     sync.Mutex
+	reads  []string
+	writes []Write
+	// failed are the writes of commits that returned an error: a deadline or a lost answer may
+	// fall after the server applied them (firestoreconn.Ambiguous).
+	failed  []Write
 	queries []*firestorepb.StructuredQuery
 	commits int
 	billed  int
@@ -50,6 +53,13 @@ func (s *Spy) DialOptions() []grpc.DialOption {
 func (s *Spy) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err != nil {
+		if c, ok := req.(*firestorepb.CommitRequest); ok {
+			s.mu.Lock()
+			for _, w := range c.GetWrites() {
+				s.failed = append(s.failed, writeOf(w))
+			}
+			s.mu.Unlock()
+		}
 		return err
 	}
 	if b, ok := req.(*firestorepb.BeginTransactionRequest); ok {
@@ -200,14 +210,26 @@ func (s *Spy) Transactions() (readWrite, readOnly int) {
 func (s *Spy) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads, s.writes, s.queries, s.commits, s.billed = nil, nil, nil, 0, 0
+	s.reads, s.writes, s.failed, s.queries, s.commits, s.billed = nil, nil, nil, nil, 0, 0
 	s.readWrite, s.readOnly = 0, 0
 }
 
-// WritesTouching counts the writes whose update mask includes field (or a path under it).
-func (s *Spy) WritesTouching(field string) map[string]int {
+// WritesTouching counts the committed writes whose update mask includes field (or a path under
+// it).
+func (s *Spy) WritesTouching(field string) map[string]int { return touching(s.Writes(), field) }
+
+// FailedWritesTouching counts, as WritesTouching does, the writes of commits that returned an
+// error, each of which may or may not have been applied.
+func (s *Spy) FailedWritesTouching(field string) map[string]int {
+	s.mu.Lock()
+	failed := append([]Write(nil), s.failed...)
+	s.mu.Unlock()
+	return touching(failed, field)
+}
+
+func touching(writes []Write, field string) map[string]int {
 	out := map[string]int{}
-	for _, w := range s.Writes() {
+	for _, w := range writes {
 		for _, f := range w.Fields {
 			if f == field || strings.HasPrefix(f, field+".") {
 				out[w.Document]++

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
 
+	"github.com/stalesweep/stalesweep/internal/testkit/fsfaulttest"
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 )
@@ -72,5 +74,35 @@ func TestTransactionsAreCountedByMode(t *testing.T) {
 	}
 	if rw, ro := spy.Transactions(); rw != 0 || ro != 1 || len(spy.Writes()) != 0 {
 		t.Fatalf("after a read-only transaction: %d read-write, %d read-only, %d writes; want 0, 1, 0", rw, ro, len(spy.Writes()))
+	}
+}
+
+// A commit the server applied but whose answer the client lost is no committed write; its
+// writes are kept apart, so that a test can tell a settlement in such a commit from none.
+func TestWritesOfAFailedCommitAreKeptApart(t *testing.T) {
+	spy := fsspy.New()
+	fault := fsfaulttest.New(codes.DeadlineExceeded)
+	fs := testenv.Firestore(t, append(spy.DialOptions(), fault.DialOptions()...)...)
+	ctx := context.Background()
+	doc := fs.Collection("things").Doc("a")
+	if _, err := doc.Set(ctx, map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	spy.Reset()
+	err := fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		return tx.Update(doc, []firestore.Update{{Path: "settlement", Value: "x"}})
+	})
+	if err == nil || fault.Faulted() != 1 {
+		t.Fatalf("the faulted commit returned %v after %d faults; want an error after 1", err, fault.Faulted())
+	}
+	if got := spy.WritesTouching("settlement"); len(got) != 0 {
+		t.Errorf("committed writes touching settlement: %v, want none", got)
+	}
+	if got := spy.FailedWritesTouching("settlement"); got[doc.Path] != 1 || len(got) != 1 {
+		t.Errorf("failed writes touching settlement: %v, want %s once", got, doc.Path)
+	}
+	snap, err := doc.Get(ctx)
+	if err != nil || snap.Data()["settlement"] != "x" {
+		t.Errorf("the server did not apply the faulted commit: %v %v", snap.Data(), err)
 	}
 }
