@@ -58,7 +58,7 @@ type Ref struct {
 // ParseRef reads a provider_ref; ok is false unless all four fields are non-empty strings.
 func ParseRef(ref map[string]any) (Ref, bool) {
 	get := func(k string) string { s, _ := ref[k].(string); return s }
-	r := Ref{Cluster: get("cluster"), Namespace: get("namespace"), Job: get("job"), UID: get("uid")}
+	r := Ref{Cluster: get("cluster"), Namespace: get("namespace"), Job: get("job"), UID: get(RefUID)}
 	return r, r.Cluster != "" && r.Namespace != "" && r.Job != "" && r.UID != ""
 }
 
