@@ -32,6 +32,7 @@ const (
 	SyncPublished SyncOutcome = "published" // handed to another process (the pipeline)
 	SyncDuplicate SyncOutcome = "duplicate" // this run already decided this row: nothing written
 	SyncRefused   SyncOutcome = "refused"   // not this request's to write (Why names the rule): nothing written
+	SyncNotEnded  SyncOutcome = "not_ended" // the event path: the executor does not say it ended, nothing written
 )
 
 // SyncResult is one sync's end.
@@ -154,9 +155,33 @@ func (s *Syncer) SyncOnce(ctx context.Context, req message.Sync) SyncResult {
 	return s.sync(ctx, req, mode{once: true})
 }
 
+// Ended is a completion entry that named a row's execution (the event path): its settlement
+// carries them, and WorkflowRunUUID the id EndedRunID derives from them.
+type Ended struct {
+	Log      string // the entry's log name
+	InsertID string
+}
+
+// Evidence keys of a settlement made on the event path.
+const (
+	EvidencePath     = "path" // "event"
+	EvidenceLog      = "event_log"
+	EvidenceInsertID = "event_insert_id"
+)
+
+// SettleEnded is the event path's sync of a row an executor's completion entry named: the same
+// guarded transaction as Sync (organization, provider, opt-out and pause), with no age asked,
+// that settles only on the executor's terminal word. A row the executor says still runs, does not
+// know, or could not be asked about is left as it is, nothing written: the sweep settles it later.
+// req.WorkflowRunUUID is the entry's own id, so that a second delivery reads its settlement back.
+func (s *Syncer) SettleEnded(ctx context.Context, req message.Sync, ended Ended) SyncResult {
+	return s.sync(ctx, req, mode{ended: &ended})
+}
+
 // mode is how a sync runs.
 type mode struct {
-	once bool
+	ended *Ended // the event path (SettleEnded)
+	once  bool
 	// callFailed hears of a failed call before the row is written: a run that stops its executor
 	// calls on that error must not keep calling while the row is being written.
 	callFailed func(error)
@@ -229,6 +254,10 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 			res.Outcome, res.Why = SyncDeferred, "budget_spent"
 			return res
 		}
+		if m.ended != nil { // the sweep records a failed call; an event asks for redelivery
+			res.Outcome, res.Err, res.Layer = SyncErrored, err, LayerExecutor
+			return res
+		}
 		if callFailed != nil {
 			callFailed(err)
 		}
@@ -253,13 +282,13 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	// listed too.
 	if seer, ok := s.judge.(interface {
 		Seen(context.Context, string, time.Time)
-	}); ok && m.dry == nil && target != "" {
+	}); ok && m.dry == nil && m.ended == nil && target != "" {
 		defer func() { seer.Seen(ctx, target, s.now()) }()
 	}
 
 	// Only a NotFound can end in a lost settlement: only then does the transaction read the
 	// target's judgment.
-	guarded := s.judge != nil && snap.Verdict == executor.VerdictUnknown && target != ""
+	guarded := s.judge != nil && snap.Verdict == executor.VerdictUnknown && target != "" && m.ended == nil
 	if guarded {
 		reads.Target = target
 	}
@@ -269,7 +298,11 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		ch, duplicate, err = apply(func(row ledger.Execution, facts ledger.Facts) ledger.ExecutionChange {
 			now := s.now()
 			view := targetView{guarded: guarded, fresh: blindguard.Fresh(facts.Target, now), blind: facts.Target != nil && facts.Target.Blind}
-			return decide(row, seen, snap, now, s.grace, req.WorkflowRunUUID, view)
+			ch := decide(row, seen, snap, now, s.grace, req.WorkflowRunUUID, view)
+			if m.ended != nil {
+				return endedOnly(ch, *m.ended)
+			}
+			return ch
 		})
 		if err != nil || judged || ch.Kind != ledger.ChangeNone || ch.Why != WhyTargetUnjudged {
 			break
@@ -309,12 +342,18 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	case duplicate:
 		res.Outcome, res.Why = SyncDuplicate, "receipt_exists"
 		log.Info("sync already decided by this run; duplicate delivery ignored")
+	case ch.Kind == ledger.ChangeNone && ch.Why == WhyEntrySettled:
+		res.Outcome, res.Why = SyncDuplicate, WhyEntrySettled
+		log.Info("the row already carries this completion entry's settlement; duplicate delivery ignored")
 	case ch.Kind == ledger.ChangeNone && ch.Why == WhySettledByThisRun:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
 		log.Info(say("runner execution settled; this run's commit landed though its answer was lost (read back)"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason)
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
 		log.Info(say("runner execution settled"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
+	case ch.Kind == ledger.ChangeNone && ch.Why == WhyNotEnded:
+		res.Outcome, res.Why = SyncNotEnded, WhyNotEnded
+		log.Info("completion entry for an execution the executor does not say ended; nothing written", "verdict", string(snap.Verdict))
 	case ch.Kind == ledger.ChangeRefresh:
 		res.Outcome = SyncRefreshed
 		log.Debug(say("runner execution still running; observed_at refreshed"))
@@ -329,6 +368,31 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Debug(say("runner execution changed since the scan; left alone"), "why", ch.Why)
 	}
 	return res
+}
+
+// Why the event path wrote nothing: the executor call does not show the execution terminal, or
+// the row already carries this entry's settlement.
+const (
+	WhyNotEnded     = "not_ended"
+	WhyEntrySettled = "entry_settled"
+)
+
+// endedOnly is the event path's rule over decide's change: a settlement on the executor's
+// terminal word stands, marked with the entry; a change that writes nothing stands; any other
+// (a refresh, an unknown spell, a lost settlement) is nothing written. It is pure.
+func endedOnly(ch ledger.ExecutionChange, e Ended) ledger.ExecutionChange {
+	switch {
+	case ch.Kind == ledger.ChangeSettle && ch.Settlement != nil && ch.Settlement.Reason == ReasonExecutorTerminal:
+		ch.Settlement.Evidence[EvidencePath] = "event"
+		ch.Settlement.Evidence[EvidenceLog] = e.Log
+		ch.Settlement.Evidence[EvidenceInsertID] = e.InsertID
+		return ch
+	case ch.Kind == ledger.ChangeNone && ch.Why == WhySettledByThisRun:
+		return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: WhyEntrySettled} // a second delivery of the entry
+	case ch.Kind == ledger.ChangeNone || ch.Kind == ledger.ChangeRefused:
+		return ch
+	}
+	return ledger.ExecutionChange{Kind: ledger.ChangeNone, Why: WhyNotEnded}
 }
 
 // ReadBackTimeout bounds readBack of a row whose settling transaction failed.

@@ -62,6 +62,24 @@ func Composite() []Index {
 			},
 		},
 		{
+			Collection: ledger.ExecutionsCollection,
+			Query:      "the active Cloud Run rows a completion entry names, by execution name (ObserveExecution)",
+			Fields: []Field{
+				{"provider", ascending},
+				{"active", ascending},
+				{"provider_ref.execution", ascending}, // cloudrun.RefKey
+			},
+		},
+		{
+			Collection: ledger.ExecutionsCollection,
+			Query:      "the active Kubernetes rows a Job's end event names, by the Job's uid (ObserveExecution)",
+			Fields: []Field{
+				{"provider", ascending},
+				{"active", ascending},
+				{"provider_ref.uid", ascending}, // kubejobs.RefUID
+			},
+		},
+		{
 			Collection: ledger.ExtensionRunsCollection,
 			Query:      "running app invocations of every tenant idle past a deadline, least recently moved first",
 			Fields: []Field{

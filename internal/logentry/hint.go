@@ -9,6 +9,7 @@ type Hint struct {
 	RefKey    string
 	RefValues []string
 	InsertID  string
+	Log       string // the entry's logName
 	Said      string // what the entry says happened (its method or reason), for the log
 }
 
@@ -48,7 +49,7 @@ func Read(data []byte, signals ...Signal) (Hint, error) {
 			if err != nil {
 				return Hint{}, err
 			}
-			h.Provider, h.InsertID = s.Provider, e.InsertID()
+			h.Provider, h.InsertID, h.Log = s.Provider, e.InsertID(), e.Get("logName")
 			return h, nil
 		}
 	}
