@@ -3,7 +3,7 @@
 // the uploaded source: because this package imports functions-framework-go/functions it
 // generates its declarative main (which serves the target FUNCTION_TARGET names), and it
 // imports either MODULE/functions (a folder named like this package) or the module root — both
-// end in ./functions, whose init registers Dispatch, Sweep, SyncExecution and StartWorkflow.
+// end in ./functions, whose init registers Dispatch, Sweep, SyncExecution, ObserveExecution and StartWorkflow.
 // Nothing else belongs here; terraform/ deploys this module's root as the function source.
 package functions
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the whole pipeline locally: the Firestore and Pub/Sub emulators, the Cloud Run fake, and
-# the functions (stalesweep serve), with the three topics and their push subscriptions created
+# the functions (stalesweep serve), with the four topics and their push subscriptions created
 # through gcloud against the Pub/Sub emulator, exactly as an operator would against production.
 #
 #   emulator/local-pipeline.sh            start everything, print how to use it, wait for Ctrl-C
-#   emulator/local-pipeline.sh --check    start everything, seed one stale row, publish a tick
-#                                         with gcloud, wait for the row to be settled, stop
+#   emulator/local-pipeline.sh --check    start everything; seed a fresh row and publish its
+#                                         execution's end entry (the event path), then a stale
+#                                         row and a tick, with gcloud; wait for each to settle
 #
 # Ports (loopback only) are free ones picked at start, and printed; set FIRESTORE_PORT,
 # PUBSUB_PORT, FUNCTIONS_PORT or CLOUDRUN_PORT to choose one. A port something already listens
@@ -80,8 +81,11 @@ log "building stalesweep"
 (cd "$root" && go build -o "$work/stalesweep" ./cmd/stalesweep)
 
 name="projects/demo/locations/europe-west1/jobs/nightly/executions/nightly-00001"
+ended="projects/demo/locations/europe-west1/jobs/nightly/executions/nightly-00002"
 cat >"$work/executions.json" <<EOF
 [{"name": "$name", "taskCount": 1, "succeededCount": 1, "completionTime": "2026-11-29T07:00:00Z",
+  "conditions": [{"type": "Completed", "state": "CONDITION_SUCCEEDED", "lastTransitionTime": "2026-11-29T07:00:00Z"}]},
+ {"name": "$ended", "taskCount": 1, "succeededCount": 1, "completionTime": "2026-11-29T07:00:00Z",
   "conditions": [{"type": "Completed", "state": "CONDITION_SUCCEEDED", "lastTransitionTime": "2026-11-29T07:00:00Z"}]}]
 EOF
 
@@ -125,7 +129,7 @@ export CLOUDSDK_AUTH_ACCESS_TOKEN_FILE="$work/token"
 export CLOUDSDK_API_ENDPOINT_OVERRIDES_PUBSUB="http://127.0.0.1:$ps_port/"
 export CLOUDSDK_CORE_PROJECT="$project"
 export CLOUDSDK_CORE_DISABLE_PROMPTS=1
-for pair in stalesweep-ticks:Dispatch stalesweep-sweeps:Sweep stalesweep-syncs:SyncExecution; do
+for pair in stalesweep-ticks:Dispatch stalesweep-sweeps:Sweep stalesweep-syncs:SyncExecution stalesweep-ends:ObserveExecution; do
   topic=${pair%%:*} target=${pair##*:}
   gcloud pubsub topics create "$topic" --quiet >/dev/null
   gcloud pubsub subscriptions create "$topic-push" --topic="$topic" --ack-deadline=600 \
@@ -146,6 +150,9 @@ The pipeline is up. In another shell:
   # simulate a Cloud Scheduler tick:
   gcloud pubsub topics publish stalesweep-ticks --attribute=trigger=schedule --message='$tick'
 
+  # simulate the log sink: publish a Cloud Run execution's end entry (a LogEntry, JSON) to
+  # stalesweep-ends; the active row whose provider_ref.execution names it is settled at once.
+
   # or run one organization by hand (authentication is off locally):
   curl -s -X POST http://127.0.0.1:$fn_port/StartWorkflow -H 'Content-Type: application/json' \\
     -d '{"workflow_type": "runner.execution-sync-stale-cloud-run", "initial_data": {"organization_uuid": "..."}}'
@@ -165,6 +172,36 @@ docs="http://127.0.0.1:$fs_port/v1/projects/$project/databases/(default)/documen
 auth=(-H "Authorization: Bearer owner" -H "Content-Type: application/json")
 curl -fs "${auth[@]}" -X POST "$docs/organizations?documentId=$org" \
   -d '{"fields": {"sweeps_enabled": {"booleanValue": true}}}' >/dev/null
+
+# The event path: a row observed just now (no sweep would take it for a minute) whose execution
+# has ended; its System Event entry, published as the sink would, settles it.
+fresh=3f2504e0-4f89-41d3-9a0c-0305e82c3301
+curl -fs "${auth[@]}" -X POST "$docs/runner_executions?documentId=$fresh" -d '{"fields": {
+  "organization_uuid": {"stringValue": "'"$org"'"}, "provider": {"stringValue": "cloud_run"},
+  "status": {"stringValue": "running"}, "active": {"booleanValue": true},
+  "observed_at": {"timestampValue": "'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"},
+  "provider_ref": {"mapValue": {"fields": {"execution": {"stringValue": "'"$ended"'"}}}}}}' >/dev/null
+entry='{"insertId": "local-check-1", "logName": "projects/demo/logs/cloudaudit.googleapis.com%2Fsystem_event",
+  "protoPayload": {"serviceName": "run.googleapis.com", "methodName": "/Jobs.RunJob", "resourceName": "namespaces/demo/executions/nightly-00002"},
+  "resource": {"type": "cloud_run_job", "labels": {"job_name": "nightly", "location": "europe-west1", "project_id": "demo"}},
+  "labels": {"run.googleapis.com/execution_name": "nightly-00002"}, "timestamp": "'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}'
+log "seeded fresh row $fresh; publishing its execution's end entry with gcloud"
+gcloud pubsub topics publish stalesweep-ends --message="$entry" --quiet >/dev/null
+settled_event=false
+for _ in $(seq 1 150); do
+  if curl -fs "${auth[@]}" "$docs/runner_executions/$fresh" | tr -d ' \n' | grep -q '"path":{"stringValue":"event"}'; then
+    settled_event=true
+    log "check passed: the entry went ends → ObserveExecution and settled the fresh row"
+    break
+  fi
+  sleep 0.2
+done
+if ! $settled_event; then
+  log "check failed: the fresh row was not settled from its entry; function logs:"
+  tail -40 "$work/functions.log" >&2
+  exit 1
+fi
+
 curl -fs "${auth[@]}" -X POST "$docs/runner_executions?documentId=$row" -d '{"fields": {
   "organization_uuid": {"stringValue": "'"$org"'"}, "provider": {"stringValue": "cloud_run"},
   "status": {"stringValue": "running"}, "active": {"booleanValue": true},

@@ -5,6 +5,7 @@
 //	Dispatch      (Pub/Sub push, stalesweep-ticks)  a tick → one sweep message per scope
 //	Sweep         (Pub/Sub push, stalesweep-sweeps) a sweep message → one run on one scope
 //	SyncExecution (Pub/Sub push, stalesweep-syncs)  a sync message → one row synced, exactly once
+//	ObserveExecution (Pub/Sub push, stalesweep-ends) a completion log entry → the rows it names settled
 //	StartWorkflow (HTTP)                            one run on one scope, syncs inline
 //
 // Every target is registered with functions.HTTP: the framework's CloudEvent registration reads
@@ -32,6 +33,7 @@ func init() {
 	functions.HTTP("Dispatch", Dispatch)
 	functions.HTTP("Sweep", Sweep)
 	functions.HTTP("SyncExecution", SyncExecution)
+	functions.HTTP("ObserveExecution", ObserveExecution)
 	functions.HTTP("StartWorkflow", StartWorkflow)
 	if os.Getenv(app.EnvCloudRunService) != "" {
 		if err := CheckEnv(os.Getenv); err != nil {

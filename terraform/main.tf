@@ -7,7 +7,9 @@ locals {
     dispatch       = { entry_point = "Dispatch", topic = "ticks", budget_env = "STALESWEEP_DISPATCH_BUDGET" }
     sweep          = { entry_point = "Sweep", topic = "sweeps", budget_env = "STALESWEEP_RUN_BUDGET" }
     sync_execution = { entry_point = "SyncExecution", topic = "syncs", budget_env = "STALESWEEP_SYNC_BUDGET" }
-    start_workflow = { entry_point = "StartWorkflow", topic = null, budget_env = "STALESWEEP_RUN_BUDGET" }
+    # The event path: the executors' completion entries, from the log sinks (sinks.tf).
+    observe_execution = { entry_point = "ObserveExecution", topic = "ends", budget_env = "STALESWEEP_SYNC_BUDGET" }
+    start_workflow    = { entry_point = "StartWorkflow", topic = null, budget_env = "STALESWEEP_RUN_BUDGET" }
   }
   event_functions = { for k, f in local.functions : k => f if f.topic != null }
 
@@ -16,6 +18,7 @@ locals {
     ticks  = "${var.name_prefix}-ticks"
     sweeps = "${var.name_prefix}-sweeps"
     syncs  = "${var.name_prefix}-syncs"
+    ends   = "${var.name_prefix}-ends"
   }
 
   schedules = {

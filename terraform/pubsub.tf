@@ -46,6 +46,7 @@ locals {
     ticks  = google_pubsub_topic.ticks.id
     sweeps = google_pubsub_topic.sweeps.id
     syncs  = google_pubsub_topic.syncs.id
+    ends   = google_pubsub_topic.ends.id
   }
   pubsub_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
 }

@@ -148,6 +148,8 @@ variable "function_settings" {
     sweep          = { timeout_seconds = 300, max_instances = 20, concurrency = 1, memory = "512Mi" }
     sync_execution = { timeout_seconds = 120, max_instances = 50, concurrency = 8, memory = "512Mi" }
     start_workflow = { timeout_seconds = 600, max_instances = 2, concurrency = 1, memory = "512Mi" }
+    # One query, one GetExecution and one transaction per completion entry.
+    observe_execution = { timeout_seconds = 60, max_instances = 20, concurrency = 8, memory = "512Mi" }
   }
 }
 
@@ -247,4 +249,20 @@ variable "alert_notification_channels" {
   description = "Cloud Monitoring notification channels (ids: projects/PROJECT/notificationChannels/ID) the alert policies of alerts.tf.json notify. Empty: the policies open incidents in the console and notify no one."
   type        = list(string)
   default     = []
+}
+
+variable "log_sink_scope" {
+  description = "Where the event path's log sink lives: \"project\" (this project's executions), \"folder\" or \"organization\" (runners in several projects; log_sink_parent_id names it, and whoever applies needs roles/logging.configWriter there)."
+  type        = string
+  default     = "project"
+  validation {
+    condition     = contains(["project", "folder", "organization"], var.log_sink_scope)
+    error_message = "log_sink_scope must be project, folder or organization."
+  }
+}
+
+variable "log_sink_parent_id" {
+  description = "The folder (folders/123 or 123) or organization (numeric id) whose sink feeds the event path, when log_sink_scope is folder or organization."
+  type        = string
+  default     = ""
 }

@@ -147,7 +147,7 @@ var firestoreCommands = [][]string{
 // serve (serve, fake-cloudrun: serve builds its dependencies on the first request), or read and
 // write files.
 var offlineCommands = []string{"alerts", "bench", "completion bash", "completion fish", "completion powershell", "completion zsh",
-	"demo", "fake-cloudrun", "help", "indexes", "serve", "settings", "version"}
+	"demo", "fake-cloudrun", "help", "indexes", "serve", "settings", "sinks", "version"}
 
 // Every runnable command of the tree is either listed in firestoreCommands, and so held to the
 // bound below, or declared offline: a new command cannot escape the test by being forgotten.

@@ -21,7 +21,7 @@ func (c *cli) serveCmd() *cobra.Command {
 		Use:   "serve [--addr HOST:PORT]",
 		Short: "serve the function targets locally (functions framework)",
 		Long: `serve serves the function targets through the functions framework until interrupted: POST
-/StartWorkflow, CloudEvents at /Dispatch, /Sweep, /SyncExecution (FUNCTION_TARGET=X serves only X
+/StartWorkflow, CloudEvents at /Dispatch, /Sweep, /SyncExecution, /ObserveExecution (FUNCTION_TARGET=X serves only X
 at /). Every setting is checked first (a bad one exits 2 naming it); authentication off is
 refused on any address but loopback.`,
 		Example: `  STALESWEEP_AUTH=off stalesweep serve --addr 127.0.0.1:8080`,

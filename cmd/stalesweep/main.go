@@ -131,6 +131,7 @@ executor (Cloud Run, Kubernetes) what really happened and settles each row in it
 		c.versionCmd(),
 		c.explainCmd(),
 		c.alertsCmd(),
+		c.sinksCmd(),
 		c.settingsCmd(),
 		c.gcCmd(),
 		c.pauseCmd(),

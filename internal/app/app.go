@@ -24,6 +24,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 	"github.com/stalesweep/stalesweep/internal/fleet/orgadmin"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logentry"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 	"github.com/stalesweep/stalesweep/internal/pipeline/rosterstore"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -57,6 +58,10 @@ type App struct {
 	ExecutionSyncs map[string]*executionsync.Workflow
 	// Explainers explain a row of a collection (Explained), each by the workflow that settles it.
 	Explainers map[string]Explainer
+	// Observer settles the rows the executors' completion entries name: ObserveExecution.
+	Observer *executionsync.Observer
+
+	signals []logentry.Signal // of the executors this build syncs
 
 	pipeline *Lazy[*Pipeline]
 	mu       sync.Mutex
@@ -131,6 +136,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, now func() time.Time
 			a.Explainers[w.explains] = b.explain
 		}
 	}
+	a.Observer = executionsync.NewObserver(executionsync.ObserverConfig{Rows: sh.store, Signals: a.signals, Syncers: a.Syncers, Log: log, Now: now})
 	// Each workflow on one engine: its syncs inline, or (with the pipeline) published.
 	definitions := func(starter func(*executionsync.Syncer) executionsync.Starter) ([]workflow.Definition, error) {
 		defs := make([]workflow.Definition, len(builts))

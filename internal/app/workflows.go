@@ -19,8 +19,10 @@ import (
 	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/explain"
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
+	"github.com/stalesweep/stalesweep/internal/kubejobs"
 	"github.com/stalesweep/stalesweep/internal/leasesettle"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logentry"
 	"github.com/stalesweep/stalesweep/internal/pmsweep"
 	"github.com/stalesweep/stalesweep/internal/runssweep"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -32,6 +34,8 @@ type declared struct {
 	workflow.Declaration
 	// explains is the collection whose rows the workflow explains ("" for none).
 	explains string
+	// signal is an execution sync's executor's completion signal, its Provider set (Signals).
+	signal *logentry.Signal
 	// explainIDs are the document ids an explained row's ID names, with the form it is wanted
 	// in, when that is not one document id of explains.
 	explainIDs func(id string) (ids []string, want string)
@@ -46,10 +50,10 @@ type declared struct {
 
 // workflows is every workflow this build declares, in the order the engines hold them.
 var workflows = []declared{
-	executionSync(executionsync.CloudRun, func(cfg Config, run *cloudrun.Lazy) (syncExecutor, error) {
+	executionSync(executionsync.CloudRun, cloudrun.Signal, func(cfg Config, run *cloudrun.Lazy) (syncExecutor, error) {
 		return cloudrun.New(run, cfg.CloudRun), nil
 	}),
-	executionSync(executionsync.Kubernetes, func(cfg Config, _ *cloudrun.Lazy) (syncExecutor, error) { return kubernetesExecutor(cfg) }),
+	executionSync(executionsync.Kubernetes, kubejobs.Signal, func(cfg Config, _ *cloudrun.Lazy) (syncExecutor, error) { return kubernetesExecutor(cfg) }),
 	// The workflows that settle on age alone judge it on Firestore's clock, as their writers
 	// stamp it: no process's clock enters the comparison.
 	ageSweep(runssweep.Declared, ledger.ExtensionRunsCollection, func(c *Config) *agesweep.Bounds { return &c.RunsSweep.Bounds },
@@ -93,6 +97,18 @@ func Declared() workflow.Declarations {
 		ds[i] = w.Declaration
 	}
 	return workflow.Declared(ds...)
+}
+
+// Signals are the completion signals of every executor this build declares, in declaration
+// order: the sink filters (stalesweep sinks) and what ObserveExecution reads.
+func Signals() []logentry.Signal {
+	var out []logentry.Signal
+	for _, w := range workflows {
+		if w.signal != nil {
+			out = append(out, *w.signal)
+		}
+	}
+	return out
 }
 
 // Explained lists, sorted, the collections whose rows the declared workflows explain.
@@ -169,10 +185,12 @@ func ageSweep(d workflow.Declaration, explains string, bounds func(*Config) *age
 }
 
 // executionSync declares an executor's execution-sync workflow: exec is its adapter, nil when
-// this build leaves it out. It syncs its rows with its own syncer (App.Syncers), and explains
-// the runner executions, each by the workflow of its provider (App.ExecutionSyncs).
-func executionSync(k executionsync.Kind, exec func(Config, *cloudrun.Lazy) (syncExecutor, error)) declared {
-	return declared{Declaration: k.Declaration, explains: ledger.ExecutionsCollection, build: func(s shared) (*built, error) {
+// this build leaves it out, and signal its completion entries (the event path, App.Observer).
+// It syncs its rows with its own syncer (App.Syncers), and explains the runner executions, each
+// by the workflow of its provider (App.ExecutionSyncs).
+func executionSync(k executionsync.Kind, signal logentry.Signal, exec func(Config, *cloudrun.Lazy) (syncExecutor, error)) declared {
+	signal.Provider = k.Provider
+	return declared{Declaration: k.Declaration, explains: ledger.ExecutionsCollection, signal: &signal, build: func(s shared) (*built, error) {
 		x, err := exec(s.cfg, s.run)
 		if err != nil || x == nil {
 			return nil, err
@@ -180,6 +198,7 @@ func executionSync(k executionsync.Kind, exec func(Config, *cloudrun.Lazy) (sync
 		a := s.app
 		syncer := executionsync.NewSyncer(executionsync.SyncerConfig{Store: s.store, Executor: x, Kind: k, Now: s.now, LostGrace: s.sync.LostGrace, Log: s.log, Guard: s.blind})
 		a.Syncers[k.Provider] = syncer
+		a.signals = append(a.signals, signal)
 		c := s.sync
 		c.Provider = k.Provider
 		return &built{

@@ -70,21 +70,23 @@ type Observation struct {
 // Observe reads one entry and settles the rows it names. The error asks for redelivery: only
 // a failure of stalesweep's own (Firestore, the executor) on an entry younger than GiveUpAfter;
 // everything else, unreadable and unmatched entries included, is logged and acknowledged.
-func (o *Observer) Observe(ctx context.Context, data []byte, published time.Time) (Observation, error) {
+// log, when not nil, carries the delivery's ids.
+func (o *Observer) Observe(ctx context.Context, data []byte, published time.Time, log *slog.Logger) (Observation, error) {
+	log = cmp.Or(log, o.log)
 	h, err := logentry.Read(data, o.signals...)
 	var ig *logentry.Ignored
 	switch {
 	case errors.As(err, &ig):
-		o.log.Info("log entry names no execution; acknowledged", "ignored", ig.Reason, "detail", ig.Detail)
+		log.Info("log entry names no execution; acknowledged", "ignored", ig.Reason, "detail", ig.Detail)
 		return Observation{Ignored: ig.Reason}, nil
 	case err != nil:
 		return Observation{}, err
 	case h.InsertID == "":
-		o.log.Warn("log entry without an insertId; acknowledged", "said", h.Said)
+		log.Warn("log entry without an insertId; acknowledged", "said", h.Said)
 		return Observation{Ignored: logentry.IgnoredUnreadable}, nil
 	}
 	obs := Observation{InsertID: h.InsertID}
-	log := o.log.With("insert_id", h.InsertID, "provider", h.Provider)
+	log = log.With("insert_id", h.InsertID, "provider", h.Provider)
 	syncer, ok := o.syncers[h.Provider]
 	if !ok {
 		log.Warn("completion entry for an executor this build does not sync; acknowledged")

@@ -46,7 +46,7 @@ func (e *env) fresh(exec func(string, time.Time) *runpb.Execution) (string, stri
 
 func (e *env) observe(data []byte) executionsync.Observation {
 	e.t.Helper()
-	o, err := e.observer().Observe(context.Background(), data, e.clock.Now())
+	o, err := e.observer().Observe(context.Background(), data, e.clock.Now(), nil)
 	if err != nil {
 		e.t.Fatalf("observe: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestAnEntryDeliveredTwiceSettlesOnce(t *testing.T) {
 	settled := 0
 	for range 4 {
 		wg.Go(func() {
-			o, err := e.observer().Observe(context.Background(), entry, e.clock.Now())
+			o, err := e.observer().Observe(context.Background(), entry, e.clock.Now(), nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -224,10 +224,10 @@ func TestAnExecutorOutageAsksForRedeliveryBoundedByAge(t *testing.T) {
 	e.fake.FailNext(cloudrunfake.GetExecution, codes.Unavailable, 100)
 	entry := logentrytest.CloudRunEnd(name, "outage", "", e.clock.Now())
 	e.spy.Reset()
-	if _, err := e.observer().Observe(context.Background(), entry, e.clock.Now()); err == nil {
+	if _, err := e.observer().Observe(context.Background(), entry, e.clock.Now(), nil); err == nil {
 		t.Error("an executor outage was acknowledged")
 	}
-	if _, err := e.observer().Observe(context.Background(), entry, e.clock.Now().Add(-executionsync.GiveUpAfterDefault-time.Second)); err != nil {
+	if _, err := e.observer().Observe(context.Background(), entry, e.clock.Now().Add(-executionsync.GiveUpAfterDefault-time.Second), nil); err != nil {
 		t.Errorf("an entry past GiveUpAfter asked for redelivery: %v", err)
 	}
 	if w := e.spy.Writes(); len(w) != 0 || !e.get(id).Active {

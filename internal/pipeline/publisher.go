@@ -30,11 +30,14 @@ const (
 	TicksDefault  = "stalesweep-ticks"
 	SweepsDefault = "stalesweep-sweeps"
 	SyncsDefault  = "stalesweep-syncs"
+	// EndsDefault is the topic the log sinks publish the executors' completion entries to; no
+	// code of stalesweep publishes to it.
+	EndsDefault = "stalesweep-ends"
 )
 
 // Topics names the pipeline's topics (ids in the process's project, or full names).
 type Topics struct {
-	Ticks, Sweeps, Syncs string
+	Ticks, Sweeps, Syncs, Ends string
 }
 
 // WithDefaults fills empty names with the defaults.
@@ -42,6 +45,7 @@ func (t Topics) WithDefaults() Topics {
 	t.Ticks = cmp.Or(t.Ticks, TicksDefault)
 	t.Sweeps = cmp.Or(t.Sweeps, SweepsDefault)
 	t.Syncs = cmp.Or(t.Syncs, SyncsDefault)
+	t.Ends = cmp.Or(t.Ends, EndsDefault)
 	return t
 }
 

@@ -12,5 +12,6 @@ func Routes(topics Topics) []Route {
 		{Topic: topics.Ticks, Subscription: topics.Ticks + "-dispatch", Target: "Dispatch"},
 		{Topic: topics.Sweeps, Subscription: topics.Sweeps + "-sweep", Target: "Sweep"},
 		{Topic: topics.Syncs, Subscription: topics.Syncs + "-sync-execution", Target: "SyncExecution"},
+		{Topic: topics.Ends, Subscription: topics.Ends + "-observe-execution", Target: "ObserveExecution"},
 	}
 }

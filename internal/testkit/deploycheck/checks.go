@@ -1,10 +1,12 @@
 package deploycheck
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -15,8 +17,10 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/stalesweep/stalesweep/internal/app"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/kubejobs"
+	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -186,14 +190,21 @@ func CheckTopics(m *Module) []Finding {
 
 // setting is one combination of the variables that switch grants on and off.
 type setting struct {
-	kube         bool // var.enable_kubernetes
-	secret       bool // var.kube_clusters_secret set
-	tokenCreator bool // var.pubsub_agent_token_creator
+	kube         bool   // var.enable_kubernetes
+	secret       bool   // var.kube_clusters_secret set
+	tokenCreator bool   // var.pubsub_agent_token_creator
+	sinkScope    string // var.log_sink_scope: "project" (or "", its default), "folder", "organization"
 }
 
 func (s setting) String() string {
-	return fmt.Sprintf("kubernetes %t, secret %t, token creator %t", s.kube, s.secret, s.tokenCreator)
+	out := fmt.Sprintf("kubernetes %t, secret %t, token creator %t", s.kube, s.secret, s.tokenCreator)
+	if s.scope() != "project" {
+		out += ", log sink in a " + s.sinkScope
+	}
+	return out
 }
+
+func (s setting) scope() string { return cmp.Or(s.sinkScope, "project") }
 
 // settings are the combinations CheckRoles holds the module to.
 func settings() []setting {
@@ -201,7 +212,9 @@ func settings() []setting {
 	for _, kube := range []bool{false, true} {
 		for _, secret := range []bool{false, true} {
 			for _, tc := range []bool{false, true} {
-				out = append(out, setting{kube, secret, tc})
+				for _, scope := range []string{"project", "folder", "organization"} {
+					out = append(out, setting{kube, secret, tc, scope})
+				}
 			}
 		}
 	}
@@ -217,8 +230,12 @@ func (s setting) vars() map[string]cty.Value {
 		"enable_kubernetes": cty.BoolVal(s.kube), "enable_dead_letter": cty.True, "name_prefix": cty.StringVal(defaultPrefix),
 		"kube_clusters": cty.StringVal(""), "kube_clusters_secret": cty.StringVal(secret),
 		"pubsub_agent_token_creator": cty.BoolVal(s.tokenCreator), "enable_apis": cty.True,
+		"log_sink_scope": cty.StringVal(s.scope()), "log_sink_parent_id": cty.StringVal(sinkParent[s.scope()]),
 	}
 }
+
+// sinkParent is the folder or organization id a setting's sink lives in.
+var sinkParent = map[string]string{"project": "", "folder": "folders/4242", "organization": "4343"}
 
 // grantTargets are the attributes that name what an IAM resource grants on (project aside).
 var grantTargets = []string{"topic", "service", "subscription", "bucket", "secret_id", "service_account_id", "repository"}
@@ -367,6 +384,8 @@ func wantGrants(s setting) []string {
 	if s.tokenCreator {
 		want = append(want, pubsubAgent+"|roles/iam.serviceAccountTokenCreator|service_account_id:${google_service_account.trigger.name}")
 	}
+	// The event path's sink may publish to the ends topic, and nothing else.
+	want = append(want, "${google_logging_"+s.scope()+"_sink.ends[0].writer_identity}|roles/pubsub.publisher|topic:${google_pubsub_topic.ends.id}")
 	sort.Strings(want)
 	return want
 }
@@ -525,5 +544,61 @@ func All(dir string) ([]Finding, error) {
 	out = append(out, CheckTopics(m)...)
 	out = append(out, CheckRoles(m)...)
 	out = append(out, CheckStartWorkflowAuth(m)...)
+	out = append(out, CheckSinks(m)...)
 	return out, nil
+}
+
+// WantSinkFilter is the filter the event path's sink must hold: the completion signals of the
+// executors enabled (app.Signals, Kubernetes' only when it is on), each in parentheses, ORed in
+// the order of their providers.
+func WantSinkFilter(kube bool) string {
+	filters := map[string]string{}
+	for _, sig := range app.Signals() {
+		if kube || sig.Provider != ledger.ProviderKubernetes {
+			filters[sig.Provider] = "(" + sig.Filter.String() + ")"
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(filters)) {
+		out = append(out, filters[k])
+	}
+	return strings.Join(out, " OR ")
+}
+
+// CheckSinks: under every setting exactly one sink exists, in the scope var.log_sink_scope
+// names, sending to the ends topic exactly the filter the code's signals generate.
+func CheckSinks(m *Module) []Finding {
+	var out []Finding
+	for _, s := range settings() {
+		vars := s.vars()
+		on := 0
+		for _, scope := range []string{"project", "folder", "organization"} {
+			b, ok := m.Resource("google_logging_"+scope+"_sink", "ends")
+			if !ok {
+				out = append(out, Finding{"sinks", "no google_logging_" + scope + "_sink.ends"})
+				continue
+			}
+			if c, ok := b.Body.Attributes["count"]; ok {
+				if v, err := m.Eval(c.Expr, vars); err != nil || v.Type() != cty.Number || v.AsBigFloat().Sign() == 0 {
+					continue
+				}
+			}
+			on++
+			if scope != s.scope() {
+				out = append(out, Finding{"sinks", fmt.Sprintf("(%s) a %s sink exists", s, scope)})
+			}
+			if a, ok := b.Body.Attributes["filter"]; !ok {
+				out = append(out, Finding{"sinks", fmt.Sprintf("(%s) the %s sink has no filter: it would send every entry", s, scope)})
+			} else if v, err := m.Eval(a.Expr, vars); err != nil || v.Type() != cty.String || v.AsString() != WantSinkFilter(s.kube) {
+				out = append(out, Finding{"sinks", fmt.Sprintf("(%s) the %s sink's filter is not what the code's signals generate (%v)", s, scope, err)})
+			}
+			if a, ok := b.Body.Attributes["destination"]; !ok || m.Render(a.Expr) != "pubsub.googleapis.com/${google_pubsub_topic.ends.id}" {
+				out = append(out, Finding{"sinks", fmt.Sprintf("(%s) the %s sink does not send to the ends topic", s, scope)})
+			}
+		}
+		if on != 1 {
+			out = append(out, Finding{"sinks", fmt.Sprintf("(%s) %d sinks exist, want one", s, on)})
+		}
+	}
+	return out
 }

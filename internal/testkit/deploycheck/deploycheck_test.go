@@ -16,8 +16,8 @@ func TestTheModuleMatchesTheCode(t *testing.T) {
 		t.Error(f)
 	}
 	targets, _ := RegisteredTargets("../../../functions")
-	if len(targets) != 4 {
-		t.Errorf("registered targets = %v, want the four", targets)
+	if len(targets) != 5 {
+		t.Errorf("registered targets = %v, want the five", targets)
 	}
 }
 
@@ -71,6 +71,16 @@ func TestEachCheckCatchesABrokenCopy(t *testing.T) {
 			CheckStartWorkflowAuth, "does not derive from var.start_workflow_invokers"},
 		{"callers by email only", "main.tf", `    [for email in local.invoker_service_accounts : data.google_service_account.invokers[email].unique_id],
 `, ``, CheckStartWorkflowAuth, "lacks the invokers' unique_id"},
+		{"the sink sends every entry", "sinks.tf", `  filter                 = local.execution_end_filter
+  unique_writer_identity = true`, `  unique_writer_identity = true`, CheckSinks, "the project sink has no filter"},
+		{"the Kubernetes filter with Kubernetes off", "sinks.tf", `if var.enable_kubernetes || k != "kubernetes"`, `if true`, CheckSinks,
+			"(kubernetes false, secret false, token creator false) the project sink's filter is not what the code's signals generate"},
+		{"a generated filter edited", "log_sinks.tf.json", `jsonPayload.reason=\"Completed\" OR `, ``, CheckSinks, "filter is not what the code's signals generate"},
+		{"a folder sink beside the project's", "sinks.tf", `count            = var.log_sink_scope == "folder" ? 1 : 0`, `count            = 1`, CheckSinks, "2 sinks exist, want one"},
+		{"the sink sends elsewhere", "sinks.tf", `ends_destination = "pubsub.googleapis.com/${google_pubsub_topic.ends.id}"`, `ends_destination = "pubsub.googleapis.com/${google_pubsub_topic.syncs.id}"`,
+			CheckSinks, "the project sink does not send to the ends topic"},
+		{"the sink's identity publishes to every topic", "sinks.tf", `resource "google_pubsub_topic_iam_member" "project_sink_publishes_ends" {`, `resource "google_project_iam_member" "project_sink_publishes_ends" {`,
+			CheckRoles, "unexpected grant (kubernetes false, secret false, token creator false): ${google_logging_project_sink.ends[0].writer_identity}|roles/pubsub.publisher|project"},
 		{"the trigger may invoke every function", "iam.tf", `for_each = local.event_functions
   project  = var.project_id`, `for_each = local.functions
   project  = var.project_id`, CheckRoles, "not limited to local.event_functions"},

@@ -20,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // Block is one block of the module: a resource, locals, a variable.
@@ -90,9 +91,22 @@ func (m *Module) loadJSON(path string) error {
 	}
 	var doc struct {
 		Resource map[string]map[string]json.RawMessage `json:"resource"`
+		Locals   map[string]json.RawMessage            `json:"locals"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	// A generated file's locals are values (log_sinks.tf.json's filters): literals here.
+	for name, body := range doc.Locals {
+		typ, err := ctyjson.ImpliedType(body)
+		if err != nil {
+			return fmt.Errorf("parse %s: local %s: %w", path, name, err)
+		}
+		v, err := ctyjson.Unmarshal(body, typ)
+		if err != nil {
+			return fmt.Errorf("parse %s: local %s: %w", path, name, err)
+		}
+		m.locals[name] = &hclsyntax.LiteralValueExpr{Val: v}
 	}
 	for typ, byName := range doc.Resource {
 		if m.JSONResources[typ] == nil {
@@ -351,6 +365,7 @@ func (m *Module) EvalWith(e hclsyntax.Expression, vars, extra map[string]cty.Val
 			"concat": stdlib.ConcatFunc, "toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)), "contains": stdlib.ContainsFunc,
 			"split": stdlib.SplitFunc, "join": stdlib.JoinFunc, "replace": stdlib.ReplaceFunc,
 			"distinct": stdlib.DistinctFunc, "tostring": stdlib.MakeToFunc(cty.String),
+			"sort": stdlib.SortFunc, "keys": stdlib.KeysFunc,
 		},
 	}
 	for k, v := range extra {

@@ -161,6 +161,8 @@ type PlanSetting struct {
 //   - indexes: exactly the composite indexes the code's queries need;
 //   - alerts: a logs-based metric per metric of alerts.Metrics, counting its event's lines of the
 //     module's functions, a policy per alerting one, one dashboard charting them.
+//   - sinks: one log sink, in the project, sending exactly the filter the code's signals
+//     generate (Kubernetes' with Kubernetes on);
 //   - ttl: a TTL policy on expire_at for exactly the collections of stalesweep's bookkeeping
 //     (indexes.Expiring), each keeping the ascending index gc's query needs.
 //
@@ -244,6 +246,7 @@ func CheckPlan(p *Plan, m *Module, root string, s PlanSetting) ([]Finding, error
 	out = append(out, checkPlanIndexes(p, m)...)
 	out = append(out, checkPlanAlerts(p, m)...)
 	out = append(out, checkPlanTTL(p, m)...)
+	out = append(out, checkPlanSinks(p, m, s)...)
 	if got := scheduled[contract.ExecutionSyncKubernetes]; got != s.Kubernetes {
 		add(m.locate("", PlannedResource{Type: "google_cloud_scheduler_job", Name: "tick"}, ""), "ticks", "the Kubernetes sync is scheduled: %v; Kubernetes is on: %v", got, s.Kubernetes)
 	}
@@ -376,7 +379,7 @@ func checkPlanTopics(p *Plan, m *Module) []Finding {
 	for _, t := range p.Of("google_pubsub_topic") {
 		created[t.str("name")] = true
 	}
-	for _, want := range []string{pipeline.TicksDefault, pipeline.SweepsDefault, pipeline.SyncsDefault} {
+	for _, want := range []string{pipeline.TicksDefault, pipeline.SweepsDefault, pipeline.SyncsDefault, pipeline.EndsDefault} {
 		if !created[want] {
 			res := PlannedResource{Type: "google_pubsub_topic", Name: strings.TrimPrefix(want, defaultPrefix+"-")}
 			out = append(out, Finding{"topics", m.locate("", res, "name") + ": topic " + want + " is not created"})
@@ -614,6 +617,24 @@ func checkPlanTTL(p *Plan, m *Module) []Finding {
 	for _, e := range indexes.Expiring() {
 		if !seen[e.Collection] {
 			out = append(out, Finding{"ttl", fmt.Sprintf("firestore_ttl.tf.json: the plan declares no TTL policy on %s.%s (%s)", e.Collection, ledger.ExpireField, e.What)})
+		}
+	}
+	return out
+}
+
+func checkPlanSinks(p *Plan, m *Module, s PlanSetting) []Finding {
+	var out []Finding
+	var sinks []PlannedResource
+	for _, scope := range []string{"project", "folder", "organization"} {
+		sinks = append(sinks, p.Of("google_logging_"+scope+"_sink")...)
+	}
+	if len(sinks) != 1 {
+		out = append(out, Finding{"sinks", m.locate("", PlannedResource{Type: "google_logging_project_sink", Name: "ends"}, "") +
+			fmt.Sprintf(": %d log sinks planned, want the event path's one", len(sinks))})
+	}
+	for _, r := range sinks {
+		if got, want := r.str("filter"), WantSinkFilter(s.Kubernetes); got != want {
+			out = append(out, Finding{"sinks", m.locate("", r, "filter") + fmt.Sprintf(": %s (kubernetes %t) filters %q, the code's signals generate %q", r.Address, s.Kubernetes, got, want)})
 		}
 	}
 	return out
