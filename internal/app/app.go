@@ -215,7 +215,7 @@ func (a *App) onClose(f func() error) {
 	a.closers = append(a.closers, f)
 }
 
-// SyncBudget is how long one SyncExecution call may take.
+// SyncBudget is how long one SyncExecution or ObserveExecution call may take.
 func (a *App) SyncBudget() time.Duration {
 	return a.Config.within(a.Config.SyncBudget, SyncBudgetDefault)
 }

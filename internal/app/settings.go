@@ -83,7 +83,7 @@ var Settings = []Setting{
 			c.RosterMaxAge = d
 			return nil
 		}},
-	{EnvSyncBudget, dur(SyncBudgetDefault), "a duration", "one SyncExecution call",
+	{EnvSyncBudget, dur(SyncBudgetDefault), "a duration", "one SyncExecution or ObserveExecution call",
 		durationInto(func(c *Config, d time.Duration) { c.SyncBudget = d })},
 	{EnvAuth, auth.ModeGoogle, auth.ModeGoogle + " or " + auth.ModeOff, "`google`: verify Google ID tokens on StartWorkflow; `off`: local use only (refused on Cloud Run and, by `serve`, on any address but loopback)",
 		func(c *Config, name, v string) error {
