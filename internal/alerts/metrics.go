@@ -47,6 +47,10 @@ type Metric struct {
 	Alert *Alert // nil: charted, never paging
 }
 
+// CloudRunSync is the workflow type of the Cloud Run execution sync (contract.ExecutionSyncCloudRun;
+// this package imports nothing of stalesweep's, and a test ties the two).
+const CloudRunSync = "runner.execution-sync-stale-cloud-run"
+
 var workflowType = Label{Key: "workflow_type", Field: "workflow_type", Description: "the workflow type of the run that logged it"}
 
 // Metrics is the list. Order is the dashboard's.
@@ -65,6 +69,18 @@ var Metrics = []Metric{
 		Alert: &Alert{Threshold: 20, Window: time.Hour, Severity: "WARNING", Runbook: "More than 20 runner executions were settled `lost` within an hour: their executor answered NotFound past the lost grace. " +
 			"Executions aged out of Cloud Run (1,000 per job, about 7 days) are lost by design; many at once usually mean writers name the wrong project or region. " +
 			"Check a row: `stalesweep explain runner_executions/RUNNER_EXECUTION_UUID`; check the targets: `stalesweep executors list`."},
+	},
+	{
+		// The sweep settles a Cloud Run row on the executor's terminal word only when the event
+		// path did not within min_age_seconds; Cloud Run always writes the entries it listens
+		// for, so many of these mean the path is gone quiet, not that executions stopped ending.
+		Name: "event_path_missed", Event: RowSettled, MinSeverity: SeverityInfo,
+		Where:       map[string]string{"path": "sweep", "reason": "executor_terminal", "workflow_type": CloudRunSync},
+		Description: "Cloud Run executions that ended and whose rows the sweep settled, not the event path: the completion entries did not reach ObserveExecution, or came before the execution was terminal.",
+		Labels:      []Label{workflowType},
+		Chart:       "Ended executions the event path missed",
+		Alert: &Alert{Threshold: 10, Window: time.Hour, Severity: "WARNING", Runbook: "More than 10 Cloud Run rows in an hour were settled by the sweep on the executor's terminal word: the event path missed them, and rows say so a minute or two late instead of seconds. Nothing is lost: the sweep settles every one. " +
+			"Check that the log sink exists and its writer identity may publish to the ends topic (`terraform plan` shows drift), read the entries with the generated filter (`gcloud logging read` with `stalesweep sinks`'s filter), and look at ObserveExecution's logs (docs/operations.md, The event path)."},
 	},
 	{
 		Name: "storm_guard_trips", Event: StormGuardTripped, MinSeverity: SeverityError,

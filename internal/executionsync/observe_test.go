@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
+	"github.com/stalesweep/stalesweep/internal/alerts"
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
@@ -236,5 +237,43 @@ func TestAnExecutorOutageAsksForRedeliveryBoundedByAge(t *testing.T) {
 	e.fake.ClearFaults()
 	if o := e.observe(entry); len(o.Results) != 1 || o.Results[0].Outcome != executionsync.SyncSettled {
 		t.Errorf("the redelivery: %+v", o)
+	}
+}
+
+// The metric that says the event path has gone quiet (alerts: event_path_missed) counts the
+// row_settled line of a sweep that settles an ended Cloud Run execution, and never the event
+// path's own: a healthy event path leaves it at zero.
+func TestEventPathMissedCountsTheSweepsSettlementsOfEndedExecutionsOnly(t *testing.T) {
+	t.Parallel()
+	logs := &lines{}
+	e := newEnv(t, options{logs: logs})
+	_, name := e.fresh(succeeded)
+	e.observe(logentrytest.CloudRunEnd(name, "by-the-event", "", e.clock.Now()))
+	e.stale(succeeded)
+	if _, s := outputOf(t, e.start(map[string]any{})); s.Settled[ledger.OutcomeSucceeded] != 1 {
+		t.Fatalf("the sweep settled %v, want one succeeded", s.Settled)
+	}
+	var missed *alerts.Metric
+	for i := range alerts.Metrics {
+		if alerts.Metrics[i].Name == "event_path_missed" {
+			missed = &alerts.Metrics[i]
+		}
+	}
+	if missed == nil || alerts.CloudRunSync != string(contract.ExecutionSyncCloudRun) {
+		t.Fatalf("no event_path_missed metric over %q", alerts.CloudRunSync)
+	}
+	paths := map[string]bool{}
+	for _, line := range logs.Lines(t) {
+		if line[alerts.Key] != string(alerts.RowSettled) {
+			continue
+		}
+		counted, missing := missed.Matches(line)
+		paths[fmt.Sprint(line["path"])] = counted
+		if len(missing) > 0 {
+			t.Errorf("a counted line lacks %v: %v", missing, line)
+		}
+	}
+	if len(paths) != 2 || !paths[executionsync.PathSweep] || paths[executionsync.PathEvent] {
+		t.Errorf("counted by path %v, want the sweep's line only", paths)
 	}
 }

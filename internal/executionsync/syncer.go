@@ -336,6 +336,10 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Warn("settling transaction failed; nothing settled", "error", err.Error())
 		return res
 	}
+	path := PathSweep // what the row_settled line says settled it: alerts.EventPathMissed counts the sweep's terminal ones
+	if m.ended != nil {
+		path = PathEvent
+	}
 	switch {
 	case ch.Kind == ledger.ChangeRefused:
 		res = refused(res, ch.Why, log)
@@ -347,10 +351,10 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 		log.Info("the row already carries this completion entry's settlement; duplicate delivery ignored")
 	case ch.Kind == ledger.ChangeNone && ch.Why == WhySettledByThisRun:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
-		log.Info(say("runner execution settled; this run's commit landed though its answer was lost (read back)"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason)
+		log.Info(say("runner execution settled; this run's commit landed though its answer was lost (read back)"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "path", path)
 	case ch.Kind == ledger.ChangeSettle:
 		res.Outcome, res.Settled, res.Reason = SyncSettled, ch.Outcome, ch.Settlement.Reason
-		log.Info(say("runner execution settled"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "verdict", ch.Verdict)
+		log.Info(say("runner execution settled"), alerts.RowSettled.Attr(), "workflow_type", string(s.typ), "outcome", ch.Outcome, "reason", ch.Settlement.Reason, "path", path, "verdict", ch.Verdict)
 	case ch.Kind == ledger.ChangeNone && ch.Why == WhyNotEnded:
 		res.Outcome, res.Why = SyncNotEnded, WhyNotEnded
 		log.Info("completion entry for an execution the executor does not say ended; nothing written", "verdict", string(snap.Verdict))
@@ -370,6 +374,12 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 	return res
 }
 
+// The paths a row_settled line names (its "path" field): a sweep's sync, or a completion entry.
+const (
+	PathSweep = "sweep"
+	PathEvent = "event"
+)
+
 // Why the event path wrote nothing: the executor call does not show the execution terminal, or
 // the row already carries this entry's settlement.
 const (
@@ -383,7 +393,7 @@ const (
 func endedOnly(ch ledger.ExecutionChange, e Ended) ledger.ExecutionChange {
 	switch {
 	case ch.Kind == ledger.ChangeSettle && ch.Settlement != nil && ch.Settlement.Reason == ReasonExecutorTerminal:
-		ch.Settlement.Evidence[EvidencePath] = "event"
+		ch.Settlement.Evidence[EvidencePath] = PathEvent
 		ch.Settlement.Evidence[EvidenceLog] = e.Log
 		ch.Settlement.Evidence[EvidenceInsertID] = e.InsertID
 		return ch
