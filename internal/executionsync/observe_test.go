@@ -155,8 +155,9 @@ func TestAnEntryForAnExecutionNotEndedWritesNothing(t *testing.T) {
 	}
 }
 
-// The guards of every sync hold on the event path: an opted-out organization, a paused
-// workflow, fleet-wide or on the organization, are refused in the transaction, nothing written.
+// The guards of every sync hold on the event path: an opted-out organization, one stalesweep
+// does not know (another tenant's row naming the execution), a paused workflow, fleet-wide or on
+// the organization, are refused in the transaction, nothing written.
 func TestTheEventPathIsRefusedWhereASyncWouldBe(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -166,6 +167,11 @@ func TestTheEventPathIsRefusedWhereASyncWouldBe(t *testing.T) {
 	}{
 		{"the organization opted out", func(e *env) {
 			if err := (ledgertest.Organizations{Client: e.fs}).Put(context.Background(), ledger.Organization{UUID: e.org, SweepsEnabled: false}); err != nil {
+				e.t.Fatal(err)
+			}
+		}, executionsync.RefuseDisabled},
+		{"an organization without a document", func(e *env) {
+			if _, err := e.fs.Collection(ledger.OrganizationsCollection).Doc(e.org).Delete(context.Background()); err != nil {
 				e.t.Fatal(err)
 			}
 		}, executionsync.RefuseDisabled},
