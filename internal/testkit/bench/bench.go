@@ -16,9 +16,16 @@
 //	    one scan with few against many non-stale rows in the organization (and other tenants).
 //	throughput_by_concurrency
 //	    settle throughput at 1, 4 and 16 concurrent syncs, with no and with 50 ms executor latency.
-//	fanout_ms, raw_fanout_ms, fanout_ratio
+//	equal_work_tx_per_s, settle_vs_equal_work_ratio
+//	    the same turns against bare transactions that read and write what a settling one does.
+//	fanout_ms, raw_fanout_ms, fanout_ratio, raw_two_hops_fanout_ms, fanout_floor_ratio,
+//	fanout_ratio_over_floor
 //	    a tick for many organizations through the Pub/Sub emulator (publish to the last run
-//	    record) against raw publish-and-receive of as many messages.
+//	    record) against raw publish-and-receive of as many messages, and behind one hop more.
+//	time_to_truth_ms, event_cost_settling_entry, event_cost_no_row_entry
+//	    from an execution's end in the fake to its row read settled, p50 and p99, by the event
+//	    path (its end entry through ObserveExecution) and by the sweep at its schedule; what one
+//	    entry costs the event path, counted on the wire.
 //	blind_rows, blind_row_writes_first_tick, blind_row_writes_per_tick,
 //	blind_row_writes_keep_alive_tick, blind_row_writes_after_keep_alive
 //	    the writes to runner_executions of ticks over the rows of a target that knows none of
@@ -38,6 +45,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/pipeline"
 )
 
@@ -53,15 +61,18 @@ type Options struct {
 type sizes struct {
 	rows, scanSmall, scanLarge, otherTenants, levelRows, latencyRows, fanoutScopes, fanoutStale, coldStarts int
 	fleetOrgs, fleetStale, fleetShard                                                                       int
+	truthEvents, truthSweepRows, truthScheduleS                                                             int
 }
 
 func (o Options) sizes() sizes {
 	if o.Quick {
 		return sizes{rows: cmp.Or(o.Rows, 300), scanSmall: 100, scanLarge: 2000, otherTenants: 500, levelRows: 100,
-			latencyRows: 16, fanoutScopes: 60, fanoutStale: 6, coldStarts: 3, fleetOrgs: 2000, fleetStale: 20, fleetShard: 500}
+			latencyRows: 16, fanoutScopes: 60, fanoutStale: 6, coldStarts: 3, fleetOrgs: 2000, fleetStale: 20, fleetShard: 500,
+			truthEvents: 20, truthSweepRows: 4, truthScheduleS: 10}
 	}
 	return sizes{rows: cmp.Or(o.Rows, 2000), scanSmall: 1000, scanLarge: 50000, otherTenants: 5000, levelRows: 400,
-		latencyRows: 60, fanoutScopes: 1000, fanoutStale: 10, coldStarts: 11, fleetOrgs: 100000, fleetStale: 100, fleetShard: pipeline.ShardScopesDefault}
+		latencyRows: 60, fanoutScopes: 1000, fanoutStale: 10, coldStarts: 11, fleetOrgs: 100000, fleetStale: 100, fleetShard: pipeline.ShardScopesDefault,
+		truthEvents: 100, truthSweepRows: 10, truthScheduleS: int(executionsync.MinAgeSecondsDefault)}
 }
 
 // Point is one throughput measurement.
@@ -94,6 +105,12 @@ type Result struct {
 	RawTxPerSRounds       []float64 `json:"raw_tx_per_s_rounds"`
 	SettleRowsPerSRounds  []float64 `json:"settle_rows_per_s_rounds"`
 	SettleThroughputRatio float64   `json:"settle_throughput_ratio"`
+	// The same turns against a bare transaction that reads and writes what a settling one does:
+	// the row, its organization and the two pauses read in one GetAll, the row updated with a
+	// settlement's fields (raw_tx_per_s reads and writes only the row).
+	EqualWorkTxPerS        float64   `json:"equal_work_tx_per_s"`
+	EqualWorkTxPerSRounds  []float64 `json:"equal_work_tx_per_s_rounds"`
+	SettleVsEqualWorkRatio float64   `json:"settle_vs_equal_work_ratio"`
 	// Where the workflow's time goes: rows per second within the runs' pools of syncs (a row's
 	// executor call and transaction), and the time of each run outside its pool (the guard and
 	// run record, the scan, the finish), medians of the same rounds.
@@ -147,6 +164,15 @@ type Result struct {
 	// best fanout_ratio any tick → Dispatch → Sweep pipeline could show here.
 	RawTwoHopsMs     float64 `json:"raw_two_hops_fanout_ms"`
 	FanoutFloorRatio float64 `json:"fanout_floor_ratio"`
+	// fanout_ratio over fanout_floor_ratio: how close the tick comes to the emulator's floor.
+	FanoutRatioOverFloor float64 `json:"fanout_ratio_over_floor"`
+
+	// From an execution's end in the fake to its row read settled, by the event path and by the
+	// sweep at its schedule, through the functions served for the fan-out; and what one entry
+	// costs the event path, counted on the wire.
+	TimeToTruthMs    TimeToTruth `json:"time_to_truth_ms"`
+	EventCostSettled EventCost   `json:"event_cost_settling_entry"`
+	EventCostNoRow   EventCost   `json:"event_cost_no_row_entry"`
 
 	// One tick over a simulated fleet (100,000 organizations; quick: 2,000), FleetStale of them
 	// with a stale row, dispatched with probes and continuations as production does.
@@ -199,7 +225,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		{"writes per tick for a blind target's rows", func() error { return measureBlind(ctx, e, p, &res) }},
 		{"scan cost against collection size", func() error { return measureScan(ctx, e, p, sz, &res) }},
 		{"throughput by concurrency", func() error { return measureConcurrency(ctx, e, p, sz, &res) }},
-		{"fan-out through Pub/Sub", func() error { return measureFanout(ctx, e, p, sz, &res) }},
+		{"fan-out through Pub/Sub, and time to truth", func() error { return measureFanout(ctx, e, p, sz, &res) }},
 		{"one tick over a large fleet", func() error { return measureFleet(ctx, p, sz, &res) }},
 		{"cold start and binary size", func() error { return measureColdStart(ctx, p, sz, &res) }},
 	}
@@ -243,6 +269,11 @@ func goals(r Result) []Goal {
 		{"quiet_scope_writes_per_tick", "0", r.QuietScopeWrites == 0},
 		{"quiet_scope_invocations_per_tick", "0", r.QuietScopeInvocations == 0},
 		{"fanout_ratio", ">= 0.8", r.FanoutRatio >= 0.8},
+		{"fanout_ratio_over_floor", ">= 0.9", r.FanoutRatioOverFloor >= 0.9},
+		{"settle_vs_equal_work_ratio", ">= 0.9", r.SettleVsEqualWorkRatio >= 0.9},
+		{"time_to_truth_ms event p99", "<= 5000", r.TimeToTruthMs.Event.Samples > 0 && r.TimeToTruthMs.Event.P99 <= 5000},
+		{"event_cost_settling_entry", "1 query, 1 GetExecution, 1 commit", r.EventCostSettled.Queries == 1 && r.EventCostSettled.ExecutorCalls == 1 && r.EventCostSettled.Commits == 1},
+		{"event_cost_no_row_entry", "<= 1 billed read, 0 writes, 0 calls", r.EventCostNoRow.BilledReads <= 1 && r.EventCostNoRow.Writes == 0 && r.EventCostNoRow.ExecutorCalls == 0},
 		{"fleet_100k_scopes_reached", "true", r.FleetScopesReached},
 	}
 }

@@ -137,8 +137,10 @@ func measureFanout(ctx context.Context, e *env, p *progress, sz sizes, res *Resu
 	}
 	res.RawTwoHopsMs = float64(hops.Milliseconds())
 	res.FanoutFloorRatio = res.RawFanoutMs / res.RawTwoHopsMs
-	p.say("raw, two hops: one message pushed to a handler that publishes the %d, pushed to one that acknowledges: %.0f ms", stale, res.RawTwoHopsMs)
-	return nil
+	res.FanoutRatioOverFloor = res.FanoutRatio / res.FanoutFloorRatio
+	p.say("raw, two hops: one message pushed to a handler that publishes the %d, pushed to one that acknowledges: %.0f ms (fanout_ratio %.2f of the floor's %.2f: %.2f)",
+		stale, res.RawTwoHopsMs, res.FanoutRatio, res.FanoutFloorRatio, res.FanoutRatioOverFloor)
+	return measureTruth(ctx, e, p, sz, fs, ps, orgs[0], res)
 }
 
 // rawFanout publishes n messages to a topic pushed to a local handler that acknowledges, and

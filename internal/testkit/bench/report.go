@@ -30,6 +30,8 @@ func table(w io.Writer, r Result) {
 	row("settle_rows_per_s", fmt.Sprintf("%.0f", r.SettleRowsPerS), fmt.Sprintf("%d rows, concurrency %d", r.Rows, r.Concurrency))
 	row("raw_tx_per_s", fmt.Sprintf("%.0f", r.RawTxPerS), "the limit on this machine")
 	row("settle_throughput_ratio", fmt.Sprintf("%.2f", r.SettleThroughputRatio), mark("settle_throughput_ratio"))
+	row("equal_work_tx_per_s", fmt.Sprintf("%.0f", r.EqualWorkTxPerS), "raw, reading and writing what a settling transaction does")
+	row("settle_vs_equal_work_ratio", fmt.Sprintf("%.2f", r.SettleVsEqualWorkRatio), mark("settle_vs_equal_work_ratio"))
 	row("settle_pool_ratio", fmt.Sprintf("%.2f", r.SettlePoolRatio), fmt.Sprintf("within the runs' pools: %.0f rows/s against raw", r.SettlePoolRowsPerS))
 	row("settle_run_overhead_ms", fmt.Sprintf("%.1f", r.SettleRunOverheadMs), "each run outside its pool: guard and record, scan, finish")
 	row("reads_per_settled_row", fmt.Sprintf("%.2f", r.ReadsPerSettledRow), mark("reads_per_settled_row"))
@@ -62,6 +64,13 @@ func table(w io.Writer, r Result) {
 	row("fanout_ratio", fmt.Sprintf("%.2f", r.FanoutRatio), "raw / pipeline (1 = no overhead)")
 	row("raw_two_hops_fanout_ms", fmt.Sprintf("%.0f", r.RawTwoHopsMs), "the raw messages behind one hop more, doing nothing at either")
 	row("fanout_floor_ratio", fmt.Sprintf("%.2f", r.FanoutFloorRatio), "raw / two hops: the best fanout_ratio a tick through Dispatch could show here")
+	row("fanout_ratio_over_floor", fmt.Sprintf("%.2f", r.FanoutRatioOverFloor), mark("fanout_ratio_over_floor"))
+	t := r.TimeToTruthMs
+	row("time_to_truth_ms event p50 / p99", fmt.Sprintf("%.0f / %.0f", t.Event.P50, t.Event.P99), fmt.Sprintf("%d executions' end entries through ObserveExecution: ", t.Event.Samples)+mark("time_to_truth_ms event p99"))
+	row("time_to_truth_ms sweep p50 / p99", fmt.Sprintf("%.0f / %.0f", t.Sweep.P50, t.Sweep.P99), fmt.Sprintf("%d executions, ticks every %d s, min_age_seconds %d", t.Sweep.Samples, t.SweepScheduleS, t.SweepScheduleS))
+	c, n := r.EventCostSettled, r.EventCostNoRow
+	row("event_cost_settling_entry", fmt.Sprintf("%.0f/%.0f/%.0f", c.Queries, c.ExecutorCalls, c.Commits), fmt.Sprintf("queries/GetExecution/commits (%.0f billed reads, %.0f writes): ", c.BilledReads, c.Writes)+mark("event_cost_settling_entry"))
+	row("event_cost_no_row_entry", fmt.Sprintf("%.0f/%.0f/%.0f", n.BilledReads, n.Writes, n.ExecutorCalls), "billed reads/writes/GetExecution: "+mark("event_cost_no_row_entry"))
 	row("cold_start_ms", fmt.Sprintf("%.1f", r.ColdStartMs), "functions server, start to first request")
 	row("binary_bytes", fmt.Sprintf("%d", r.BinaryBytes), "")
 	fmt.Fprintf(w, "%-38s %14.1f\n", "duration_s", r.DurationS)

@@ -31,7 +31,10 @@ func TestChartIsWellFormedSVGWithOneLinePerLatency(t *testing.T) {
 func TestGoalsAreJudgedOnTheFigures(t *testing.T) {
 	good := Result{SettleThroughputRatio: 0.9, ReadsPerSettledRow: 2, WritesPerSettledRow: 1, ExecutorCallsPerCandidate: 1,
 		ScanDocsReadSmall: 10, ScanDocsReadLarge: 10, ScanCostRatio: 1.1, ScanCostRatioVsFloor: 1, PoolSpeedupAt50ms: 9,
-		QuietScopeReads: 1, FanoutRatio: 0.8, FleetScopesReached: true}
+		QuietScopeReads: 1, FanoutRatio: 0.8, FleetScopesReached: true, FanoutRatioOverFloor: 0.9, SettleVsEqualWorkRatio: 0.9,
+		TimeToTruthMs:    TimeToTruth{Event: Truth{Samples: 100, P50: 300, P99: 5000}},
+		EventCostSettled: EventCost{Queries: 1, ExecutorCalls: 1, Commits: 1, BilledReads: 5, Writes: 1},
+		EventCostNoRow:   EventCost{BilledReads: 1}}
 	for _, g := range goals(good) {
 		if !g.Met {
 			t.Errorf("%s not met on good figures", g.Name)
@@ -39,14 +42,15 @@ func TestGoalsAreJudgedOnTheFigures(t *testing.T) {
 	}
 	bad := good
 	bad.SettleThroughputRatio, bad.ReadsPerSettledRow, bad.ExecutorCallsForMissingMetadata, bad.ScanDocsReadLarge = 0.5, 3, 2, 11
+	bad.TimeToTruthMs.Event.P99, bad.EventCostSettled.ExecutorCalls, bad.EventCostNoRow.BilledReads = 5001, 2, 2
 	missed := 0
 	for _, g := range goals(bad) {
 		if !g.Met {
 			missed++
 		}
 	}
-	if missed != 4 {
-		t.Errorf("%d goals missed on four bad figures", missed)
+	if missed != 7 {
+		t.Errorf("%d goals missed on seven bad figures", missed)
 	}
 	bad.Goals = goals(bad)
 	var out bytes.Buffer

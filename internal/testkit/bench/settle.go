@@ -25,6 +25,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/testkit/fsspy"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
 	"github.com/stalesweep/stalesweep/internal/workflow"
+	"github.com/stalesweep/stalesweep/internal/workflow/pausestore"
 	"github.com/stalesweep/stalesweep/internal/workflow/runstore"
 )
 
@@ -199,26 +200,41 @@ func settleRows(ctx context.Context, e *env, n, missing, conc int, latency time.
 	}
 }
 
-// rawSide is n rows shaped like the settled ones, and single-document read-modify-write
-// transactions on them, conc at a time: the limit the workflow is measured against.
+// rawSide is n rows shaped like the settled ones, and bare read-modify-write transactions on
+// them, conc at a time: the limits the workflow is measured against. A plain side reads and
+// writes only the row; an equal-work side reads what a settling transaction reads (the row, its
+// organization, the workflow's two pauses over it, in one GetAll) and writes the fields a
+// settlement writes.
 type rawSide struct {
 	refs    []*firestore.DocumentRef
+	others  []*firestore.DocumentRef // read beside each row by the equal-work side
 	fs      *firestore.Client
 	next    int
 	elapsed time.Duration
 	close   func()
 }
 
-func newRawSide(ctx context.Context, n int) (*rawSide, error) {
+func newRawSide(ctx context.Context, n int, equal bool) (*rawSide, error) {
 	fs, done, err := project(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	r := &rawSide{fs: fs, refs: make([]*firestore.DocumentRef, n), close: done}
+	org := "raw"
+	if equal {
+		if err := (ledgertest.Organizations{Client: fs}).Put(ctx, ledger.Organization{UUID: org, SweepsEnabled: true}); err != nil {
+			done()
+			return nil, err
+		}
+		r.others = append(r.others, fs.Collection(ledger.OrganizationsCollection).Doc(org))
+		for _, id := range pausestore.PauseIDs(string(contract.ExecutionSyncCloudRun), org) {
+			r.others = append(r.others, fs.Collection(pausestore.PausesCollection).Doc(id))
+		}
+	}
 	old := time.Now().Add(-10 * time.Minute)
 	err = bulk(ctx, fs, n, func(i int) (*firestore.DocumentRef, any) {
 		r.refs[i] = fs.Collection(ledger.ExecutionsCollection).Doc(uuid.NewString())
-		return r.refs[i], ledger.Execution{OrganizationUUID: "raw", Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true, ObservedAt: old,
+		return r.refs[i], ledger.Execution{OrganizationUUID: org, Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true, ObservedAt: old,
 			ProviderRef: map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e"}}
 	})
 	if err != nil {
@@ -236,13 +252,25 @@ func (r *rawSide) step(ctx context.Context, k, conc int) error {
 	begin := time.Now()
 	parallel.ForEach(ctx, len(refs), conc, func(i int) bool {
 		err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			snap, err := tx.Get(refs[i])
+			snaps, err := tx.GetAll(append([]*firestore.DocumentRef{refs[i]}, r.others...))
 			if err != nil {
 				return err
 			}
-			attempts, _ := snap.DataAt("sync.attempts")
+			attempts, _ := snaps[0].DataAt("sync.attempts")
 			a, _ := attempts.(int64)
-			return tx.Update(refs[i], []firestore.Update{{Path: "observed_at", Value: time.Now()}, {Path: "sync.attempts", Value: a + 1}})
+			if r.others == nil {
+				return tx.Update(refs[i], []firestore.Update{{Path: "observed_at", Value: time.Now()}, {Path: "sync.attempts", Value: a + 1}})
+			}
+			now := time.Now()
+			return tx.Update(refs[i], []firestore.Update{
+				{Path: "status", Value: ledger.StatusSucceeded}, {Path: "active", Value: false}, {Path: "outcome", Value: ledger.OutcomeSucceeded},
+				{Path: "completed_at", Value: now},
+				{Path: "settlement", Value: map[string]any{"reason": "executor_terminal", "settled_by": "workflow_run", "at": now,
+					"evidence": map[string]any{"execution": "projects/p/locations/l/jobs/j/executions/e", "state": "SUCCEEDED"}}},
+				{Path: "sync.last_synced_at", Value: now}, {Path: "sync.last_verdict", Value: "succeeded"},
+				{Path: "sync.unknown_since", Value: firestore.Delete}, {Path: "sync.pending_outcome", Value: firestore.Delete},
+				{Path: "sync.attempts", Value: a + 1}, {Path: "sync.target", Value: "projects/p/locations/l"},
+			})
 		}, firestore.MaxAttempts(3))
 		if err != nil {
 			failed.Add(1)
@@ -256,76 +284,87 @@ func (r *rawSide) step(ctx context.Context, k, conc int) error {
 	return nil
 }
 
-// interleaved measures both sides over n rows each, turn by turn on the same emulator: one run
-// of the workflow (limit rows), then as many raw transactions, rawFirst deciding who starts each
-// pair. The emulator's speed drifts for minutes as its JIT warms; turns a run long apart cancel
-// the drift that whole rounds measured one after the other would give to whichever side went
-// second.
-func interleaved(ctx context.Context, e *env, n, conc int, rawFirst bool) (raw *rawSide, flow settled, err error) {
-	raw, err = newRawSide(ctx, n)
-	if err != nil {
-		return nil, settled{}, err
+// interleaved measures the three sides over n rows each, turn by turn on the same emulator: one
+// run of the workflow (limit rows), then as many plain and as many equal-work raw transactions,
+// first (0, 1 or 2) deciding which side starts the rotation. The emulator's speed drifts for
+// minutes as its JIT warms; turns a run long apart cancel the drift that whole rounds measured
+// one after the other would give to whichever side went last.
+func interleaved(ctx context.Context, e *env, n, conc, first int) (raw, equal *rawSide, flow settled, err error) {
+	if raw, err = newRawSide(ctx, n, false); err != nil {
+		return nil, nil, settled{}, err
 	}
 	defer raw.close()
+	if equal, err = newRawSide(ctx, n, true); err != nil {
+		return nil, nil, settled{}, err
+	}
+	defer equal.close()
 	w, err := newSettling(ctx, e, n, 0, conc, 0)
 	if err != nil {
-		return nil, settled{}, err
+		return nil, nil, settled{}, err
 	}
 	defer w.close()
-	for more := true; more || raw.next < n; {
-		rawTurn := func() error {
+	more := true
+	turns := []func() error{
+		func() (err error) {
+			if more {
+				more, err = w.run(ctx)
+			}
+			return err
+		},
+		func() error {
 			if raw.next < n {
 				return raw.step(ctx, executionsync.LimitMax, conc)
 			}
 			return nil
-		}
-		if rawFirst {
-			if err := rawTurn(); err != nil {
-				return nil, settled{}, err
+		},
+		func() error {
+			if equal.next < n {
+				return equal.step(ctx, executionsync.LimitMax, conc)
 			}
-		}
-		if more {
-			if more, err = w.run(ctx); err != nil {
-				return nil, settled{}, err
-			}
-		}
-		if !rawFirst {
-			if err := rawTurn(); err != nil {
-				return nil, settled{}, err
+			return nil
+		},
+	}
+	for more || raw.next < n || equal.next < n {
+		for i := range turns {
+			if err := turns[(first+i)%len(turns)](); err != nil {
+				return nil, nil, settled{}, err
 			}
 		}
 	}
-	return raw, w.result(), nil
+	return raw, equal, w.result(), nil
 }
 
 func measureThroughput(ctx context.Context, e *env, p *progress, sz sizes, conc int, res *Result) error {
-	// One round to warm both sides, then three, each side first in turn. In a round the sides
+	// One round to warm the sides, then three, each side first in turn. In a round the sides
 	// take turns a run of 200 rows long (interleaved); each side's figure is its median round.
-	if _, _, err := interleaved(ctx, e, sz.rows, conc, true); err != nil {
+	if _, _, _, err := interleaved(ctx, e, sz.rows, conc, 1); err != nil {
 		return err
 	}
 	const rounds = 3
-	var raws, flows, pools, overheads []float64
+	var raws, equals, flows, pools, overheads []float64
 	var last settled
 	for round := range rounds {
-		raw, s, err := interleaved(ctx, e, sz.rows, conc, round%2 == 1)
+		raw, equal, s, err := interleaved(ctx, e, sz.rows, conc, (round+1)%3)
 		if err != nil {
 			return err
 		}
 		raws = append(raws, float64(sz.rows)/raw.elapsed.Seconds())
+		equals = append(equals, float64(sz.rows)/equal.elapsed.Seconds())
 		flows = append(flows, s.perSecond())
 		pools = append(pools, float64(s.rows)/s.syncing.Seconds())
 		overheads = append(overheads, float64((s.elapsed-s.syncing).Milliseconds())/float64(s.runs))
 		last = s
-		p.say("round %d: raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d, taking turns); within the runs' pools %.0f rows/s, %.0f ms a run outside them",
-			round+1, raws[round], flows[round], sz.rows, conc, pools[round], overheads[round])
+		p.say("round %d: raw %.0f tx/s, equal-work raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d, taking turns); within the runs' pools %.0f rows/s, %.0f ms a run outside them",
+			round+1, raws[round], equals[round], flows[round], sz.rows, conc, pools[round], overheads[round])
 	}
-	res.RawTxPerS, res.SettleRowsPerS = median(raws), median(flows)
-	res.RawTxPerSRounds, res.SettleRowsPerSRounds = raws, flows
+	res.RawTxPerS, res.SettleRowsPerS, res.EqualWorkTxPerS = median(raws), median(flows), median(equals)
+	res.RawTxPerSRounds, res.SettleRowsPerSRounds, res.EqualWorkTxPerSRounds = raws, flows, equals
 	res.SettleThroughputRatio = res.SettleRowsPerS / res.RawTxPerS
+	res.SettleVsEqualWorkRatio = res.SettleRowsPerS / res.EqualWorkTxPerS
 	res.SettlePoolRowsPerS, res.SettleRunOverheadMs = median(pools), median(overheads)
 	res.SettlePoolRatio = res.SettlePoolRowsPerS / res.RawTxPerS
-	p.say("medians: raw %.0f tx/s, workflow %.0f rows/s: ratio %.2f", res.RawTxPerS, res.SettleRowsPerS, res.SettleThroughputRatio)
+	p.say("medians: raw %.0f tx/s, equal-work raw %.0f tx/s, workflow %.0f rows/s: ratios %.2f and %.2f (settle_vs_equal_work_ratio)",
+		res.RawTxPerS, res.EqualWorkTxPerS, res.SettleRowsPerS, res.SettleThroughputRatio, res.SettleVsEqualWorkRatio)
 
 	s := last
 	res.ReadsPerSettledRow = float64(s.reads) / float64(s.rows)
