@@ -20,8 +20,11 @@ import (
 
 	"github.com/stalesweep/stalesweep/emulator/kubeapiserver"
 	"github.com/stalesweep/stalesweep/internal/contract"
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/ledger"
+	"github.com/stalesweep/stalesweep/internal/logentry"
 	"github.com/stalesweep/stalesweep/internal/testkit/ledgertest"
+	"github.com/stalesweep/stalesweep/internal/testkit/logentrytest"
 	"github.com/stalesweep/stalesweep/internal/testkit/testenv"
 	"github.com/stalesweep/stalesweep/internal/workflow"
 )
@@ -29,7 +32,8 @@ import (
 // The real-API-server tier: Jobs driven through the real status subresource (which enforces
 // the rules the fake clientset does not), the workflow syncing rows against them through a
 // cluster configured as an operator would (host, CA, token file), with RBAC that grants the
-// sweeper nothing but get on jobs.
+// sweeper nothing but get on jobs; then the event path, a Job's end event settling its row on the
+// same server's word.
 func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a real kube-apiserver takes minutes to build cold")
@@ -179,6 +183,35 @@ func TestWorkflowAgainstARealAPIServerWithGetOnlyRBAC(t *testing.T) {
 	}
 	if r := got["live"]; !r.Active {
 		t.Errorf("the running Job's row was settled: %+v", r)
+	}
+
+	// The event path on the same server and RBAC: an end event for the Job still running is a
+	// hint the API server contradicts (nothing written); once the Job completes through the status
+	// subresource, its event settles the row at once, whatever its age.
+	sig := Signal
+	sig.Provider = ledger.ProviderKubernetes
+	obs := executionsync.NewObserver(executionsync.ObserverConfig{Rows: store, Signals: []logentry.Signal{sig},
+		Syncers: map[string]*executionsync.Syncer{ledger.ProviderKubernetes: executionsync.NewSyncer(executionsync.SyncerConfig{Store: store, Executor: a, Kind: executionsync.Kubernetes})}})
+	observe := func(insertID string) executionsync.Observation {
+		t.Helper()
+		o, err := obs.Observe(ctx, logentrytest.JobEnd("lab", ns, live.Name, string(live.UID), "Completed", insertID, time.Now()), time.Now(), nil)
+		must(t, err)
+		return o
+	}
+	if o := observe("early"); len(o.Results) != 1 || o.Results[0].Outcome != executionsync.SyncNotEnded {
+		t.Errorf("the running Job's end event: %+v, want not_ended", o)
+	}
+	setStatus(live, func(s *batchv1.JobStatus) {
+		s.Active, s.Succeeded, s.CompletionTime = 0, 1, &end
+		s.Conditions = []batchv1.JobCondition{condition(batchv1.JobSuccessCriteriaMet, "CompletionsReached"), condition(batchv1.JobComplete, "CompletionsReached")}
+	})
+	if o := observe("done"); len(o.Results) != 1 || o.Results[0].Outcome != executionsync.SyncSettled {
+		t.Errorf("the completed Job's end event: %+v, want settled", o)
+	}
+	r, err := store.Get(ctx, rows["live"])
+	must(t, err)
+	if r.Active || r.Outcome != ledger.OutcomeSucceeded || r.Settlement.Evidence[executionsync.EvidencePath] != "event" || r.Settlement.Evidence[executionsync.EvidenceInsertID] != "done" {
+		t.Errorf("the Job's row after its end event: %+v", r)
 	}
 }
 
