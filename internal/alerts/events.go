@@ -36,5 +36,12 @@ const (
 	DispatchCapped Event = "dispatch_capped"
 )
 
+// The paths a RowSettled line's "path" field names: a sweep's run (every workflow's), or the
+// event path's completion entry (execution syncs only).
+const (
+	PathSweep = "sweep"
+	PathEvent = "event"
+)
+
 // Attr is the attribute that marks a log line as e.
 func (e Event) Attr() slog.Attr { return slog.String(Key, string(e)) }

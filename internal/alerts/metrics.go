@@ -57,9 +57,10 @@ var workflowType = Label{Key: "workflow_type", Field: "workflow_type", Descripti
 var Metrics = []Metric{
 	{
 		Name: "rows_settled", Event: RowSettled, MinSeverity: SeverityInfo,
-		Description: "Rows settled by the sweeps, by workflow and outcome (succeeded, failed, cancelled, lost; abandoned; reclaimed, poisoned).",
-		Labels:      []Label{{Key: "outcome", Field: "outcome", Description: "how the row was settled"}, workflowType},
-		Chart:       "Rows settled, by outcome",
+		Description: "Rows settled, by workflow, outcome (succeeded, failed, cancelled, lost; abandoned; reclaimed, poisoned) and path (sweep, or event: a completion entry).",
+		Labels: []Label{{Key: "outcome", Field: "outcome", Description: "how the row was settled"}, workflowType,
+			{Key: "path", Field: "path", Description: "what settled it: a sweep, or the event path"}},
+		Chart: "Rows settled, by outcome",
 	},
 	{
 		Name: "rows_lost", Event: RowSettled, MinSeverity: SeverityInfo, Where: map[string]string{"outcome": "lost"},
@@ -75,7 +76,7 @@ var Metrics = []Metric{
 		// path did not within min_age_seconds; Cloud Run always writes the entries it listens
 		// for, so many of these mean the path is gone quiet, not that executions stopped ending.
 		Name: "event_path_missed", Event: RowSettled, MinSeverity: SeverityInfo,
-		Where:       map[string]string{"path": "sweep", "reason": "executor_terminal", "workflow_type": CloudRunSync},
+		Where:       map[string]string{"path": PathSweep, "reason": "executor_terminal", "workflow_type": CloudRunSync},
 		Description: "Cloud Run executions that ended and whose rows the sweep settled, not the event path: the completion entries did not reach ObserveExecution, or came before the execution was terminal.",
 		Labels:      []Label{workflowType},
 		Chart:       "Ended executions the event path missed",

@@ -376,8 +376,8 @@ func (s *Syncer) settle(ctx context.Context, req message.Sync, snap executor.Sna
 
 // The paths a row_settled line names (its "path" field): a sweep's sync, or a completion entry.
 const (
-	PathSweep = "sweep"
-	PathEvent = "event"
+	PathSweep = alerts.PathSweep
+	PathEvent = alerts.PathEvent
 )
 
 // Why the event path wrote nothing: the executor call does not show the execution terminal, or

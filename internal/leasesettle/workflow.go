@@ -397,7 +397,7 @@ func (w *Workflow) settle(ctx context.Context, run workflow.Run, in Input, candi
 		case r.settled:
 			out.Settled++
 			out.Settlements = append(out.Settlements, r.s)
-			l.Info("workspace lease abandoned", alerts.RowSettled.Attr(), "outcome", ledger.OutcomeAbandoned, "reason", r.s.Reason, "holder_runner_instance_uuid", r.s.HolderUUID, "heartbeat_age_seconds", r.s.HeartbeatAgeSeconds)
+			l.Info("workspace lease abandoned", alerts.RowSettled.Attr(), "path", alerts.PathSweep, "outcome", ledger.OutcomeAbandoned, "reason", r.s.Reason, "holder_runner_instance_uuid", r.s.HolderUUID, "heartbeat_age_seconds", r.s.HeartbeatAgeSeconds)
 		default:
 			stats.Raced++
 		}

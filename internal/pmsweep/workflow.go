@@ -248,10 +248,10 @@ func (w *Workflow) runOnce(ctx context.Context, in Input, override bool, pauses 
 		case res.Reclaimed && res.Poisoned:
 			out.Poisoned = append(out.Poisoned, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
 			stats.Poisoned++
-			l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "outcome", OutcomePoisoned, "max_reclaims", w.Config.MaxReclaims, "reclaim_status_sha", res.StatusSHA)
+			l.Warn("task reclaimed too many times: failed as poison instead of requeued", alerts.RowSettled.Attr(), "path", alerts.PathSweep, "outcome", OutcomePoisoned, "max_reclaims", w.Config.MaxReclaims, "reclaim_status_sha", res.StatusSHA)
 		case res.Reclaimed:
 			out.Reclaimed = append(out.Reclaimed, Reclaimed{Task: t.ID, Slug: t.Slug, AgeSeconds: age, LastActivity: last, ReclaimStatusSHA: res.StatusSHA})
-			l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
+			l.Info("zombie task reclaimed", alerts.RowSettled.Attr(), "path", alerts.PathSweep, "outcome", OutcomeReclaimed, "age_seconds", age, "reclaim_status_sha", res.StatusSHA)
 		case res.Why == ledger.LeftPaused:
 			stats.Paused++
 		default:

@@ -194,7 +194,7 @@ func (w *Workflow) runOnce(ctx context.Context, runUUID string, in Input, overri
 				l.Warn("abandoned a background run whose interlock is held by another run; the interlock was left alone",
 					"interlock_holder_run_id", res.InterlockHolder)
 			}
-			l.Info("app invocation abandoned", alerts.RowSettled.Attr(), "outcome", ledger.OutcomeAbandoned, "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
+			l.Info("app invocation abandoned", alerts.RowSettled.Attr(), "path", alerts.PathSweep, "outcome", ledger.OutcomeAbandoned, "idle_ms", now.Sub(r.LastMovedAt).Milliseconds(), "interlock_released", res.InterlockReleased)
 		case res.Why == ledger.LeftPaused:
 			stats.Paused++
 		case res.Why == LeftNotIdle:
