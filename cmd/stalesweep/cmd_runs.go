@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stalesweep/stalesweep/internal/executionsync"
 	"github.com/stalesweep/stalesweep/internal/fleet"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/workflow"
@@ -121,8 +123,12 @@ func (c *cli) runsShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show WORKFLOW_RUN_UUID [-o table|json]",
 		Short: "show one run: its states, output, stats, failure, and whether its scope is paused now",
+		Long: `show prints one run record. Given an event settlement's id (event- and 32 hexadecimal digits,
+the workflow_run_uuid of a row the event path settled), which has no run record, it prints the
+completion entry and the rows it settled instead.`,
 		Example: `  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64
-  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64 -o json`,
+  stalesweep runs show 3f2b8c1e-6a4d-4e59-9b1f-7c0d2e8a5f64 -o json
+  stalesweep runs show event-5d41402abc4b2a76b9719d911017c592`,
 		Args: cobra.ExactArgs(1),
 	}
 	format := outputFlag(cmd)
@@ -131,14 +137,18 @@ func (c *cli) runsShowCmd() *cobra.Command {
 		if err := checkFormat(*format); err != nil {
 			return c.usageError(cmd, "%v", err)
 		}
-		if err := checkRunUUID(args[0]); err != nil {
-			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v", args[0], err)
+		event := executionsync.IsEndedRunID(args[0])
+		if err := checkRunUUID(args[0]); err != nil && !event {
+			return c.usageError(cmd, "WORKFLOW_RUN_UUID: %q %v, nor an event settlement's id (event- and 32 hexadecimal digits)", args[0], err)
 		}
 		fsc, _, code := c.openFirestore("runs show", *project)
 		if fsc == nil {
 			return exitCode(code)
 		}
 		defer fsc.Close()
+		if event {
+			return c.showEventSettlement(args[0], fsc, *format)
+		}
 		rec, err := runstore.New(fsc).GetRun(c.ctx, args[0])
 		if err != nil {
 			return c.runError("runs show", args[0], err)
@@ -164,6 +174,59 @@ func (c *cli) runsShowCmd() *cobra.Command {
 		return v.write(c.stdout)
 	}
 	return cmd
+}
+
+// eventView is what runs show prints of an event settlement: the completion entry, from the
+// evidence of the rows it settled, and those rows.
+type eventView struct {
+	WorkflowRunUUID string         `json:"workflow_run_uuid"`
+	Path            string         `json:"path"`
+	EventLog        string         `json:"event_log"`
+	EventInsertID   string         `json:"event_insert_id"`
+	Rows            []eventRowView `json:"rows"`
+}
+
+type eventRowView struct {
+	RunnerExecutionUUID string    `json:"runner_execution_uuid"`
+	Outcome             string    `json:"outcome"`
+	Reason              string    `json:"reason"`
+	SettledAt           time.Time `json:"settled_at"`
+}
+
+// showEventSettlement prints the rows the completion entry id names settled; none is not found.
+func (c *cli) showEventSettlement(id string, fsc *firestore.Client, format string) error {
+	rows, err := ledger.NewExecutionStore(fsc, ledger.TxConfig{}, ledger.Retention{}).SettledBy(c.ctx, id)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "stalesweep runs show: %v\n", err)
+		return exitCode(exitFailed)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(c.stderr, "stalesweep runs show: no row carries event settlement %s (an event settlement has no run record; its rows may have expired)\n", id)
+		return exitCode(exitNotFound)
+	}
+	v := eventView{WorkflowRunUUID: id, Path: executionsync.PathEvent}
+	for _, r := range rows {
+		if r.Settlement == nil {
+			continue // a malformed row: Malformed says why
+		}
+		v.EventLog, _ = r.Settlement.Evidence[executionsync.EvidenceLog].(string)
+		v.EventInsertID, _ = r.Settlement.Evidence[executionsync.EvidenceInsertID].(string)
+		v.Rows = append(v.Rows, eventRowView{RunnerExecutionUUID: r.UUID, Outcome: r.Outcome, Reason: r.Settlement.Reason, SettledAt: r.Settlement.At})
+	}
+	if format == formatJSON {
+		return printJSON(c.stdout, v)
+	}
+	if err := printTable(c.stdout, []string{"WORKFLOW_RUN_UUID", id}, [][]string{
+		{"path", "event: a completion entry, no run record (docs/architecture.md, The event path)"},
+		{"event_log", v.EventLog}, {"event_insert_id", v.EventInsertID},
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, "\nsettled:")
+	for _, r := range v.Rows {
+		fmt.Fprintf(c.stdout, "  %s/%s  %s  %s  %s\n", ledger.ExecutionsCollection, r.RunnerExecutionUUID, r.Outcome, r.Reason, stamp(r.SettledAt))
+	}
+	return nil
 }
 
 // runView is a run record as the runs commands print it: the record, its scope filled in for a

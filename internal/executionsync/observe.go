@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/stalesweep/stalesweep/internal/ledger"
@@ -135,5 +136,18 @@ func (o *Observer) Observe(ctx context.Context, data []byte, published time.Time
 // finds its own settlement, and no run record is written per entry.
 func EndedRunID(e Ended) string {
 	sum := sha256.Sum256([]byte(e.Log + "\n" + e.InsertID))
-	return "event-" + hex.EncodeToString(sum[:16])
+	return endedRunPrefix + hex.EncodeToString(sum[:16])
+}
+
+const endedRunPrefix = "event-"
+
+// IsEndedRunID reports whether id has the form of an EndedRunID: "event-" and 32 lowercase
+// hexadecimal digits.
+func IsEndedRunID(id string) bool {
+	h, ok := strings.CutPrefix(id, endedRunPrefix)
+	if !ok || len(h) != 32 || strings.ToLower(h) != h {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }

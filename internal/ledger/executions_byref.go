@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/stalesweep/stalesweep/internal/firestoreconn"
 )
 
@@ -32,6 +34,26 @@ func (s *ExecutionStore) ActiveByRef(ctx context.Context, provider, key string, 
 	if err != nil {
 		return nil, fmt.Errorf("find executions by provider_ref.%s: %w", key, err)
 	}
+	return rowsOf(snaps), nil
+}
+
+// SettledBy returns the rows whose settlement names workflowRunUUID, up to ByRefLimit: what one
+// completion entry settled (its id is executionsync.EndedRunID), which no run record lists. One
+// equality query on a single field, served by Firestore's automatic index.
+func (s *ExecutionStore) SettledBy(ctx context.Context, workflowRunUUID string) ([]Execution, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	snaps, err := s.client.Collection(ExecutionsCollection).
+		Where("settlement.workflow_run_uuid", "==", workflowRunUUID).
+		Limit(ByRefLimit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("find executions settled by %s: %w", workflowRunUUID, err)
+	}
+	return rowsOf(snaps), nil
+}
+
+// rowsOf decodes a query's rows; one that does not decode is returned with Malformed set.
+func rowsOf(snaps []*firestore.DocumentSnapshot) []Execution {
 	rows := make([]Execution, 0, len(snaps))
 	for _, snap := range snaps {
 		row, err := decodeExecution(snap)
@@ -40,5 +62,5 @@ func (s *ExecutionStore) ActiveByRef(ctx context.Context, provider, key string, 
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows
 }
