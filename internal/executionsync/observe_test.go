@@ -153,6 +153,18 @@ func TestAnEntryForAnExecutionNotEndedWritesNothing(t *testing.T) {
 			t.Errorf("row %s: %+v", id, r)
 		}
 	}
+	// The running execution ends after its early entry: no entry comes again, and the sweep
+	// settles the row once it is old enough.
+	if err := e.fake.SetExecution(succeeded(runningName, e.clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Minute)
+	if _, s := outputOf(t, e.start(map[string]any{})); s.Settled[ledger.OutcomeSucceeded] != 1 {
+		t.Errorf("the sweep settled %v, want the ended execution's row succeeded", s.Settled)
+	}
+	if r := e.get(runningID); r.Active || r.Outcome != ledger.OutcomeSucceeded || r.Settlement.Evidence[executionsync.EvidencePath] != nil {
+		t.Errorf("the row the early entry left: %+v", r)
+	}
 }
 
 // The guards of every sync hold on the event path: an opted-out organization, one stalesweep
