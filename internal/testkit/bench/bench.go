@@ -117,6 +117,9 @@ type Result struct {
 	SettlePoolRowsPerS  float64 `json:"settle_pool_rows_per_s"`
 	SettlePoolRatio     float64 `json:"settle_pool_ratio"`
 	SettleRunOverheadMs float64 `json:"settle_run_overhead_ms"`
+	// The mean time of one GetExecution call as the pool's workers saw it (a row waits for it
+	// before its transaction; the raw sides make none), median of the same rounds.
+	SettleExecutorCallMs float64 `json:"settle_executor_call_ms"`
 
 	ReadsPerSettledRow              float64 `json:"reads_per_settled_row"`
 	WritesPerSettledRow             float64 `json:"writes_per_settled_row"`

@@ -33,6 +33,7 @@ func table(w io.Writer, r Result) {
 	row("equal_work_tx_per_s", fmt.Sprintf("%.0f", r.EqualWorkTxPerS), "raw, reading and writing what a settling transaction does")
 	row("settle_vs_equal_work_ratio", fmt.Sprintf("%.2f", r.SettleVsEqualWorkRatio), mark("settle_vs_equal_work_ratio"))
 	row("settle_pool_ratio", fmt.Sprintf("%.2f", r.SettlePoolRatio), fmt.Sprintf("within the runs' pools: %.0f rows/s against raw", r.SettlePoolRowsPerS))
+	row("settle_executor_call_ms", fmt.Sprintf("%.2f", r.SettleExecutorCallMs), "one GetExecution, as a pool's worker waits for it before the row's transaction")
 	row("settle_run_overhead_ms", fmt.Sprintf("%.1f", r.SettleRunOverheadMs), "each run outside its pool: guard and record, scan, finish")
 	row("reads_per_settled_row", fmt.Sprintf("%.2f", r.ReadsPerSettledRow), mark("reads_per_settled_row"))
 	row("writes_per_settled_row", fmt.Sprintf("%.2f", r.WritesPerSettledRow), mark("writes_per_settled_row"))

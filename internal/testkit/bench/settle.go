@@ -18,6 +18,7 @@ import (
 	"github.com/stalesweep/stalesweep/internal/cloudrun"
 	"github.com/stalesweep/stalesweep/internal/contract"
 	"github.com/stalesweep/stalesweep/internal/executionsync"
+	"github.com/stalesweep/stalesweep/internal/executor"
 	"github.com/stalesweep/stalesweep/internal/ledger"
 	"github.com/stalesweep/stalesweep/internal/logging"
 	"github.com/stalesweep/stalesweep/internal/message"
@@ -33,6 +34,7 @@ import (
 type settled struct {
 	elapsed                   time.Duration
 	syncing                   time.Duration // of elapsed, the time the runs' syncs took (their pools)
+	calling                   time.Duration // the executor calls' durations, summed over the pool's workers
 	rows, started, candidates int
 	runs                      int
 	reads, writes, queries    int // on runner_executions, counted on the wire
@@ -54,6 +56,18 @@ func (t *timedStarter) Start(ctx context.Context, reqs []message.Sync) []executi
 	return t.Starter.Start(ctx, reqs)
 }
 
+// timedExecutor adds up how long its Observe calls took, summed over the workers making them.
+type timedExecutor struct {
+	executor.Executor
+	took atomic.Int64 // nanoseconds
+}
+
+func (t *timedExecutor) Observe(ctx context.Context, ref map[string]any) (executor.Snapshot, error) {
+	began := time.Now()
+	defer func() { t.took.Add(int64(time.Since(began))) }()
+	return t.Executor.Observe(ctx, ref)
+}
+
 // settling is a dataset of stale rows whose executions Cloud Run reports succeeded (and rows
 // without a provider reference), and the execution-sync workflow settling them one run at a
 // time, syncs inline at concurrency conc: as the app builds it, the blind-executor guard on.
@@ -64,6 +78,7 @@ type settling struct {
 	engine   *workflow.Engine
 	input    json.RawMessage
 	pool     *timedStarter
+	exec     *timedExecutor
 	calls    int64
 	s        settled
 	finished bool
@@ -104,7 +119,8 @@ func newSettling(ctx context.Context, e *env, n, missing, conc int, latency time
 	e.fake.SetLatency(cloudrunfake.GetExecution, latency)
 
 	store := ledger.NewExecutionStore(fs, ledger.TxConfig{}, ledger.Retention{})
-	adapter := cloudrun.New(e.run, cloudrun.Config{})
+	adapter := &timedExecutor{Executor: cloudrun.New(e.run, cloudrun.Config{})}
+	w.exec = adapter
 	cfg := executionsync.Config{Provider: ledger.ProviderCloudRun, Concurrency: conc, Budget: 30 * time.Minute}.WithDefaults()
 	// As the app builds it: the blind-executor guard on (it reads nothing for rows the executor
 	// knows; what it costs a healthy target is the sync.target each answer writes).
@@ -162,6 +178,7 @@ func (w *settling) run(ctx context.Context) (bool, error) {
 func (w *settling) result() settled {
 	s := w.s
 	s.syncing = w.pool.took
+	s.calling = time.Duration(w.exec.took.Load())
 	s.calls = w.e.calls.Load() - w.calls
 	for _, d := range w.spy.Reads() {
 		if strings.Contains(d, "/"+ledger.ExecutionsCollection+"/") {
@@ -341,7 +358,7 @@ func measureThroughput(ctx context.Context, e *env, p *progress, sz sizes, conc 
 		return err
 	}
 	const rounds = 3
-	var raws, equals, flows, pools, overheads []float64
+	var raws, equals, flows, pools, overheads, calls []float64
 	var last settled
 	for round := range rounds {
 		raw, equal, s, err := interleaved(ctx, e, sz.rows, conc, (round+1)%3)
@@ -353,15 +370,16 @@ func measureThroughput(ctx context.Context, e *env, p *progress, sz sizes, conc 
 		flows = append(flows, s.perSecond())
 		pools = append(pools, float64(s.rows)/s.syncing.Seconds())
 		overheads = append(overheads, float64((s.elapsed-s.syncing).Milliseconds())/float64(s.runs))
+		calls = append(calls, float64(s.calling.Microseconds())/1000/float64(s.started))
 		last = s
-		p.say("round %d: raw %.0f tx/s, equal-work raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d, taking turns); within the runs' pools %.0f rows/s, %.0f ms a run outside them",
-			round+1, raws[round], equals[round], flows[round], sz.rows, conc, pools[round], overheads[round])
+		p.say("round %d: raw %.0f tx/s, equal-work raw %.0f tx/s, workflow %.0f rows/s (%d rows each, concurrency %d, taking turns); within the runs' pools %.0f rows/s (a GetExecution %.2f ms), %.0f ms a run outside them",
+			round+1, raws[round], equals[round], flows[round], sz.rows, conc, pools[round], calls[round], overheads[round])
 	}
 	res.RawTxPerS, res.SettleRowsPerS, res.EqualWorkTxPerS = median(raws), median(flows), median(equals)
 	res.RawTxPerSRounds, res.SettleRowsPerSRounds, res.EqualWorkTxPerSRounds = raws, flows, equals
 	res.SettleThroughputRatio = res.SettleRowsPerS / res.RawTxPerS
 	res.SettleVsEqualWorkRatio = res.SettleRowsPerS / res.EqualWorkTxPerS
-	res.SettlePoolRowsPerS, res.SettleRunOverheadMs = median(pools), median(overheads)
+	res.SettlePoolRowsPerS, res.SettleRunOverheadMs, res.SettleExecutorCallMs = median(pools), median(overheads), median(calls)
 	res.SettlePoolRatio = res.SettlePoolRowsPerS / res.RawTxPerS
 	p.say("medians: raw %.0f tx/s, equal-work raw %.0f tx/s, workflow %.0f rows/s: ratios %.2f and %.2f (settle_vs_equal_work_ratio)",
 		res.RawTxPerS, res.EqualWorkTxPerS, res.SettleRowsPerS, res.SettleThroughputRatio, res.SettleVsEqualWorkRatio)
