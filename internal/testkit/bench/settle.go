@@ -261,9 +261,13 @@ func newRawSide(ctx context.Context, n int, equal bool) (*rawSide, error) {
 	return r, nil
 }
 
-// step makes the next k transactions, conc at a time, its time added to the measurement.
+// step makes the next k transactions, conc at a time, its time added to the measurement; none
+// once every row has had its turn.
 func (r *rawSide) step(ctx context.Context, k, conc int) error {
 	refs := r.refs[r.next:min(r.next+k, len(r.refs))]
+	if len(refs) == 0 {
+		return nil
+	}
 	r.next += len(refs)
 	var failed atomic.Int64
 	begin := time.Now()
@@ -328,18 +332,8 @@ func interleaved(ctx context.Context, e *env, n, conc, first int) (raw, equal *r
 			}
 			return err
 		},
-		func() error {
-			if raw.next < n {
-				return raw.step(ctx, executionsync.LimitMax, conc)
-			}
-			return nil
-		},
-		func() error {
-			if equal.next < n {
-				return equal.step(ctx, executionsync.LimitMax, conc)
-			}
-			return nil
-		},
+		func() error { return raw.step(ctx, executionsync.LimitMax, conc) },
+		func() error { return equal.step(ctx, executionsync.LimitMax, conc) },
 	}
 	for more || raw.next < n || equal.next < n {
 		for i := range turns {

@@ -8,11 +8,11 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/run/apiv2/runpb"
 
 	"github.com/stalesweep/stalesweep/emulator/cloudrunfake"
 	"github.com/stalesweep/stalesweep/internal/app"
@@ -76,7 +76,9 @@ func measureTruth(ctx context.Context, e *env, p *progress, sz sizes, fs *firest
 
 	period := time.Duration(sz.truthScheduleS) * time.Second
 	res.TimeToTruthMs.SweepScheduleS = sz.truthScheduleS
-	sweep, err := sweepTruth(ctx, e, fs, ps.Publisher(pipeline.TicksDefault), org, sz.truthSweepRows, period)
+	ticks := ps.Publisher(pipeline.TicksDefault)
+	defer ticks.Stop()
+	sweep, err := sweepTruth(ctx, e, fs, ticks, org, sz.truthSweepRows, period)
 	if err != nil {
 		return fmt.Errorf("sweep path: %w", err)
 	}
@@ -97,12 +99,12 @@ func measureTruth(ctx context.Context, e *env, p *progress, sz sizes, fs *firest
 // truthEventSpacing is how far apart the event path's executions end: a few are in flight at once.
 const truthEventSpacing = 100 * time.Millisecond
 
-// truthRow creates a running row of org whose execution the fake reports running, observed at,
-// and returns its ref and the execution's name.
-func truthRow(ctx context.Context, e *env, fs *firestore.Client, org string, at time.Time) (*firestore.DocumentRef, string, error) {
+// truthRow creates a running row of org observed at, whose execution the fake reports as exec
+// builds it, and returns its ref and the execution's name.
+func truthRow(ctx context.Context, e *env, fs *firestore.Client, org string, at time.Time, exec func(string, time.Time) *runpb.Execution) (*firestore.DocumentRef, string, error) {
 	ref := fs.Collection(ledger.ExecutionsCollection).NewDoc()
 	name := cloudrunfake.ExecutionName("bench", "europe-west1", "job", ref.ID)
-	if err := e.fake.SetExecution(cloudrunfake.Running(name, at)); err != nil {
+	if err := e.fake.SetExecution(exec(name, at)); err != nil {
 		return nil, "", err
 	}
 	_, err := ref.Create(ctx, ledger.Execution{OrganizationUUID: org, Provider: ledger.ProviderCloudRun, Status: ledger.StatusRunning, Active: true,
@@ -111,7 +113,7 @@ func truthRow(ctx context.Context, e *env, fs *firestore.Client, org string, at 
 }
 
 // pending is a row waiting to be found settled: since when its execution has ended (zero: not
-// yet), and the settlement path its evidence must name ("event", or "" for a sweep's).
+// yet), and, once found, how long after that.
 type pending struct {
 	ref   *firestore.DocumentRef
 	name  string
@@ -165,7 +167,7 @@ func pollSettled(ctx context.Context, fs *firestore.Client, rows []*pending, eve
 func eventTruth(ctx context.Context, e *env, fs *firestore.Client, ends *pubsub.Publisher, org string, n int) (Truth, error) {
 	rows := make([]*pending, n)
 	for i := range rows {
-		ref, name, err := truthRow(ctx, e, fs, org, time.Now())
+		ref, name, err := truthRow(ctx, e, fs, org, time.Now(), cloudrunfake.Running)
 		if err != nil {
 			return Truth{}, err
 		}
@@ -212,7 +214,6 @@ func eventTruth(ctx context.Context, e *env, fs *firestore.Client, ends *pubsub.
 // observed as its execution ended), and publishes a tick at every multiple of period on the wall
 // clock, as Cloud Scheduler does, with min_age_seconds period, until every row is settled.
 func sweepTruth(ctx context.Context, e *env, fs *firestore.Client, ticks *pubsub.Publisher, org string, n int, period time.Duration) (Truth, error) {
-	defer ticks.Stop()
 	input := map[string]any{}
 	if period != time.Duration(executionsync.MinAgeSecondsDefault)*time.Second {
 		input["min_age_seconds"] = int(period / time.Second)
@@ -233,11 +234,8 @@ func sweepTruth(ctx context.Context, e *env, fs *firestore.Client, ticks *pubsub
 	for {
 		now := time.Now()
 		for created < n && !now.Before(ends[created]) {
-			ref, name, err := truthRow(ctx, e, fs, org, now)
+			ref, name, err := truthRow(ctx, e, fs, org, now, cloudrunfake.Succeeded)
 			if err != nil {
-				return Truth{}, err
-			}
-			if err := e.fake.SetExecution(cloudrunfake.Succeeded(name, now)); err != nil {
 				return Truth{}, err
 			}
 			rows[created] = &pending{ref: ref, name: name, ended: now}
@@ -329,12 +327,9 @@ func eventCost(ctx context.Context, e *env, fs *firestore.Client, org string) (s
 		return c, nil
 	}
 	settles, err = count(func(int) ([]byte, error) {
-		ref, name, err := truthRow(ctx, e, fs, org, time.Now())
-		if err != nil {
-			return nil, err
-		}
 		at := time.Now()
-		if err := e.fake.SetExecution(cloudrunfake.Succeeded(name, at)); err != nil {
+		ref, name, err := truthRow(ctx, e, fs, org, at, cloudrunfake.Succeeded)
+		if err != nil {
 			return nil, err
 		}
 		return logentrytest.CloudRunEnd(name, "bench-cost-"+ref.ID, "", at), nil
@@ -351,7 +346,7 @@ func eventCost(ctx context.Context, e *env, fs *firestore.Client, org string) (s
 		name := cloudrunfake.ExecutionName("bench", "europe-west1", "job", fmt.Sprint("no-row-", i))
 		return logentrytest.CloudRunEnd(name, fmt.Sprint("bench-no-row-", i), "", time.Now()), nil
 	}, func(obs executionsync.Observation) error {
-		if len(obs.Results) != 0 || !strings.Contains(obs.Ignored, "row") {
+		if len(obs.Results) != 0 || obs.Ignored != "no_row" {
 			return fmt.Errorf("an entry naming no row came to %+v, want it ignored for no row", obs)
 		}
 		return nil
